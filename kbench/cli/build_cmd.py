@@ -1,0 +1,46 @@
+"""`kbench build` and `kbench inspect`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from kbench.cli.main import app
+
+
+@app.command()
+def build(
+    recipe: Path = typer.Argument(..., help="A pipeline recipe (TOML), e.g. pipelines/lama-trex.toml."),
+    out: Optional[Path] = typer.Option(None, "--out", help="Run directory (default: runs/<dataset name>)."),
+    set_: list[str] = typer.Option([], "--set", help="Override a recipe value: STAGE_ID.KEY=VALUE or pipeline.KEY=VALUE."),
+    sparql_endpoint: Optional[str] = typer.Option(None, "--sparql-endpoint", help="Query this SPARQL endpoint instead of the embedded store."),
+) -> None:
+    """Build a dataset from a recipe. Rerunning the same command resumes finished stages."""
+    from rich.console import Console
+
+    from kbench.build.recipe import load_recipe
+    from kbench.build.runner import run_recipe
+
+    console = Console(stderr=True)
+    parsed = load_recipe(recipe, set_)
+    run_dir = out or Path("runs") / parsed.header.name
+    options = {"sparql_endpoint": sparql_endpoint} if sparql_endpoint else {}
+
+    def progress(i: int, n: int, report) -> None:
+        how = "reused" if report.reused else f"{report.seconds:.1f}s"
+        drops = sum(report.dropped.values())
+        console.print(f"[{i + 1}/{n}] {report.id:<18} {report.rows_in:>8,} → {report.rows_out:>8,} rows"
+                      f"  ({drops:,} dropped, {how})")
+
+    result = run_recipe(parsed, run_dir, options=options, on_stage=progress)
+    console.print(f"dataset written to {result.run_dir} (config hash {result.config_hash[:12]})")
+
+
+@app.command()
+def inspect(run_dir: Path = typer.Argument(..., help="A built dataset folder.")) -> None:
+    """Print a built dataset's stats: rows per stage, drops by reason, per-relation and per-bin counts."""
+    from kbench.build.inspect import inspect_dataset
+
+    inspect_dataset(run_dir)

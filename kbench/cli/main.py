@@ -1,0 +1,52 @@
+"""Entry point: assembles the command groups and turns user errors into exit code 2."""
+
+from __future__ import annotations
+
+import errno
+import sys
+
+import click
+import typer
+
+from kbench.errors import UserError
+
+app = typer.Typer(
+    name="kbench",
+    help="Build knowledge-probing benchmarks and evaluate what language models know.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+evaluate_app = typer.Typer(help="Evaluate a model on a built dataset.", no_args_is_help=True)
+app.add_typer(evaluate_app, name="evaluate")
+
+
+def _register() -> None:
+    # Each module adds its commands to `app` or `evaluate_app`; one file per command family.
+    from kbench.cli import build_cmd  # noqa: F401
+
+
+_register()
+
+_ENVIRONMENT_ERRNOS = {errno.ENOSPC, errno.EROFS, errno.EACCES, errno.EDQUOT, errno.EPERM}
+
+
+def main(argv: list[str] | None = None) -> None:
+    try:
+        app(args=argv, standalone_mode=False)
+    except UserError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        sys.exit(exc.exit_code)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except (click.exceptions.Abort, KeyboardInterrupt):
+        typer.echo("interrupted: finished work is kept; rerun the same command to resume", err=True)
+        sys.exit(130)
+    except OSError as exc:
+        if exc.errno not in _ENVIRONMENT_ERRNOS:
+            raise
+        typer.echo(f"error: {exc.strerror}: {exc.filename or ''}".rstrip(": "), err=True)
+        sys.exit(2)

@@ -1,0 +1,35 @@
+"""Shared fixtures: where the real data lives, and running the CLI as a user would."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+SHARED_DATA = Path(os.environ.get("KBENCH_SHARED_DATA", REPO_ROOT.parent / "shared" / "data")).resolve()
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    """The real source data (../shared/data); read it from there, never copy it into the repo."""
+    if not SHARED_DATA.is_dir():
+        pytest.fail(f"shared data not found at {SHARED_DATA}; set KBENCH_SHARED_DATA")
+    return SHARED_DATA
+
+
+@pytest.fixture(autouse=True)
+def _isolated_cache(tmp_path_factory, monkeypatch):
+    """Each test session gets its own kbench cache, so tests never see a developer's cache."""
+    cache = tmp_path_factory.getbasetemp() / "kbench-cache"
+    monkeypatch.setenv("KBENCH_CACHE", str(cache))
+
+
+def run_kbench(*args: str, cwd: Path | None = None, env: dict | None = None, timeout: float = 600) -> subprocess.CompletedProcess:
+    """Run the real CLI in a subprocess (exit codes and stderr exactly as a user sees them)."""
+    full_env = {**os.environ, **(env or {})}
+    return subprocess.run([sys.executable, "-m", "kbench", *args], cwd=cwd or REPO_ROOT, env=full_env,
+                          capture_output=True, text=True, timeout=timeout)
