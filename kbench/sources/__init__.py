@@ -1,0 +1,1 @@
+"""Clients for outside systems and source files: downloads, Wikidata SPARQL, frequency sources."""

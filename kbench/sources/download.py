@@ -1,0 +1,123 @@
+"""Remote source files: download once into the cache, verify the sha256, unpack archives.
+
+Contract:
+  * `fetch(url, sha256, cache_dir)` returns `cache_dir/downloads/<sha256>/<file name>`. The bytes
+    are streamed to a temporary file, hashed, and only renamed into place when the hash matches,
+    so a reader never sees an unverified or half-written download. A cached file is re-hashed
+    before every use (a damaged cache is downloaded again, never used).
+  * `materialize(location, sha256, cache_dir, key=...)` turns a recipe location into a local
+    path: a local path is returned as is; an http(s) URL is fetched, and a `.zip` / `.tar.gz` /
+    `.tgz` is unpacked (once, atomically) into `downloads/<sha256>/extracted/`.
+Errors are `UserError`s naming the URL and, via `key`, the recipe parameter at fault.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import tarfile
+import tempfile
+import time
+import zipfile
+from pathlib import Path
+from urllib.parse import urlparse
+
+from kbench.errors import UserError
+from kbench.io import atomic_path, sha256_file
+
+USER_AGENT = "kbench/0.1 (knowledge-probing benchmark builder; https://github.com/kbench)"
+_SHA256 = re.compile(r"^[0-9a-f]{64}$")
+_ARCHIVE_SUFFIXES = (".zip", ".tar.gz", ".tgz")
+_RETRIES = 3
+
+
+def is_url(location: str) -> bool:
+    return urlparse(str(location)).scheme in ("http", "https")
+
+
+def _file_name(url: str) -> str:
+    name = Path(urlparse(url).path).name
+    return name or "download"
+
+
+def fetch(url: str, sha256: str | None, cache_dir: Path, *, key: str = "url", timeout: float = 60) -> Path:
+    """Download `url` into the cache (or reuse a verified copy) and return the local file."""
+    import requests
+
+    if not sha256:
+        raise UserError(f"{key}: a download needs its sha256 (add `{key}_sha256 = \"...\"` to the recipe): {url}")
+    sha256 = sha256.lower()
+    if not _SHA256.match(sha256):
+        raise UserError(f"{key}: sha256 must be 64 hex digits, got {sha256!r}")
+    target = Path(cache_dir) / "downloads" / sha256 / _file_name(url)
+    if target.is_file():
+        if sha256_file(target) == sha256:
+            return target
+        target.unlink()  # damaged cache entry: fetch it again
+
+    last_error = ""
+    for attempt in range(_RETRIES):
+        if attempt:
+            time.sleep(0.5 * 2 ** (attempt - 1))
+        try:
+            with requests.get(url, stream=True, timeout=timeout, headers={"User-Agent": USER_AGENT}) as resp:
+                if resp.status_code >= 500 or resp.status_code == 429:
+                    last_error = f"HTTP {resp.status_code}"
+                    continue
+                if resp.status_code != 200:
+                    raise UserError(f"{key}: download failed with HTTP {resp.status_code}: {url}")
+                digest = hashlib.sha256()
+                with atomic_path(target) as tmp:
+                    with open(tmp, "wb") as fh:
+                        for block in resp.iter_content(chunk_size=1 << 20):
+                            digest.update(block)
+                            fh.write(block)
+                    if digest.hexdigest() != sha256:
+                        raise UserError(f"{key}: checksum mismatch for {url}: expected {sha256}, "
+                                        f"got {digest.hexdigest()} (the file was not used)")
+                return target
+        except requests.RequestException as exc:
+            last_error = type(exc).__name__
+    raise UserError(f"{key}: download failed after {_RETRIES} attempts ({last_error}): {url}")
+
+
+def _safe_extract(archive: Path, dest: Path) -> None:
+    if archive.name.endswith(".zip"):
+        with zipfile.ZipFile(archive) as zf:
+            for member in zf.namelist():
+                if not (dest / member).resolve().is_relative_to(dest.resolve()):
+                    raise UserError(f"{archive}: archive member {member!r} would escape the extraction folder")
+            zf.extractall(dest)
+    else:
+        with tarfile.open(archive, "r:gz") as tf:
+            tf.extractall(dest, filter="data")  # refuses absolute paths, `..` and links out of dest
+
+
+def materialize(location: str, sha256: str | None, cache_dir: Path, *, key: str, base: Path | None = None) -> Path:
+    """A local file or folder for `location` (a path, relative to `base`, or an http(s) URL)."""
+    if not is_url(location):
+        path = Path(location).expanduser()
+        if base is not None and not path.is_absolute():
+            path = (base / path).resolve()
+        if not path.exists():
+            raise UserError(f"{key}: {path} does not exist")
+        return path
+    downloaded = fetch(location, sha256, cache_dir, key=key)
+    if not downloaded.name.endswith(_ARCHIVE_SUFFIXES):
+        return downloaded
+    extracted = downloaded.parent / "extracted"
+    if extracted.is_dir():
+        return extracted
+    tmp = Path(tempfile.mkdtemp(prefix=".extract-", dir=downloaded.parent))
+    try:
+        try:
+            _safe_extract(downloaded, tmp)
+        except (zipfile.BadZipFile, tarfile.TarError, EOFError) as exc:
+            raise UserError(f"{key}: {location} is not a valid archive ({exc})") from exc
+        os.replace(tmp, extracted)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    return extracted
