@@ -1,0 +1,1 @@
+"""Model loading, the batched runner, and forward hooks for interventions."""
