@@ -1,0 +1,103 @@
+"""Stage `load_annotated_triplets`: documents that already carry triples -> one row per triple.
+
+For input in the REBEL dataset format (each document's `extra_json` holds `triples`, each with
+`subject`/`object` entity dicts `{uri, boundaries, surfaceform}` and a `predicate` `{uri,
+surfaceform}`), this replaces `extract_rebel`: no model is run. Input: the `clean_documents`
+table. Output: the triplet table that `extract_rebel` also produces (see TRIPLET_SCHEMA):
+
+  triplet_id, doc_id, title, doc_uri, origin ("annotated"), sentence_index, sentence,
+  sentence_start, subject, subject_id, subject_start, subject_end, relation (P-id or null),
+  relation_label, object, object_id, object_kind ("entity" | "literal"), object_start, object_end
+
+Offsets are character offsets into the document text; the sentence is the spaCy-sentencizer
+sentence holding the subject (or the object when the subject has no offsets). Dates and other
+values whose `uri` is not a Q-id keep `object_id = null` and `object_kind = "literal"`;
+`link_wikidata` rejects them with a reason. The table changes shape (documents -> triples), so
+`preserves_rows = False`; documents without triples simply yield no rows. The same triple
+annotated twice in one sentence is rejected as `duplicate_triple`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from kbench.build.stage import Stage, StageOutput, StageParams, register_stage
+from kbench.io import stable_hash
+
+ENTITY_ID = re.compile(r"^Q[1-9]\d*$")
+PROPERTY_ID = re.compile(r"^P[1-9]\d*$")
+
+
+def triplet_schema():
+    import polars as pl
+
+    return {
+        "triplet_id": pl.String, "doc_id": pl.String, "title": pl.String, "doc_uri": pl.String,
+        "origin": pl.String, "sentence_index": pl.Int64, "sentence": pl.String, "sentence_start": pl.Int64,
+        "subject": pl.String, "subject_id": pl.String, "subject_start": pl.Int64, "subject_end": pl.Int64,
+        "relation": pl.String, "relation_label": pl.String,
+        "object": pl.String, "object_id": pl.String, "object_kind": pl.String,
+        "object_start": pl.Int64, "object_end": pl.Int64,
+    }
+
+
+def triplet_id(doc_id: str, subject: str, relation_label: str, obj: str, sentence_index: int) -> str:
+    return stable_hash([doc_id, sentence_index, subject, relation_label, obj])[:16]
+
+
+def _bounds(entity: dict) -> tuple[int | None, int | None]:
+    b = entity.get("boundaries")
+    if isinstance(b, list) and len(b) == 2 and all(isinstance(x, int) for x in b):
+        return b[0], b[1]
+    return None, None
+
+
+@register_stage
+class LoadAnnotatedTriplets(Stage):
+    name = "load_annotated_triplets"
+    preserves_rows = False
+
+    class Params(StageParams):
+        field: str = "triples"  # the key in each document's extra fields that holds the triples
+
+    def run(self, table) -> StageOutput:
+        import polars as pl
+
+        from kbench.sources.rebel import sentence_spans, sentence_splitter
+
+        nlp = sentence_splitter()
+        rows = []
+        for doc in table.select("doc_id", "title", "uri", "text", "extra_json").collect().iter_rows(named=True):
+            triples = json.loads(doc["extra_json"] or "{}").get(self.params.field) or []
+            if not triples:
+                continue
+            spans = sentence_spans(nlp, doc["text"])
+            for t in triples:
+                subj, pred, obj = t.get("subject") or {}, t.get("predicate") or {}, t.get("object") or {}
+                s_start, s_end = _bounds(subj)
+                o_start, o_end = _bounds(obj)
+                anchor = s_start if s_start is not None else o_start
+                index = next((i for i, (a, b) in enumerate(spans) if anchor is not None and a <= anchor < b), None)
+                sent_start, sent_end = spans[index] if index is not None else (None, None)
+                object_id = obj.get("uri") if ENTITY_ID.match(str(obj.get("uri", ""))) else None
+                relation = pred.get("uri") if PROPERTY_ID.match(str(pred.get("uri", ""))) else None
+                subject_id = subj.get("uri") if ENTITY_ID.match(str(subj.get("uri", ""))) else None
+                rows.append({
+                    "triplet_id": triplet_id(doc["doc_id"], subj.get("surfaceform", ""), pred.get("surfaceform", ""),
+                                             obj.get("surfaceform", ""), index if index is not None else -1),
+                    "doc_id": doc["doc_id"], "title": doc["title"], "doc_uri": doc["uri"], "origin": "annotated",
+                    "sentence_index": index,
+                    "sentence": doc["text"][sent_start:sent_end] if index is not None else None,
+                    "sentence_start": sent_start,
+                    "subject": subj.get("surfaceform"), "subject_id": subject_id,
+                    "subject_start": s_start, "subject_end": s_end,
+                    "relation": relation, "relation_label": pred.get("surfaceform"),
+                    "object": obj.get("surfaceform"), "object_id": object_id,
+                    "object_kind": "entity" if object_id else "literal",
+                    "object_start": o_start, "object_end": o_end,
+                })
+        frame = pl.DataFrame(rows, schema=triplet_schema())
+        first = pl.col("triplet_id").is_first_distinct()
+        duplicates = frame.filter(~first).with_columns(reason=pl.lit("duplicate_triple"))
+        return StageOutput(kept=frame.filter(first), rejected=duplicates)
