@@ -1,0 +1,1 @@
+"""The pipeline engine: recipes of registered stages, run directories, resume markers."""

@@ -1,0 +1,237 @@
+"""Run a recipe into a run directory, resuming finished stages.
+
+Run directory layout:
+
+    OUT/
+      README.md, data/<config>/<split>.parquet   the dataset (written by `write_dataset`)
+      manifest.json   recipe, resolved parameters, inputs with sha256, package versions, config hash
+      stats.json      rows in/out per stage and drops by reason
+      rejected/<stage id>.parquet   dropped rows with their reason
+      .kbench/lock                  held while a build writes here
+      .kbench/stages/NN_<id>/       each stage's output table and its completion marker
+      .kbench/events.jsonl          one line per stage run: computed or reused
+
+A stage's resume key hashes its name, code version, parameters, the sha256 of the files it
+reads and the previous stage's key. So a changed parameter invalidates that stage and every
+stage after it. The marker (`done.json`) is written last, after the stage's outputs were renamed
+into place, so a `kill -9` at any moment leaves either a finished stage or none.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+from typing import Any, Callable
+
+from kbench.build.context import StageContext, default_cache_dir
+from kbench.build.recipe import Recipe
+from kbench.errors import UserError
+from kbench.io import atomic_path, sha256_file, stable_hash, write_json
+
+TRACKED_PACKAGES = ("kbench", "polars", "pyarrow", "pyoxigraph", "datasets", "torch", "transformers", "spacy", "infini-gram")
+
+
+@dataclass
+class StageReport:
+    id: str
+    stage: str
+    rows_in: int
+    rows_out: int
+    dropped: dict[str, int]
+    reused: bool
+    seconds: float
+
+    def stats(self) -> dict[str, Any]:  # what stats.json keeps: no timings, so reruns are identical
+        return {"id": self.id, "stage": self.stage, "rows_in": self.rows_in, "rows_out": self.rows_out,
+                "dropped": self.dropped, "dropped_total": sum(self.dropped.values())}
+
+
+@dataclass
+class RunResult:
+    run_dir: Path
+    stages: list[StageReport] = field(default_factory=list)
+    config_hash: str = ""
+
+
+def package_versions() -> dict[str, str]:
+    found = {}
+    for name in TRACKED_PACKAGES:
+        try:
+            found[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return found
+
+
+@contextmanager
+def run_lock(run_dir: Path) -> Iterator[None]:
+    """One build per run directory: a second one fails at once with a clear message."""
+    lock_path = run_dir / ".kbench" / "lock"
+    try:
+        lock_path.parent.mkdir(parents=True, exist_ok=True)
+        fh = open(lock_path, "a+")
+    except OSError as exc:
+        raise UserError(f"cannot write to {run_dir}: {exc.strerror or exc}") from exc
+    try:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            fh.seek(0)
+            holder = fh.read().strip() or "unknown"
+            raise UserError(f"another kbench process (pid {holder}) is writing to {run_dir}; wait for it or pick another --out")
+        fh.seek(0)
+        fh.truncate()
+        fh.write(str(os.getpid()))
+        fh.flush()
+        yield
+    finally:
+        fh.close()
+
+
+def _write_table(frame, path: Path) -> None:
+    import polars as pl
+
+    with atomic_path(path) as tmp:
+        if isinstance(frame, pl.LazyFrame):
+            try:
+                frame.sink_parquet(tmp)
+            except Exception:  # some plans cannot stream; fall back to in-memory
+                frame.collect().write_parquet(tmp)
+        else:
+            frame.write_parquet(tmp)
+
+
+def _count(path: Path) -> int:
+    import polars as pl
+
+    return int(pl.scan_parquet(path).select(pl.len()).collect().item())
+
+
+def _drops(path: Path) -> dict[str, int]:
+    import polars as pl
+
+    counts = pl.scan_parquet(path).group_by("reason").len().sort("reason").collect()
+    return {str(r): int(n) for r, n in counts.iter_rows()}
+
+
+def _log_event(run_dir: Path, event: dict) -> None:
+    with open(run_dir / ".kbench" / "events.jsonl", "a", encoding="utf-8") as fh:
+        fh.write(json.dumps(event) + "\n")
+
+
+def run_recipe(
+    recipe: Recipe,
+    run_dir: str | Path,
+    *,
+    options: dict[str, Any] | None = None,
+    cache_dir: Path | None = None,
+    on_stage: Callable[[int, int, StageReport], None] | None = None,
+) -> RunResult:
+    import polars as pl
+
+    run_dir = Path(run_dir).resolve()
+    ctx = StageContext(
+        recipe_path=recipe.path, run_dir=run_dir, seed=recipe.header.seed,
+        cache_dir=cache_dir or default_cache_dir(), options=dict(options or {}),
+        dataset_name=recipe.header.name, dataset_version=recipe.header.version, config_name=recipe.header.config,
+    )
+    result = RunResult(run_dir=run_dir)
+    with run_lock(run_dir):
+        prev_key = stable_hash({"recipe": recipe.header.model_dump(mode="json")})
+        prev_output: Path | None = None
+        inputs: list[dict[str, str]] = []
+        for index, spec in enumerate(recipe.stages):
+            stage = spec.stage_cls(spec.params, ctx)
+            files = [Path(p) for p in stage.input_files()]
+            file_hashes = []
+            for f in files:
+                if not f.exists():
+                    raise UserError(f"{recipe.path} [{spec.id}]: input file {f} does not exist")
+                digest = sha256_file(f)
+                file_hashes.append(digest)
+                inputs.append({"stage": spec.id, "path": _display_path(f, recipe.path.parent), "sha256": digest})
+            key = stable_hash({
+                "stage": spec.stage_cls.name, "version": spec.stage_cls.version,
+                "params": spec.params.model_dump(mode="json"), "files": file_hashes, "previous": prev_key,
+            })
+            stage_dir = run_dir / ".kbench" / "stages" / f"{index:02d}_{spec.id}"
+            output_path = stage_dir / "output.parquet"
+            marker_path = stage_dir / "done.json"
+            rejected_path = run_dir / "rejected" / f"{spec.id}.parquet"
+
+            report = _reuse(marker_path, output_path, key)
+            if report is None:
+                started = time.perf_counter()
+                table = pl.scan_parquet(prev_output) if prev_output is not None else pl.LazyFrame()
+                rows_in = _count(prev_output) if prev_output is not None else 0
+                marker_path.unlink(missing_ok=True)
+                out = stage.run(table)
+                _write_table(out.kept, output_path)
+                dropped: dict[str, int] = {}
+                if out.rejected is not None:
+                    _write_table(out.rejected, rejected_path)
+                    dropped = _drops(rejected_path)
+                else:
+                    rejected_path.unlink(missing_ok=True)
+                rows_out = _count(output_path)
+                report = StageReport(spec.id, spec.stage_cls.name, rows_in, rows_out, dropped, False,
+                                     round(time.perf_counter() - started, 3))
+                if not spec.stage_cls.source and getattr(spec.stage_cls, "preserves_rows", True):
+                    lost = rows_in - rows_out - sum(dropped.values())
+                    if lost != 0:
+                        raise RuntimeError(f"stage {spec.id!r} lost {lost} rows without a reason (bug in the stage)")
+                write_json(marker_path, {"key": key, "report": report.stats()})
+                _log_event(run_dir, {"stage": spec.id, "action": "computed"})
+            else:
+                _log_event(run_dir, {"stage": spec.id, "action": "reused"})
+            result.stages.append(report)
+            if on_stage:
+                on_stage(index, len(recipe.stages), report)
+            prev_key, prev_output = key, output_path
+
+        result.config_hash = prev_key
+        write_json(run_dir / "stats.json", {
+            "dataset": recipe.header.name, "version": recipe.header.version, "config_hash": prev_key,
+            "final_rows": result.stages[-1].rows_out if result.stages else 0,
+            "stages": [r.stats() for r in result.stages],
+        })
+        write_json(run_dir / "manifest.json", {
+            "kbench_manifest_version": 1,
+            "dataset": recipe.header.name,
+            "version": recipe.header.version,
+            "recipe_file": recipe.path.name,
+            "recipe": recipe.raw,
+            "resolved": recipe.resolved(),
+            "inputs": inputs,
+            "packages": package_versions(),
+            "config_hash": prev_key,
+            "command": f"kbench build {recipe.path.name}",
+        })
+    return result
+
+
+def _display_path(path: Path, base: Path) -> str:
+    try:
+        return os.path.relpath(path, base)
+    except ValueError:
+        return str(path)
+
+
+def _reuse(marker_path: Path, output_path: Path, key: str) -> StageReport | None:
+    if not marker_path.exists() or not output_path.exists():
+        return None
+    try:
+        marker = json.loads(marker_path.read_text())
+    except (OSError, json.JSONDecodeError):
+        return None  # a damaged marker means: compute again
+    if marker.get("key") != key:
+        return None
+    s = marker["report"]
+    return StageReport(s["id"], s["stage"], s["rows_in"], s["rows_out"], s["dropped"], True, 0.0)

@@ -1,0 +1,103 @@
+"""The Stage contract and the stage registry.
+
+A stage reads a table and writes a table. Each stage is one class, registered by name at its
+definition with `@register_stage`, with a pydantic `Params` model that forbids unknown keys.
+
+    @register_stage
+    class RelationCap(Stage):
+        name = "relation_cap"
+
+        class Params(StageParams):
+            max_per_relation: int = 300
+
+        def run(self, table: pl.LazyFrame) -> StageOutput:
+            ...
+
+Contract of `run`:
+  * input: the previous stage's kept rows as a `pl.LazyFrame` (an empty frame for the first stage);
+  * output: `StageOutput(kept, rejected)`. `kept` is the table passed on. `rejected` (optional)
+    holds dropped rows with a string column `reason`; the runner counts drops by reason and
+    writes them to `rejected/<stage>.parquet`. Rows must never vanish without a reason:
+    rows_in == rows_out + rows_rejected is checked for non-source stages.
+  * a stage that reads files lists them in `input_files()` so their sha256 joins the resume key
+    and the manifest.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict
+
+if TYPE_CHECKING:  # polars is imported lazily to keep `kbench --help` fast
+    import polars as pl
+
+    from kbench.build.context import StageContext
+
+
+class StageParams(BaseModel):
+    """Base of every stage's parameters: unknown keys are errors, never ignored."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+@dataclass
+class StageOutput:
+    kept: Any  # pl.LazyFrame | pl.DataFrame
+    rejected: Any = None  # pl.LazyFrame | pl.DataFrame with a `reason` column, or None
+
+
+class Stage:
+    name: ClassVar[str] = ""
+    Params: ClassVar[type[StageParams]] = StageParams
+    #: A source stage creates rows from files and ignores its input table.
+    source: ClassVar[bool] = False
+    #: Bump when a code change alters the output, so old resume markers stop matching.
+    version: ClassVar[int] = 1
+
+    def __init__(self, params: StageParams, ctx: StageContext):
+        self.params = params
+        self.ctx = ctx
+
+    def input_files(self) -> list[Path]:
+        """Files this stage reads (hashed into the resume key and listed in the manifest)."""
+        return []
+
+    def run(self, table: pl.LazyFrame) -> StageOutput:  # pragma: no cover - interface
+        raise NotImplementedError
+
+
+_REGISTRY: dict[str, type[Stage]] = {}
+
+
+def register_stage(cls: type[Stage]) -> type[Stage]:
+    """Class decorator: make a stage available to recipes under `cls.name`."""
+    if not cls.name:
+        raise TypeError(f"{cls.__qualname__} has no `name`")
+    if cls.name in _REGISTRY and _REGISTRY[cls.name] is not cls:
+        raise TypeError(f"duplicate stage name {cls.name!r}: {_REGISTRY[cls.name].__module__} and {cls.__module__}")
+    _REGISTRY[cls.name] = cls
+    return cls
+
+
+def stage_registry() -> dict[str, type[Stage]]:
+    """All registered stages, importing the built-in stage modules first."""
+    from kbench.build import stages as _stages  # noqa: F401  (imports register the stages)
+
+    _stages.load_all()
+    return dict(_REGISTRY)
+
+
+def filter_with_reason(table: pl.LazyFrame, reason: pl.Expr) -> StageOutput:
+    """Split `table` by a string expression: null keeps the row, a string names why it is dropped.
+
+    This is the one way filters drop rows, so every drop is counted with its reason.
+    """
+    import polars as pl
+
+    tagged = table.with_columns(reason.alias("__reason"))
+    kept = tagged.filter(pl.col("__reason").is_null()).drop("__reason")
+    rejected = tagged.filter(pl.col("__reason").is_not_null()).rename({"__reason": "reason"})
+    return StageOutput(kept=kept, rejected=rejected)
