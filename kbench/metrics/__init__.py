@@ -1,0 +1,1 @@
+"""Pure metric functions: answer matching, EM/F1, gains and losses, standardised scores, Rouge-L."""
