@@ -1,0 +1,115 @@
+"""Stage `write_dataset`: the final dataset as the Hugging Face Hub lays it out.
+
+Writes, inside the run directory:
+  * `data/<config>/<split>.parquet`, one file per value of the `split` column (`config`
+    defaults to the recipe's `pipeline.config`); parquet files of splits that no longer exist
+    in that config are removed, so the folder always matches the table;
+  * `README.md` with YAML front matter `configs: [{config_name, data_files: [{split, path}]}]`
+    (from `dataset_configs`, which Helper G's data-card renderer reuses), so that
+    `datasets.load_dataset(run_dir)` opens exactly the declared splits.
+Before anything is written, every row is validated against the record's JSON Schema
+(`schemas/question.v1.json` by default); the first bad row is a `UserError` naming the row id,
+the field and the schema. The table passes through unchanged.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from kbench.build.stage import Stage, StageOutput, StageParams, register_stage
+from kbench.errors import InputError, UserError
+from kbench.io import read_json, write_parquet, write_text
+
+SCHEMA_DIR = Path(__file__).resolve().parents[3] / "schemas"
+SPLIT_ORDER = ("train", "dev", "validation", "test")
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+
+
+def load_schema(name: str) -> dict:
+    """A versioned JSON Schema from `schemas/` (e.g. "question.v1.json")."""
+    path = SCHEMA_DIR / name
+    if not path.is_file():
+        known = ", ".join(sorted(p.name for p in SCHEMA_DIR.glob("*.json")))
+        raise UserError(f"unknown schema {name!r}; schemas in {SCHEMA_DIR}: {known}")
+    return read_json(path)
+
+
+def validate_rows(rows: list[dict], schema: dict, schema_name: str) -> None:
+    from jsonschema import Draft202012Validator
+
+    validator = Draft202012Validator(schema)
+    for row in rows:
+        error = next(validator.iter_errors(row), None)
+        if error is not None:
+            field = ".".join(str(p) for p in error.absolute_path) or "(row)"
+            raise UserError(f"row {row.get('id')!r} does not match schemas/{schema_name} at {field}: {error.message}")
+
+
+def _split_key(split: str) -> tuple[int, str]:
+    return (SPLIT_ORDER.index(split) if split in SPLIT_ORDER else len(SPLIT_ORDER), split)
+
+
+def dataset_configs(run_dir: str | Path) -> list[dict]:
+    """The Hub `configs:` entries for the parquet files under `run_dir/data/<config>/<split>.parquet`."""
+    data = Path(run_dir) / "data"
+    configs = []
+    for folder in sorted(p for p in data.glob("*") if p.is_dir()) if data.is_dir() else []:
+        splits = sorted((p.stem for p in folder.glob("*.parquet")), key=_split_key)
+        if splits:
+            configs.append({"config_name": folder.name,
+                            "data_files": [{"split": s, "path": f"data/{folder.name}/{s}.parquet"} for s in splits]})
+    if configs and not any(c["config_name"] == "default" for c in configs):
+        configs[0]["default"] = True  # `load_dataset(dir)` without a config name opens this one
+    return configs
+
+
+def front_matter(configs: list[dict]) -> str:
+    """YAML front matter for the Hub (strings JSON-quoted, which YAML reads verbatim)."""
+    lines = ["---", "configs:"]
+    for config in configs:
+        lines.append(f"- config_name: {json.dumps(config['config_name'])}")
+        if config.get("default"):
+            lines.append("  default: true")
+        lines.append("  data_files:")
+        for entry in config["data_files"]:
+            lines += [f"  - split: {json.dumps(entry['split'])}", f"    path: {json.dumps(entry['path'])}"]
+    lines.append("---")
+    return "\n".join(lines) + "\n"
+
+
+@register_stage
+class WriteDataset(Stage):
+    name = "write_dataset"
+
+    class Params(StageParams):
+        config: str | None = None
+        schema_name: str = "question.v1.json"
+
+    def run(self, table) -> StageOutput:
+        import polars as pl
+
+        config = self.params.config or self.ctx.config_name
+        if not _NAME.match(config):
+            raise InputError(self.ctx.recipe_path, f"config name {config!r} may only use letters, digits, _ . -", key="write_dataset.config")
+        frame = table.collect()
+        if "split" not in frame.columns:
+            raise UserError("write_dataset: the table has no `split` column; add the `split` stage before it")
+        validate_rows(frame.to_dicts(), load_schema(self.params.schema_name), self.params.schema_name)
+
+        out_dir = self.ctx.output_path(f"data/{config}")
+        splits = sorted(frame["split"].unique().to_list(), key=_split_key)
+        for split in splits:
+            write_parquet(out_dir / f"{split}.parquet", frame.filter(pl.col("split") == split))
+        for stale in out_dir.glob("*.parquet"):
+            if stale.stem not in splits:
+                stale.unlink()
+
+        counts = frame.group_by("split").len()
+        rows = "\n".join(f"| {s} | {n:,} |" for s, n in sorted(counts.iter_rows(), key=lambda r: _split_key(r[0])))
+        body = (f"# {self.ctx.dataset_name} {self.ctx.dataset_version}\n\n"
+                f"Built by `kbench build`. Provenance: `manifest.json`; rows per stage and drops: `stats.json`.\n\n"
+                f"Config `{config}`:\n\n| split | rows |\n|---|---:|\n{rows}\n")
+        write_text(self.ctx.output_path("README.md"), front_matter(dataset_configs(self.ctx.run_dir)) + "\n" + body)
+        return StageOutput(kept=frame.lazy())
