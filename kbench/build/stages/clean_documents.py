@@ -24,22 +24,11 @@ from pathlib import Path
 
 from kbench.build.stage import Stage, StageOutput, StageParams, register_stage
 from kbench.errors import InputError
-from kbench.io import iter_jsonl
+from kbench.sources.documents import document_files, iter_documents
 
 _HTML = re.compile(r"</?[a-zA-Z][a-zA-Z0-9]*(\s[^<>]*)?/?>|&[a-zA-Z]+;|&#\d+;|\{\{|\}\}")
 _LIST_ITEM = re.compile(r"^\s*([*\-•#]|\d+[.)])\s+")
 _CORE_FIELDS = ("docid", "title", "uri", "text")
-
-
-def _input_files(path: Path) -> list[Path]:
-    if path.is_dir():
-        files = sorted(path.rglob("*.jsonl"))
-        if not files:
-            raise InputError(path, "folder holds no .jsonl documents")
-        return files
-    if not path.exists():
-        raise InputError(path, "documents file or folder not found")
-    return [path]
 
 
 @register_stage
@@ -56,7 +45,7 @@ class CleanDocuments(Stage):
         limit: int | None = None  # read at most this many documents (quick runs)
 
     def input_files(self) -> list[Path]:
-        return _input_files(self.ctx.resolve(self.params.path))
+        return document_files(self.ctx.resolve(self.params.path))
 
     def drop_reason(self, title: str, text: str, n_words: int) -> str | None:
         p = self.params
@@ -77,25 +66,24 @@ class CleanDocuments(Stage):
 
         rows, rejected = [], []
         read = 0
-        for path in self.input_files():
-            for lineno, doc in iter_jsonl(path, required=("title", "text")):
-                if self.params.limit is not None and read >= self.params.limit:
-                    break
-                read += 1
-                title, text, uri = doc["title"], doc["text"], doc.get("uri")
-                if not isinstance(title, str) or not isinstance(text, str):
-                    raise InputError(path, "`title` and `text` must be strings", line=lineno)
-                if uri is not None and not isinstance(uri, str):
-                    raise InputError(path, "`uri` must be a string (a Wikidata Q-id)", line=lineno)
-                n_words = len(text.split())
-                row = {
-                    "doc_id": str(doc.get("docid", f"{path.name}:{lineno}")),
-                    "title": title, "uri": uri, "text": text, "n_words": n_words,
-                    "source_file": path.name,
-                    "extra_json": json.dumps({k: v for k, v in doc.items() if k not in _CORE_FIELDS}, ensure_ascii=False),
-                }
-                reason = self.drop_reason(title, text, n_words)
-                (rows if reason is None else rejected).append(row if reason is None else {**row, "reason": reason})
+        for path, lineno, doc in iter_documents(self.ctx.resolve(self.params.path)):
+            if self.params.limit is not None and read >= self.params.limit:
+                break
+            read += 1
+            title, text, uri = doc["title"], doc["text"], doc.get("uri")
+            if not isinstance(title, str) or not isinstance(text, str):
+                raise InputError(path, "`title` and `text` must be strings", line=lineno)
+            if uri is not None and not isinstance(uri, str):
+                raise InputError(path, "`uri` must be a string (a Wikidata Q-id)", line=lineno)
+            n_words = len(text.split())
+            row = {
+                "doc_id": str(doc.get("docid", f"{path.name}:{lineno}")),
+                "title": title, "uri": uri, "text": text, "n_words": n_words,
+                "source_file": path.name,
+                "extra_json": json.dumps({k: v for k, v in doc.items() if k not in _CORE_FIELDS}, ensure_ascii=False),
+            }
+            reason = self.drop_reason(title, text, n_words)
+            (rows if reason is None else rejected).append(row if reason is None else {**row, "reason": reason})
         schema = {"doc_id": pl.String, "title": pl.String, "uri": pl.String, "text": pl.String,
                   "n_words": pl.Int64, "source_file": pl.String, "extra_json": pl.String}
         kept = pl.DataFrame(rows, schema=schema)
