@@ -1,0 +1,181 @@
+"""Wikidata over SPARQL: safe query text, and the batched look-ups the build stages need.
+
+Contracts:
+  * Ids are trusted only after `validate_id` / `is_valid_id`: exactly `^[QP][1-9][0-9]*$` (ASCII
+    digits; no whitespace, no trailing newline). Nothing else is ever pasted into a query as an
+    IRI, so an id can never change a query's structure.
+  * Any text that goes into a query as a string goes through `sparql_literal`, which escapes
+    backslash, double quote, LF, CR, tab, backspace and form feed. Characters outside the BMP are
+    data and pass through unchanged.
+  * Every query starts with `PREFIXES` (the prefixes as Wikidata defines them) and never uses
+    `SERVICE wikibase:label` (a Wikidata-only extension that the embedded store lacks).
+  * `WikidataClient` batches ids into `VALUES` blocks of at most `batch_size` (default 200) ids and
+    sorts them first, so the same input always gives the same queries (and so cache hits on reruns).
+
+The data model is Wikidata's RDF: entities and properties are `wd:Q..`/`wd:P..`, English labels
+are `rdfs:label "..."@en`, aliases `skos:altLabel`, truthy claims `wdt:P..`. The same queries run on
+the embedded subset store and on https://query.wikidata.org/sparql.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from kbench.sources.sparql_client import SparqlClient
+
+ENTITY = "http://www.wikidata.org/entity/"
+DIRECT = "http://www.wikidata.org/prop/direct/"
+WIKIBASE = "http://wikiba.se/ontology#"
+RDFS = "http://www.w3.org/2000/01/rdf-schema#"
+SKOS = "http://www.w3.org/2004/02/skos/core#"
+SCHEMA = "http://schema.org/"
+XSD = "http://www.w3.org/2001/XMLSchema#"
+RDF = "http://www.w3.org/1999/02/22-rdf-syntax-ns#"
+
+PREFIXES = (
+    f"PREFIX wd: <{ENTITY}>\n"
+    f"PREFIX wdt: <{DIRECT}>\n"
+    f"PREFIX wikibase: <{WIKIBASE}>\n"
+    f"PREFIX rdfs: <{RDFS}>\n"
+    f"PREFIX skos: <{SKOS}>\n"
+    f"PREFIX schema: <{SCHEMA}>\n"
+    f"PREFIX xsd: <{XSD}>\n"
+)
+
+DEFAULT_BATCH_SIZE = 200
+
+_ID_RE = re.compile(r"[QP][1-9][0-9]*")
+_ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t", "\b": "\\b", "\f": "\\f"}
+_ESCAPE_RE = re.compile(r'[\\"\n\r\t\b\f]')
+
+
+def is_valid_id(value: object) -> bool:
+    """True for a Wikidata item or property id such as `Q42` or `P19`; False for anything else."""
+    return isinstance(value, str) and _ID_RE.fullmatch(value) is not None
+
+
+def validate_id(value: object) -> str:
+    """Return `value` if it is a valid Wikidata id, else raise ValueError (the value shown with repr)."""
+    if not is_valid_id(value):
+        raise ValueError(f"not a Wikidata id (expected Q123 or P123): {value!r}")
+    return value  # type: ignore[return-value]
+
+
+def entity_iri(entity_id: str) -> str:
+    return ENTITY + validate_id(entity_id)
+
+
+def id_from_iri(iri: str) -> str | None:
+    """`http://www.wikidata.org/entity/Q42` -> `Q42`; None for any other IRI."""
+    if iri.startswith(ENTITY) and is_valid_id(iri[len(ENTITY):]):
+        return iri[len(ENTITY):]
+    return None
+
+
+def sparql_literal(text: str, language: str | None = None) -> str:
+    """`text` as a SPARQL double-quoted string literal, optionally with a language tag.
+
+    Lone surrogates cannot be sent as UTF-8, so they are refused rather than mangled.
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"expected str, got {type(text).__name__}")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ValueError(f"string contains a lone surrogate at position {exc.start}") from exc
+    quoted = '"' + _ESCAPE_RE.sub(lambda m: _ESCAPES[m.group()], text) + '"'
+    if language is None:
+        return quoted
+    if not re.fullmatch(r"[A-Za-z]{1,8}(-[A-Za-z0-9]{1,8})*", language):
+        raise ValueError(f"not a language tag: {language!r}")
+    return f"{quoted}@{language}"
+
+
+def _values(ids: Iterable[str]) -> str:
+    return " ".join(f"wd:{validate_id(i)}" for i in ids)
+
+
+def entities_query(ids: Iterable[str]) -> str:
+    """Which of `ids` exist (have any triple as subject), with their English label when they have one."""
+    return PREFIXES + (
+        "SELECT ?item ?label WHERE {\n"
+        f"  VALUES ?item {{ {_values(ids)} }}\n"
+        "  FILTER EXISTS { ?item ?anyProperty ?anyValue }\n"
+        '  OPTIONAL { ?item rdfs:label ?label . FILTER(LANG(?label) = "en") }\n'
+        "}\n"
+    )
+
+
+def object_count_query(relation: str, subject_ids: Iterable[str]) -> str:
+    """How many distinct values `wdt:<relation>` has for each subject (subjects with none are absent)."""
+    return PREFIXES + (
+        "SELECT ?item (COUNT(DISTINCT ?value) AS ?count) WHERE {\n"
+        f"  VALUES ?item {{ {_values(subject_ids)} }}\n"
+        f"  ?item wdt:{validate_id(relation)} ?value .\n"
+        "}\nGROUP BY ?item\n"
+    )
+
+
+def label_lookup_query(label: str, language: str = "en") -> str:
+    """Entities whose label or alias is exactly `label` (used to prove literals round-trip as data)."""
+    return PREFIXES + (
+        "SELECT ?item WHERE {\n"
+        f"  {{ ?item rdfs:label {sparql_literal(label, language)} }}\n"
+        f"  UNION {{ ?item skos:altLabel {sparql_literal(label, language)} }}\n"
+        "}\n"
+    )
+
+
+def batched(items: list[str], size: int) -> Iterator[list[str]]:
+    if size < 1:
+        raise ValueError(f"batch size must be at least 1, got {size}")
+    for start in range(0, len(items), size):
+        yield items[start:start + size]
+
+
+class WikidataClient:
+    """The look-ups the build stages make, batched over a `SparqlClient` (embedded or HTTP)."""
+
+    def __init__(self, sparql: SparqlClient, batch_size: int = DEFAULT_BATCH_SIZE,
+                 on_batch: Callable[[int], None] | None = None):
+        if batch_size < 1:
+            raise ValueError(f"batch size must be at least 1, got {batch_size}")
+        self.sparql = sparql
+        self.batch_size = batch_size
+        self._on_batch = on_batch  # progress hook: called with the number of ids just handled
+
+    def _batches(self, ids: Iterable[str]) -> Iterator[list[str]]:
+        unique = sorted({validate_id(i) for i in ids})
+        for batch in batched(unique, self.batch_size):
+            yield batch
+            if self._on_batch:
+                self._on_batch(len(batch))
+
+    def entities(self, ids: Iterable[str]) -> dict[str, str | None]:
+        """The ids among `ids` that exist, mapped to their English label (None when unlabelled)."""
+        found: dict[str, str | None] = {}
+        for batch in self._batches(ids):
+            for row in self.sparql.select(entities_query(batch)):
+                entity = id_from_iri(row.get("item", ""))
+                if entity is None:
+                    continue
+                label = row.get("label")
+                # An entity has one English label on Wikidata; keep the smallest if a store has more.
+                if entity not in found or (label is not None and (found[entity] is None or label < found[entity])):
+                    found[entity] = label
+        return found
+
+    def object_counts(self, relation: str, subject_ids: Iterable[str]) -> dict[str, int]:
+        """Distinct `wdt:<relation>` values per subject; subjects with no value map to 0."""
+        validate_id(relation)
+        counts: dict[str, int] = {}
+        for batch in self._batches(subject_ids):
+            counts.update(dict.fromkeys(batch, 0))
+            for row in self.sparql.select(object_count_query(relation, batch)):
+                entity = id_from_iri(row.get("item", ""))
+                if entity is not None:
+                    counts[entity] = int(row["count"])
+        return counts
