@@ -1,0 +1,1 @@
+"""Data cards (README.md with Hub metadata) for built datasets, and publishing to the Hub."""
