@@ -1,0 +1,87 @@
+"""The XTEVAL document generator: fixed slots per input type, no gold leak, seeded."""
+
+import random
+
+import pytest
+
+from kbench.errors import UserError
+from kbench.evaluate.xteval.documents import (GOLD, INPUT_TYPES, DocumentGenerator, Triple, load_templates,
+                                              render)
+
+FACTS = [
+    Triple("Barack Obama", "P69", "Harvard"),
+    Triple("Justin Trudeau", "P69", "McGill"),
+    Triple("Bill Gates", "P69", "Harvard"),
+    Triple("Barack Obama", "P19", "Honolulu"),
+    Triple("Steve Jobs", "P19", "San Francisco"),
+    Triple("Michael Jordan", "P106", "basketball player"),
+    Triple("Marie Curie", "P106", "physicist"),
+    Triple("Marie Curie", "P106", "chemist"),   # N-M: two true tails for one (head, relation)
+]
+TEMPLATES = {"P69": ["[X] graduated from [Y] .", "[X] earned a degree from [Y] ."],
+             "P19": ["[X] was born in [Y] ."], "P106": ["[X] works as a [Y] ."]}
+
+
+@pytest.fixture()
+def gen():
+    return DocumentGenerator(FACTS, TEMPLATES)
+
+
+@pytest.mark.parametrize("kind", list(INPUT_TYPES))
+def test_each_type_fixes_exactly_its_slots(gen, kind):
+    keep = INPUT_TYPES[kind]
+    rng = random.Random(0)
+    for fact in FACTS:
+        for _ in range(20):
+            doc = gen.sample(kind, fact, rng)
+            assert doc is not None and doc.kind == kind
+            for kept, got, gold in zip(keep, (doc.head, doc.relation, doc.tail), (fact.head, fact.relation, fact.tail)):
+                assert (got == gold) == kept, (kind, fact, doc)
+            assert doc.text in {render(t, doc.head, doc.tail) for t in TEMPLATES[doc.relation]}
+
+
+def test_negatives_never_carry_a_true_tail_of_the_query(gen):
+    curie = Triple("Marie Curie", "P106", "physicist")
+    rng = random.Random(1)
+    tails = {gen.sample("(h,r,.)", curie, rng).tail for _ in range(50)}
+    assert "chemist" not in tails and "physicist" not in tails and tails
+    enumerated = gen.enumerate_head_relation(curie, rng)
+    assert {d.tail for d in enumerated} == set(gen.tails) - {"physicist", "chemist"}
+    assert all(d.head == "Marie Curie" and d.relation == "P106" for d in enumerated)
+    for kind in INPUT_TYPES:
+        if kind != GOLD:
+            for _ in range(30):
+                d = gen.sample(kind, curie, rng)
+                assert (d.head, d.relation, d.tail) != (curie.head, curie.relation, curie.tail)
+
+
+def test_true_unrelated_documents_share_no_slot(gen):
+    fact = FACTS[0]
+    docs = gen.true_unrelated(fact, FACTS, 10, random.Random(2))
+    assert docs and all(d.head != fact.head and d.relation != fact.relation and d.tail != fact.tail for d in docs)
+    assert all(Triple(d.head, d.relation, d.tail) in FACTS for d in docs)
+
+
+def test_seeded_and_query_has_no_tail(gen):
+    def draw(seed):
+        rng = random.Random(seed)
+        return [gen.sample(k, f, rng) for f in FACTS for k in INPUT_TYPES] + [gen.query(FACTS[0], rng)]
+
+    assert draw(7) == draw(7)
+    assert draw(7) != draw(8)
+    q = gen.query(FACTS[0], random.Random(0))
+    assert "Barack Obama" in q and "Harvard" not in q
+
+
+def test_missing_alternative_gives_none_and_missing_template_is_an_error():
+    single = DocumentGenerator([Triple("A", "P1", "B")], {"P1": ["[X] is [Y] ."]})
+    assert single.sample("(h,.,t)", Triple("A", "P1", "B"), random.Random(0)) is None
+    with pytest.raises(UserError, match="P2"):
+        DocumentGenerator([Triple("A", "P2", "B")], {"P1": ["[X] is [Y] ."]})
+
+
+def test_load_templates_from_lama_folder(shared_data):
+    templates = load_templates(shared_data / "lama_trex")
+    assert templates["P19"][0] == "[X] was born in [Y] ."
+    assert len(templates["P19"]) >= 2   # paraphrases from prompt_variants/
+    assert all("[X]" in t and "[Y]" in t for ts in templates.values() for t in ts)
