@@ -86,7 +86,7 @@ def load_folder(root: str | Path) -> DatasetFolder:
         try:
             rows = pq.ParquetFile(path).metadata.num_rows
         except Exception as exc:  # pyarrow raises several types for a damaged file
-            raise InputError(rel, f"not a readable parquet file ({exc})") from exc
+            raise InputError(path, f"not a readable parquet file ({exc})") from exc
         splits.append(SplitFile(config=path.parent.name, split=_SHARD.sub("", path.stem), path=rel, rows=rows))
     if not splits:
         raise InputError(root / "data", "no split files (data/<config>/<split>.parquet); was the build finished?")
