@@ -145,7 +145,8 @@ def publish(root: str | Path, repo_id: str, *, private: bool = False, dry_run: b
         raise UserError("no Hugging Face token: set HF_TOKEN or run `hf auth login` (use --dry-run to check without one)")
     api = HfApi(endpoint=os.environ.get("HF_ENDPOINT") or None, token=token)
     try:
-        api.create_repo(repo_id, repo_type="dataset", private=private, exist_ok=True)
+        # private=None leaves the Hub's default (and an existing repo's visibility) alone
+        api.create_repo(repo_id, repo_type="dataset", private=True if private else None, exist_ok=True)
         if plan.generated:
             _upload_staged(api, plan, repo_id)
         else:

@@ -1,0 +1,141 @@
+"""`kbench publish` against a local stand-in for the Hub (pytest-httpserver at HF_ENDPOINT).
+
+The server answers the calls huggingface_hub makes for create_repo + upload_folder (repo create,
+README metadata validation, preupload, commit) the way the Hub does for small files ("regular" upload mode: contents
+inline in the commit) and records every request, so the test sees exactly what left the machine.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import json
+import re
+import pytest
+from card_folders import make_lama_folder
+from conftest import run_kbench
+from werkzeug import Request, Response
+
+from kbench.io import write_json, write_parquet
+
+TOKEN = "hf_kbenchTestTokenThatMustNeverLeak0042"
+REPO = "someone/lama-probe"
+
+
+class FakeHub:
+    def __init__(self):
+        self.requests: list[dict] = []
+
+    def handle(self, request: Request) -> Response:
+        body = request.get_data()
+        if request.headers.get("Content-Encoding") == "gzip":
+            body = gzip.decompress(body)
+        self.requests.append({"method": request.method, "path": request.path, "url": request.url,
+                              "headers": dict(request.headers), "body": body})
+        path = request.path
+        if path == "/api/repos/create":
+            return _json({"url": f"{request.host_url}datasets/{REPO}", "name": REPO})
+        if path == "/api/validate-yaml":  # the Hub checks README.md metadata before the upload
+            assert json.loads(body)["repoType"] == "dataset"
+            return _json({"errors": [], "warnings": []})
+        if re.fullmatch(r"/api/datasets/([^/]+/[^/]+)/preupload/main", path):
+            files = json.loads(body)["files"]
+            return _json({"files": [{"path": f["path"], "uploadMode": "regular", "shouldIgnore": False, "oid": None}
+                                    for f in files]})
+        if re.fullmatch(r"/api/datasets/([^/]+/[^/]+)/commit/main", path):
+            return _json({"commitUrl": f"{request.host_url}datasets/{REPO}/commit/{'a' * 40}",
+                          "commitOid": "a" * 40, "pullRequestUrl": None})
+        return Response(json.dumps({"error": f"unexpected {request.method} {path}"}), status=404,
+                        content_type="application/json")
+
+    def by_path(self, suffix: str) -> list[dict]:
+        return [r for r in self.requests if r["path"].endswith(suffix) or suffix in r["path"]]
+
+    def committed_files(self) -> dict[str, bytes]:
+        (commit,) = self.by_path("/commit/main")
+        files = {}
+        for line in commit["body"].decode().splitlines():
+            item = json.loads(line)
+            if item["key"] == "file":
+                files[item["value"]["path"]] = base64.b64decode(item["value"]["content"])
+        return files
+
+    def assert_token_only_in_authorization(self):
+        assert self.requests
+        for r in self.requests:
+            assert r["headers"].get("Authorization") == f"Bearer {TOKEN}", r["path"]
+            others = {k: v for k, v in r["headers"].items() if k != "Authorization"}
+            assert TOKEN not in json.dumps(others) and TOKEN not in r["url"]
+            assert TOKEN.encode() not in r["body"]
+
+
+def _json(obj) -> Response:
+    return Response(json.dumps(obj), status=200, content_type="application/json")
+
+
+@pytest.fixture
+def hub(httpserver, tmp_path):
+    fake = FakeHub()
+    httpserver.expect_request(re.compile(".*")).respond_with_handler(fake.handle)
+    env = {"HF_ENDPOINT": httpserver.url_for("").rstrip("/"), "HF_TOKEN": TOKEN, "HF_HUB_DISABLE_TELEMETRY": "1",
+           "HF_HUB_DISABLE_PROGRESS_BARS": "1", "HF_HOME": str(tmp_path / "hf-home")}
+    return fake, env
+
+
+def test_publish_dataset_uploads_exactly_the_dry_run_list(hub, tmp_path, shared_data):
+    fake, env = hub
+    folder = make_lama_folder(tmp_path / "lama", shared_data)
+    assert run_kbench("card", str(folder)).returncode == 0
+    dry = run_kbench("publish", str(folder), "--repo-id", REPO, "--dry-run", env=env)
+    assert dry.returncode == 0, dry.stderr
+    assert fake.requests == []  # a dry run talks to nobody
+
+    done = run_kbench("publish", str(folder), "--repo-id", REPO, "--private", env=env)
+    assert done.returncode == 0, done.stderr
+    assert TOKEN not in done.stdout + done.stderr
+    (create,) = fake.by_path("/api/repos/create")
+    sent = json.loads(create["body"])
+    assert (sent["name"], sent["organization"], sent["type"]) == ("lama-probe", "someone", "dataset")
+    assert sent.get("visibility") == "private" or sent.get("private") is True
+    uploaded = fake.committed_files()
+    assert sorted(uploaded) == dry.stdout.split()
+    assert ".kbench/lock" not in uploaded
+    assert uploaded["data/default/test.parquet"] == (folder / "data/default/test.parquet").read_bytes()
+    fake.assert_token_only_in_authorization()
+
+
+def test_publish_refuses_files_that_do_not_match_the_manifest(hub, tmp_path, shared_data):
+    fake, env = hub
+    folder = make_lama_folder(tmp_path / "lama", shared_data)
+    assert run_kbench("card", str(folder)).returncode == 0
+    (folder / "data" / "default" / "extra.parquet").write_bytes((folder / "data/default/dev.parquet").read_bytes())
+    out = run_kbench("publish", str(folder), "--repo-id", REPO, env=env)
+    assert out.returncode == 2 and "not listed in the manifest" in out.stderr and "Traceback" not in out.stderr
+    assert fake.requests == []
+
+
+def test_publish_evaluation_run_as_a_results_dataset(hub, tmp_path):
+    import polars as pl
+
+    fake, env = hub
+    run = tmp_path / "run"
+    write_json(run / "results.json", {"task": "extraction", "model": {"name": "tiny-llama"}, "accuracy": 0.5})
+    write_parquet(run / "items.parquet", pl.DataFrame({"id": ["a", "b"], "correct": [True, False]}))
+    (run / "cache.sqlite").write_bytes(b"local cache, not for the Hub")
+    (run / ".kbench").mkdir()
+    (run / ".kbench" / "lock").write_text("1")
+    out = run_kbench("publish", str(run), "--repo-id", "someone/results", env=env)
+    assert out.returncode == 0, out.stderr
+    uploaded = fake.committed_files()
+    assert sorted(uploaded) == ["README.md", "items.parquet", "results.json"]
+    card = uploaded["README.md"].decode()
+    assert "config_name: items" in card and "path: items.parquet" in card and "accuracy" in card
+    fake.assert_token_only_in_authorization()
+
+
+def test_publish_without_token_is_a_clear_error(tmp_path, shared_data):
+    folder = make_lama_folder(tmp_path / "lama", shared_data)
+    assert run_kbench("card", str(folder)).returncode == 0
+    out = run_kbench("publish", str(folder), "--repo-id", REPO,
+                     env={"HF_TOKEN": "", "HF_HOME": str(tmp_path / "empty-home"), "HF_ENDPOINT": "http://127.0.0.1:9"})
+    assert out.returncode == 2 and "no Hugging Face token" in out.stderr
