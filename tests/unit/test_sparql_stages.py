@@ -1,0 +1,152 @@
+"""The LAMA subset writer and the verify_wikidata / single_answer stages on small inline inputs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import polars as pl
+import pytest
+from pydantic import ValidationError
+
+from kbench.build.context import StageContext
+from kbench.build.stages.single_answer import SingleAnswer
+from kbench.build.stages.verify_wikidata import VerifyWikidata
+from kbench.errors import InputError
+from kbench.sources import sparql_client
+from kbench.sources.wikidata_store import SubsetInputs, write_lama_subset
+
+
+def _jsonl(path: Path, rows: list[dict]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+
+
+def _fact(sub, sub_label, obj, obj_label, **extra):
+    return {"sub_uri": sub, "sub_label": sub_label, "obj_uri": obj, "obj_label": obj_label, **extra}
+
+
+@pytest.fixture
+def lama(tmp_path) -> SubsetInputs:
+    """A miniature of ../shared/data: Q10 has one birthplace, Q11 two (test + train files)."""
+    root = tmp_path / "lama"
+    _jsonl(root / "TREx" / "P19.jsonl", [
+        _fact("Q10", "Ada", "Q20", "Paris", predicate_id="P19"),
+        _fact("Q11", 'Bob "the \\ builder"', "Q21", "Rome", predicate_id="P19"),
+        _fact("Q12 }", "Evil", "Q20", "Paris", predicate_id="P19"),  # invalid id: never written
+    ])
+    _jsonl(root / "auto" / "P19" / "train.jsonl", [_fact("Q11", "Bob (train)", "Q22", "Oslo")])
+    _jsonl(root / "auto" / "P19" / "dev.jsonl", [_fact("Q13", "Cy", "Q20", "Paris")])
+    _jsonl(root / "google" / "date_of_birth_test.jsonl", [
+        {"pred": "/people/person/date_of_birth", "sub_w": "Q10", "sub_label": "Ada", "obj": "1815",
+         "obj_w": None, "obj_label": "1815"}])
+    _jsonl(root / "relations.jsonl", [{"relation": "P19", "label": "place of birth", "description": "where\nborn"}])
+    (root / "aliases.txt").write_text("Q20\tParis\tCity of Light\tParis 😀\nQ99\tOnly alias\n", encoding="utf-8")
+    return SubsetInputs(trex_dir=root / "TREx", relations=root / "relations.jsonl", google_re_dir=root / "google",
+                        autoprompt_dir=root / "auto", aliases=root / "aliases.txt")
+
+
+def test_subset_is_wikidata_shaped_and_deterministic(lama, tmp_path):
+    counts = write_lama_subset(lama, tmp_path / "a.nt")
+    text = (tmp_path / "a.nt").read_text(encoding="utf-8")
+    wd, wdt = "<http://www.wikidata.org/entity/", "<http://www.wikidata.org/prop/direct/"
+    assert f"{wd}Q10> {wdt}P19> {wd}Q20> ." in text
+    assert f"{wd}Q11> {wdt}P19> {wd}Q22> ." in text  # AutoPrompt facts are facts too
+    assert f'{wd}Q10> {wdt}P569> "1815"^^<http://www.w3.org/2001/XMLSchema#gYear> .' in text
+    assert f'{wd}Q11> <http://www.w3.org/2000/01/rdf-schema#label> "Bob \\"the \\\\ builder\\""@en .' in text
+    assert f'{wd}Q20> <http://www.w3.org/2004/02/skos/core#altLabel> "City of Light"@en .' in text
+    assert f'{wd}Q20> <http://www.w3.org/2004/02/skos/core#altLabel> "Paris 😀"@en .' in text
+    assert f'{wd}Q20> <http://www.w3.org/2004/02/skos/core#altLabel> "Paris"@en .' not in text  # the label
+    assert f'{wd}P19> <http://schema.org/description> "where\\nborn"@en .' in text
+    assert f"{wd}P19> <http://wikiba.se/ontology#directClaim> {wdt}P19> ." in text
+    assert "Q12" not in text and "Evil" not in text
+    assert counts["triples"] == len(text.splitlines())
+    write_lama_subset(lama, tmp_path / "b.nt")
+    assert (tmp_path / "b.nt").read_bytes() == (tmp_path / "a.nt").read_bytes()
+
+
+def test_subset_input_errors_name_the_file(lama, tmp_path):
+    (lama.aliases).write_text("not-an-id\tx\n", encoding="utf-8")
+    with pytest.raises(InputError, match=r"aliases.txt:1"):
+        write_lama_subset(lama, tmp_path / "x.nt")
+    with pytest.raises(InputError, match="folder not found"):
+        SubsetInputs(trex_dir=tmp_path / "nope").files()
+
+
+@pytest.fixture
+def ctx(tmp_path) -> StageContext:
+    return StageContext(recipe_path=tmp_path / "recipe.toml", run_dir=tmp_path / "run", seed=0,
+                        cache_dir=tmp_path / "cache")
+
+
+@pytest.fixture
+def store_file(lama, tmp_path) -> Path:
+    write_lama_subset(lama, tmp_path / "subset.nt")
+    return tmp_path / "subset.nt"
+
+
+FACTS = pl.DataFrame({
+    "id": [f"f{i}" for i in range(9)],
+    "relation": ["P19", "P19", "P19", "P19", "P19", "P19", "P999", "P569", "Q19"],
+    "relation_label": [None, "born in", "", None, None, None, None, "date of birth", None],
+    "subject": ["", "Bob", "x", "x", "x", "Cy", "x", "Ada", "x"],
+    "subject_id": ["Q10", "Q11", "Q404", None, "Q1 } #", "Q13", "Q10", "Q10", "Q10"],
+    "object": ["Paris", "Rome", "x", "x", "x", "", "x", "1815", "x"],
+    "object_id": ["Q20", "Q21", "Q20", "Q20", "Q20", "Q405", "Q20", None, "Q20"],
+})
+
+
+def _reasons(out) -> dict[str, str]:
+    rejected = out.rejected.collect()
+    return dict(zip(rejected["id"].to_list(), rejected["reason"].to_list()))
+
+
+def test_verify_wikidata_keeps_existing_ids_and_fills_labels(ctx, store_file):
+    stage = VerifyWikidata(VerifyWikidata.Params(store=str(store_file)), ctx)
+    assert stage.input_files() == [store_file]
+    out = stage.run(FACTS.lazy())
+    kept = out.kept.collect()
+    assert kept["id"].to_list() == ["f0", "f1", "f7"]
+    assert _reasons(out) == {"f2": "subject_not_in_wikidata", "f3": "missing_id", "f4": "invalid_id",
+                             "f5": "object_not_in_wikidata", "f6": "relation_not_in_wikidata", "f8": "invalid_id"}
+    row0 = kept.row(0, named=True)
+    assert row0["subject"] == "Ada" and row0["relation_label"] == "place of birth"  # filled where empty
+    assert kept.row(1, named=True)["relation_label"] == "born in"  # kept where present
+    assert kept.columns == FACTS.columns and out.rejected.collect().columns == FACTS.columns + ["reason"]
+
+
+def test_single_answer_counts_distinct_objects(ctx, store_file):
+    facts = pl.DataFrame({"id": ["a", "b", "c", "d"], "relation": ["P19", "P19", "P20", "P19"],
+                          "subject_id": ["Q10", "Q11", "Q10", "Q1\n"]})
+    out = SingleAnswer(SingleAnswer.Params(store=str(store_file)), ctx).run(facts.lazy())
+    assert out.kept.collect()["id"].to_list() == ["a"]
+    assert _reasons(out) == {"b": "multiple_answers", "c": "no_answer_in_store", "d": "invalid_id"}
+
+
+def test_subset_from_builds_the_store_once_and_caches_queries(ctx, lama):
+    settings = {"trex_dir": str(lama.trex_dir), "relations": str(lama.relations), "aliases": str(lama.aliases),
+                "autoprompt_dir": str(lama.autoprompt_dir), "google_re_dir": str(lama.google_re_dir)}
+    params = VerifyWikidata.Params(subset_from=settings)
+    stage = VerifyWikidata(params, ctx)
+    assert set(stage.input_files()) == set(lama.files()) and len(lama.files()) == 6
+    before = sparql_client.SESSION_STATS.queries_sent
+    first = stage.run(FACTS.lazy()).kept.collect()
+    sent = sparql_client.SESSION_STATS.queries_sent - before
+    assert sent == 1  # 9 distinct ids, one VALUES query
+    assert len(list((ctx.cache_dir / "wikidata" / "stores").iterdir())) == 1
+    again = VerifyWikidata(params, ctx).run(FACTS.lazy()).kept.collect()
+    assert again.equals(first)
+    assert sparql_client.SESSION_STATS.queries_sent - before == sent  # answered from the cache
+
+
+def test_params_need_exactly_one_source_and_forbid_typos():
+    with pytest.raises(ValidationError, match="exactly one"):
+        VerifyWikidata.Params()
+    with pytest.raises(ValidationError, match="exactly one"):
+        SingleAnswer.Params(store="a.nt", subset_from={"trex_dir": "x"})
+    with pytest.raises(ValidationError):
+        VerifyWikidata.Params(store="a.nt", batch_sise=10)
+    with pytest.raises(ValidationError):
+        VerifyWikidata.Params(subset_from={"trex": "x"})
+    with pytest.raises(ValidationError):
+        VerifyWikidata.Params(store="a.nt", batch_size=0)
