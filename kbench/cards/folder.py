@@ -42,13 +42,6 @@ class DatasetFolder:
     stats: dict[str, Any]
     splits: list[SplitFile] = field(default_factory=list)
 
-    def configs(self) -> dict[str, dict[str, list[str]]]:
-        """config -> split -> relative file paths (shards stay together, in name order)."""
-        out: dict[str, dict[str, list[str]]] = {}
-        for s in self.splits:
-            out.setdefault(s.config, {}).setdefault(s.split, []).append(s.path.as_posix())
-        return out
-
     def rows(self, config: str | None = None) -> int:
         return sum(s.rows for s in self.splits if config is None or s.config == config)
 

@@ -20,6 +20,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from kbench.build.stages.write_dataset import dataset_configs
 from kbench.cards import licenses
 from kbench.cards.folder import DatasetFolder, ensure_file_hashes, load_folder
 from kbench.cards.sources import detect_sources, reference
@@ -76,18 +77,6 @@ def size_category(rows: int) -> str:
         if rows < bound:
             return label
     return "n>1B"
-
-
-def hub_configs(folder: DatasetFolder) -> list[dict[str, Any]]:
-    configs = []
-    for i, (config, splits) in enumerate(folder.configs().items()):
-        entry: dict[str, Any] = {"config_name": config}
-        if i == 0:
-            entry["default"] = True  # so `load_dataset(DIR)` needs no config name
-        entry["data_files"] = [{"split": split, "path": paths[0] if len(paths) == 1 else paths}
-                               for split, paths in splits.items()]
-        configs.append(entry)
-    return configs
 
 
 def _table(header: list[str], rows: list[list[Any]]) -> str:
@@ -233,7 +222,7 @@ def render_card(folder: DatasetFolder, *, family: str | None = None, license_id:
         "license": chosen,
         "size_categories": [size_category(folder.rows())],
         "source_datasets": [reference(k).hub_source for k in source_keys if reference(k).hub_source] or ["original"],
-        "configs": hub_configs(folder),
+        "configs": dataset_configs(folder.root),  # the same rule write_dataset uses
     })
     fills = {
         "title": f"{folder.manifest.get('dataset', folder.root.name)} {folder.manifest.get('version', '')}".strip(),

@@ -64,7 +64,7 @@ def test_card_metadata_and_body_come_from_manifest_stats_and_splits(lama_dir):
     assert meta["source_datasets"] == ["extended|facebook/lama"]
     assert meta["task_categories"] and meta["language"] == ["en"] and meta["pretty_name"]
     assert "kbench" not in meta  # the template's own block never reaches the Hub
-    assert meta["configs"] == [{"config_name": "default", "default": True, "data_files": [
+    assert meta["configs"] == [{"config_name": "default", "data_files": [
         {"split": "dev", "path": "data/default/dev.parquet"}, {"split": "test", "path": "data/default/test.parquet"}]}]
     text = readme.read_text()
     assert "Non-commercial use only" in text
