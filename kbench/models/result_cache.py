@@ -1,0 +1,84 @@
+"""A persistent cache of model outputs: sqlite (WAL), JSON values, one checksum per row.
+
+Contract:
+- `key(**parts)` hashes everything that changes an output (model identity - which already
+  includes the dtype -, method, prompt, gold/answer, decoding parameters, seed, intervention)
+  and nothing else: batch size, device and run directory never enter a key, so a result
+  computed once is reused by every later run.
+- `get_many(keys) -> {key: value}` returns only the stored, intact rows. A row whose checksum
+  does not match its value (edited or corrupted on disk) is ignored with a warning, counted as
+  a miss and overwritten by the next `put_many`.
+- `put_many({key: value})` stores JSON-serialisable values in one transaction.
+- `hits` / `misses` count lookups since the cache was opened (tests and progress reports).
+
+No pickle: values are JSON text, so a cache file can be inspected and cannot execute code.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import threading
+import warnings
+from pathlib import Path
+from typing import Any
+
+from kbench.errors import UserError
+from kbench.io import stable_hash
+
+SCHEMA = "CREATE TABLE IF NOT EXISTS results (key TEXT PRIMARY KEY, value TEXT NOT NULL, checksum TEXT NOT NULL)"
+
+
+def _checksum(key: str, value_text: str) -> str:
+    # The key is part of the checksum so a value copied onto another row is caught too.
+    return hashlib.sha256(f"{key}\n{value_text}".encode()).hexdigest()
+
+
+class ResultCache:
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self.hits = 0
+        self.misses = 0
+        self._lock = threading.Lock()
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(self.path, check_same_thread=False, timeout=30)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute(SCHEMA)
+            self._db.commit()
+        except sqlite3.DatabaseError as exc:
+            raise UserError(f"cannot open the result cache {self.path}: {exc}") from exc
+
+    @staticmethod
+    def key(**parts: Any) -> str:
+        return stable_hash(parts)
+
+    def get_many(self, keys: list[str]) -> dict[str, Any]:
+        found: dict[str, Any] = {}
+        unique = list(dict.fromkeys(keys))
+        with self._lock:
+            for start in range(0, len(unique), 500):  # sqlite limits the number of bound parameters
+                chunk = unique[start:start + 500]
+                rows = self._db.execute(
+                    f"SELECT key, value, checksum FROM results WHERE key IN ({','.join('?' * len(chunk))})", chunk)
+                for key, value_text, checksum in rows:
+                    if _checksum(key, value_text) != checksum:
+                        warnings.warn(f"result cache {self.path}: row {key[:12]}… failed its checksum; recomputing it",
+                                      stacklevel=2)
+                        continue
+                    found[key] = json.loads(value_text)
+        self.hits += sum(1 for k in keys if k in found)
+        self.misses += sum(1 for k in keys if k not in found)
+        return found
+
+    def put_many(self, items: dict[str, Any]) -> None:
+        rows = []
+        for key, value in items.items():
+            text = json.dumps(value, sort_keys=True, ensure_ascii=False)
+            rows.append((key, text, _checksum(key, text)))
+        with self._lock, self._db:
+            self._db.executemany("INSERT OR REPLACE INTO results (key, value, checksum) VALUES (?, ?, ?)", rows)
+
+    def close(self) -> None:
+        self._db.close()

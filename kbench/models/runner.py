@@ -1,0 +1,376 @@
+"""The batched model runner: every evaluation reads model outputs through these four methods.
+
+    runner = ModelRunner(load_model("smollm2-135m"), cache=ResultCache(path))
+    runner.rank_first_token(["Paris is the capital of"], [" France"])   -> [(1, -0.4)]
+    runner.score_answers(["Paris is the capital of"], [" France"])      -> [(-1.2, [-0.4, -0.8])]
+    runner.generate(["Q: ...\nA:"], max_new_tokens=16, stop=["\n"])     -> ["Paris"]
+    runner.sample(["Q: ...\nA:"], k=20, temperature=0.7, seed=42)       -> [[20 strings]]
+
+Text contract (causal LMs): an answer / gold is the exact continuation of the prompt, leading
+space included (" France"). It is tokenised in context: the ids of prompt+answer after the
+prompt's own ids; when the tokeniser merges across the boundary (the prompt's ids are not a
+prefix), the answer is tokenised on its own instead. Masked LMs (only `rank_first_token`):
+the prompt holds "[MASK]" (or the tokenizer's mask token) and the gold is tokenised alone.
+
+Batching: items are sorted by length, cut into batches (`batch_size`, or sized from free
+memory on GPU / a token budget on CPU, halved on out-of-memory), left-padded with explicit
+position ids for causal LMs (right-padded for masked LMs), and results come back in input
+order. Cache hits are never recomputed; each finished batch is stored at once, so an
+interrupted call loses at most one batch.
+
+Interventions (steering hooks, decoding changes) go through `Intervention` per call, so
+techniques reuse these batched paths instead of writing their own loops.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from kbench.errors import UserError
+from kbench.io import stable_hash
+from kbench.models.loading import LoadedModel
+from kbench.models.result_cache import ResultCache
+
+CPU_TOKENS_PER_BATCH = 4096   # beyond this, CPU matmuls gain nothing from bigger batches
+MAX_BATCH = 256
+
+
+@dataclass(frozen=True)
+class Intervention:
+    """A change to the model's computation for one runner call.
+
+    key: a complete description of the change (technique, layer, multiplier, vector hash...);
+        it enters every cache key, so two different interventions must have different keys.
+    hooks: `hooks(model)` returns a context manager that is entered around all forward passes
+        of the call, e.g. one registering forward hooks that add a steering vector.
+    logits_processor: `processor(input_ids, scores) -> scores` with input_ids [B, T] (left
+        padded with the pad id) and scores [B, V] float32; applied wherever the runner reads
+        next-token scores: before ranking, before scoring each answer token, at every decoding
+        step. A transformers `LogitsProcessorList` fits this signature.
+    """
+
+    key: str
+    hooks: Callable[[Any], contextlib.AbstractContextManager] | None = None
+    logits_processor: Callable[[Any, Any], Any] | None = None
+
+
+def _is_oom(exc: BaseException) -> bool:
+    return "out of memory" in str(exc).lower()
+
+
+class ModelRunner:
+    def __init__(self, loaded: LoadedModel, batch_size: int | None = None, cache: ResultCache | None = None):
+        import torch
+
+        self.torch = torch
+        self.loaded = loaded
+        self.model = loaded.model
+        self.tokenizer = loaded.tokenizer
+        self.batch_size = batch_size
+        self.cache = cache
+        self.device = torch.device(loaded.device)
+        self._oom_cap = MAX_BATCH
+        self.pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
+
+    # ------------------------------------------------------------------ public methods
+    def rank_first_token(self, prompts: Sequence[str], golds: Sequence[str], *, candidate_ids: Sequence[int] | None = None,
+                         intervention: Intervention | None = None) -> list[tuple[int, float]]:
+        """(rank, logprob) of each gold's first token at the prompt's next position (mask position
+        for masked LMs). rank = 1 + the number of tokens scored strictly higher, over the full
+        vocabulary, or over `candidate_ids` when given (LAMA's restricted vocabulary); logprob is
+        the log-softmax over the full vocabulary. One forward pass per batch, logits_to_keep=1."""
+        _same_length(prompts, golds)
+        encoded = [self._rank_item(p, g, i) for i, (p, g) in enumerate(zip(prompts, golds))]
+        candidates = None if candidate_ids is None else self.torch.tensor(sorted(set(candidate_ids)), device=self.device)
+        params = {"candidates": stable_hash(sorted(set(candidate_ids))) if candidate_ids is not None else None}
+
+        def compute(batch: list[int]) -> list[list]:
+            ids = [encoded[i][0] for i in batch]
+            scores = self._next_token_scores(ids, [encoded[i][1] for i in batch], intervention)
+            log_probs = scores.log_softmax(-1)
+            golds_t = self.torch.tensor([encoded[i][2] for i in batch], device=self.device)
+            gold_scores = scores.gather(1, golds_t[:, None])
+            pool = scores if candidates is None else scores[:, candidates]
+            ranks = (pool > gold_scores).sum(1) + 1
+            return [[int(r), float(lp)] for r, lp in zip(ranks.tolist(), log_probs.gather(1, golds_t[:, None])[:, 0].tolist())]
+
+        items = [{"prompt": p, "gold": g} for p, g in zip(prompts, golds)]
+        values = self._cached("rank_first_token", params, items, [len(e[0]) for e in encoded], compute, intervention)
+        return [(int(r), float(lp)) for r, lp in values]
+
+    def score_answers(self, prompts: Sequence[str], answers: Sequence[str], *,
+                      intervention: Intervention | None = None) -> list[tuple[float, list[float]]]:
+        """(sum of log-probs, per-token log-probs) of each answer continuing its prompt,
+        teacher-forced in one forward pass per batch."""
+        self._require_causal("score_answers")
+        _same_length(prompts, answers)
+        pairs = [self._split_continuation(p, a, i) for i, (p, a) in enumerate(zip(prompts, answers))]
+
+        def compute(batch: list[int]) -> list[list]:
+            seqs = [pairs[i][0] + pairs[i][1] for i in batch]
+            conts = [len(pairs[i][1]) for i in batch]
+            keep = max(conts) + 1
+            input_ids, mask, positions = self._pad_left(seqs)
+            with self._intervened(intervention):
+                logits = self._forward(input_ids, mask, positions, logits_to_keep=keep).logits[:, :-1].float()
+            width = input_ids.shape[1]
+            if intervention and intervention.logits_processor:
+                for j in range(keep - 1):  # position width-keep+j predicts token width-keep+j+1
+                    logits[:, j] = intervention.logits_processor(input_ids[:, :width - keep + j + 1], logits[:, j])
+            log_probs = logits.log_softmax(-1)
+            targets = input_ids[:, width - keep + 1:]
+            token_lp = log_probs.gather(2, targets[..., None])[..., 0]
+            out = []
+            for row, n in enumerate(conts):
+                per_token = token_lp[row, keep - 1 - n:].tolist()
+                out.append([sum(per_token), per_token])
+            return out
+
+        items = [{"prompt": p, "answer": a} for p, a in zip(prompts, answers)]
+        values = self._cached("score_answers", {}, items, [len(c) + len(a) for c, a in pairs], compute, intervention)
+        return [(float(s), [float(x) for x in per]) for s, per in values]
+
+    def generate(self, prompts: Sequence[str], max_new_tokens: int = 32, stop: Sequence[str] | None = None, *,
+                 intervention: Intervention | None = None) -> list[str]:
+        """Greedy continuation of each prompt (KV-cached), special tokens dropped. A row stops
+        at its end-of-sequence token, at `max_new_tokens`, or once its text contains a stop
+        string; the text is cut before the first stop string."""
+        self._require_causal("generate")
+        stop = list(stop or [])
+        encoded = [self._encode(p, i) for i, p in enumerate(prompts)]
+
+        def compute(batch: list[int]) -> list[str]:
+            return [rows[0] for rows in self._decode([encoded[i] for i in batch], 1, max_new_tokens, stop, None, intervention)]
+
+        params = {"max_new_tokens": max_new_tokens, "stop": stop}
+        items = [{"prompt": p} for p in prompts]
+        return self._cached("generate", params, items, [len(e) + max_new_tokens for e in encoded], compute, intervention)
+
+    def sample(self, prompts: Sequence[str], k: int, temperature: float, seed: int, max_new_tokens: int = 32,
+               stop: Sequence[str] | None = None, *, intervention: Intervention | None = None) -> list[list[str]]:
+        """k sampled continuations per prompt at `temperature`, stopping as in `generate`.
+
+        Each prompt is prefilled once and its KV cache is expanded k times. Sample j of a prompt
+        draws from its own generator seeded by (seed, prompt, j), so results do not depend on
+        batching or on the other prompts, and the first k samples of a larger k are the same."""
+        self._require_causal("sample")
+        if k < 1 or temperature <= 0:
+            raise UserError(f"sample needs k >= 1 and temperature > 0 (got k={k}, temperature={temperature})")
+        stop = list(stop or [])
+        encoded = [self._encode(p, i) for i, p in enumerate(prompts)]
+
+        def compute(batch: list[int]) -> list[list[str]]:
+            gens = []
+            for i in batch:
+                for j in range(k):
+                    gen = self.torch.Generator(device=self.device)
+                    gen.manual_seed(int(stable_hash([seed, prompts[i], j])[:15], 16))
+                    gens.append(gen)
+            return self._decode([encoded[i] for i in batch], k, max_new_tokens, stop, (temperature, gens), intervention)
+
+        params = {"k": k, "temperature": temperature, "seed": seed, "max_new_tokens": max_new_tokens, "stop": stop}
+        items = [{"prompt": p} for p in prompts]
+        lengths = [(len(e) + max_new_tokens) * k for e in encoded]
+        return self._cached("sample", params, items, lengths, compute, intervention)
+
+    # ------------------------------------------------------------------ caching and batching
+    def _cached(self, method: str, params: dict, items: list[dict], lengths: list[int],
+                compute: Callable[[list[int]], list], intervention: Intervention | None) -> list:
+        """Look every item up in the cache, compute the misses batch by batch (longest first),
+        store each batch as it finishes, and return the values in input order."""
+        common = {"model": self.loaded.identity, "method": method, "params": params,
+                  "intervention": intervention.key if intervention else None}
+        keys = [ResultCache.key(**common, item=item) for item in items]
+        found = self.cache.get_many(keys) if self.cache is not None else {}
+        first_of_key: dict[str, int] = {}
+        for i, key in enumerate(keys):
+            if key not in found:
+                first_of_key.setdefault(key, i)  # duplicates are computed once
+        pending = sorted(first_of_key.values(), key=lambda i: -lengths[i])
+        while pending:
+            size = self._batch_rows(lengths[pending[0]])
+            batch = pending[:size]
+            try:
+                with self.torch.inference_mode():
+                    values = compute(batch)
+            except (RuntimeError, MemoryError) as exc:
+                if not _is_oom(exc) or size == 1:
+                    raise
+                self._oom_cap = max(1, size // 2)
+                if self.device.type == "cuda":
+                    self.torch.cuda.empty_cache()
+                continue
+            fresh = {keys[i]: v for i, v in zip(batch, values)}
+            found.update(fresh)
+            if self.cache is not None:
+                self.cache.put_many(fresh)
+            pending = pending[size:]
+        return [found[k] for k in keys]
+
+    def _batch_rows(self, longest: int) -> int:
+        if self.batch_size:
+            return min(self.batch_size, self._oom_cap)
+        if self.device.type == "cuda":
+            cfg = self.model.config
+            per_token = 4 * cfg.hidden_size * (getattr(cfg, "num_hidden_layers", 12) * 2 + 16)  # KV + activations, fp32 bound
+            per_row = longest * per_token + 8 * getattr(cfg, "vocab_size", 50000)
+            free, _ = self.torch.cuda.mem_get_info(self.device)
+            rows = int(free * 0.5 // max(per_row, 1))
+        else:
+            rows = CPU_TOKENS_PER_BATCH // max(longest, 1)
+        return max(1, min(rows, MAX_BATCH, self._oom_cap))
+
+    # ------------------------------------------------------------------ tokenisation
+    def _encode(self, text: str, index: int) -> list[int]:
+        ids = self.tokenizer(text, add_special_tokens=True)["input_ids"]
+        bos = self.tokenizer.bos_token_id
+        if bos is not None and len(ids) > 1 and ids[0] == ids[1] == bos:
+            ids = ids[1:]  # chat templates already write the BOS token in the text
+        if not ids:
+            raise UserError(f"prompt {index} is empty after tokenisation: {text!r}")
+        return ids
+
+    def _split_continuation(self, prompt: str, answer: str, index: int) -> tuple[list[int], list[int]]:
+        context = self._encode(prompt, index)
+        whole = self._encode(prompt + answer, index)
+        if whole[:len(context)] == context and len(whole) > len(context):
+            cont = whole[len(context):]
+        else:
+            cont = self.tokenizer(answer, add_special_tokens=False)["input_ids"]
+        if not cont:
+            raise UserError(f"answer {index} is empty after tokenisation: {answer!r}")
+        return context, cont
+
+    def _rank_item(self, prompt: str, gold: str, index: int) -> tuple[list[int], int | None, int]:
+        """(prompt ids, position to read or None for the last, gold's first token id)."""
+        if self.loaded.kind == "causal":
+            context, cont = self._split_continuation(prompt, gold, index)
+            return context, None, cont[0]
+        mask = self.tokenizer.mask_token
+        ids = self._encode(prompt.replace("[MASK]", mask) if mask else prompt, index)
+        if self.tokenizer.mask_token_id not in ids:
+            raise UserError(f"prompt {index} has no mask token ({mask}) for the masked LM: {prompt!r}")
+        gold_ids = self.tokenizer(gold, add_special_tokens=False)["input_ids"]
+        if not gold_ids:
+            raise UserError(f"gold {index} is empty after tokenisation: {gold!r}")
+        return ids, ids.index(self.tokenizer.mask_token_id), gold_ids[0]
+
+    # ------------------------------------------------------------------ forward passes
+    def _pad_left(self, seqs: list[list[int]]):
+        torch = self.torch
+        width = max(len(s) for s in seqs)
+        input_ids = torch.full((len(seqs), width), self.pad_id, dtype=torch.long)
+        mask = torch.zeros((len(seqs), width), dtype=torch.long)
+        for row, seq in enumerate(seqs):
+            input_ids[row, width - len(seq):] = torch.tensor(seq)
+            mask[row, width - len(seq):] = 1
+        positions = (mask.cumsum(1) - 1).clamp(min=0)  # real tokens start at position 0 in every row
+        return input_ids.to(self.device), mask.to(self.device), positions.to(self.device)
+
+    def _forward(self, input_ids, mask, positions, cache=None, logits_to_keep: int = 1):
+        kwargs: dict[str, Any] = {"input_ids": input_ids, "attention_mask": mask, "position_ids": positions,
+                                  "logits_to_keep": logits_to_keep}
+        if cache is not None:
+            kwargs.update(cache=cache, use_cache=True)
+        else:
+            kwargs["use_cache"] = False
+        return self.model(**kwargs)
+
+    def _next_token_scores(self, seqs: list[list[int]], read_at: list[int | None], intervention: Intervention | None):
+        """[B, V] float32 scores at the next position (causal) or at `read_at` (masked)."""
+        torch = self.torch
+        if self.loaded.kind == "causal":
+            input_ids, mask, positions = self._pad_left(seqs)
+            with self._intervened(intervention):
+                scores = self._forward(input_ids, mask, positions).logits[:, -1].float()
+        else:  # masked LMs use absolute positions from 0, so pad on the right
+            width = max(len(s) for s in seqs)
+            input_ids = torch.full((len(seqs), width), self.pad_id, dtype=torch.long)
+            mask = torch.zeros_like(input_ids)
+            for row, seq in enumerate(seqs):
+                input_ids[row, :len(seq)] = torch.tensor(seq)
+                mask[row, :len(seq)] = 1
+            input_ids, mask = input_ids.to(self.device), mask.to(self.device)
+            with self._intervened(intervention):
+                logits = self.model(input_ids=input_ids, attention_mask=mask).logits
+            rows = torch.arange(len(seqs), device=self.device)
+            scores = logits[rows, torch.tensor(read_at, device=self.device)].float()
+        if intervention and intervention.logits_processor:
+            scores = intervention.logits_processor(input_ids, scores)
+        return scores
+
+    def _decode(self, seqs: list[list[int]], copies: int, max_new_tokens: int, stop: list[str],
+                sampling: tuple[float, list] | None, intervention: Intervention | None) -> list[list[str]]:
+        """Prefill the prompts once, repeat each row's KV cache `copies` times, then decode
+        greedily (sampling=None) or by sampling row r from generator sampling[1][r]."""
+        from transformers import DynamicCache
+
+        torch = self.torch
+        input_ids, mask, positions = self._pad_left(seqs)
+        cache = DynamicCache()
+        eos = set(_as_list(self.model.generation_config.eos_token_id) or _as_list(self.tokenizer.eos_token_id))
+        with self._intervened(intervention):
+            scores = self._forward(input_ids, mask, positions, cache=cache).logits[:, -1].float()
+            if copies > 1:
+                cache.batch_repeat_interleave(copies)
+                scores, input_ids, mask = (t.repeat_interleave(copies, 0) for t in (scores, input_ids, mask))
+            rows = input_ids.shape[0]
+            next_pos = mask.sum(1, keepdim=True)
+            generated: list[list[int]] = [[] for _ in range(rows)]
+            finished = [False] * rows
+            for _ in range(max_new_tokens):
+                if intervention and intervention.logits_processor:
+                    scores = intervention.logits_processor(input_ids, scores)
+                if sampling is None:
+                    tokens = scores.argmax(-1)
+                else:
+                    probs = (scores / sampling[0]).softmax(-1)
+                    tokens = torch.stack([torch.multinomial(probs[r], 1, generator=sampling[1][r])[0] for r in range(rows)])
+                token_list = tokens.tolist()
+                for r in range(rows):
+                    if finished[r]:
+                        token_list[r] = self.pad_id
+                        continue
+                    if token_list[r] in eos:
+                        finished[r] = True
+                        continue
+                    generated[r].append(token_list[r])
+                    if stop and any(s in self.tokenizer.decode(generated[r], skip_special_tokens=True) for s in stop):
+                        finished[r] = True
+                if all(finished):
+                    break
+                step = torch.tensor(token_list, device=self.device)[:, None]
+                input_ids = torch.cat([input_ids, step], 1)
+                mask = torch.cat([mask, torch.ones_like(step)], 1)
+                scores = self._forward(step, mask, next_pos, cache=cache).logits[:, -1].float()
+                next_pos = next_pos + 1
+        texts = [_cut_at_stop(self.tokenizer.decode(g, skip_special_tokens=True), stop) for g in generated]
+        return [texts[i:i + copies] for i in range(0, rows, copies)]
+
+    def _intervened(self, intervention: Intervention | None):
+        if intervention is None or intervention.hooks is None:
+            return contextlib.nullcontext()
+        return intervention.hooks(self.model)
+
+    def _require_causal(self, method: str) -> None:
+        if self.loaded.kind != "causal":
+            raise UserError(f"{method} needs a causal LM; {self.loaded.name} is a {self.loaded.kind} LM")
+
+
+def _cut_at_stop(text: str, stop: list[str]) -> str:
+    cuts = [text.find(s) for s in stop if s and s in text]
+    return text[:min(cuts)] if cuts else text
+
+
+def _as_list(value) -> list:
+    if value is None:
+        return []
+    return list(value) if isinstance(value, (list, tuple, set)) else [value]
+
+
+def _same_length(prompts: Sequence[str], others: Sequence[str]) -> None:
+    if len(prompts) != len(others):
+        raise UserError(f"got {len(prompts)} prompts but {len(others)} answers")

@@ -1,0 +1,94 @@
+"""Tiny randomly initialised models with local tokenizers, for fast tests that need no hub.
+
+`tiny_causal_dir` / `tiny_masked_dir` build (once per session, ~1 s) a 4-layer Llama and a
+2-layer BERT with tokenizers trained on a short inline corpus, and save them with
+`save_pretrained`, so tests load them exactly as users load a model folder
+(`load_model(str(path))`, `kbench evaluate ... --model PATH`). Weights are seeded, so every
+session builds the same models.
+
+Import the fixtures in a test module with
+`from tests.fixtures_models import tiny_causal_dir, tiny_masked_dir  # noqa: F401`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+CORPUS = [
+    "Paris is the capital of France . Berlin is the capital of Germany .",
+    "Rome is the capital of Italy . Madrid is the capital of Spain .",
+    "Marie Curie was born in Warsaw . Albert Einstein was born in Ulm .",
+    "The native language of Pablo Picasso is Spanish . Dante was born in Florence .",
+    "Question : What is the capital of France ? Answer : Paris",
+    "Toyota is a company from Japan . Nokia is a company from Finland .",
+    "the a an of in is was born capital language company from Question Answer",
+]
+
+
+def _train_bpe(vocab_size: int = 400):
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=["<|endoftext|>", "<|pad|>"],
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    tok.train_from_iterator(CORPUS * 4, trainer)
+    return tok
+
+
+def _train_wordpiece(vocab_size: int = 300):
+    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors, trainers
+
+    tok = Tokenizer(models.WordPiece(unk_token="[UNK]"))
+    tok.normalizer = normalizers.BertNormalizer(lowercase=False)
+    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    tok.train_from_iterator(CORPUS * 4, trainers.WordPieceTrainer(vocab_size=vocab_size, special_tokens=specials))
+    cls, sep = tok.token_to_id("[CLS]"), tok.token_to_id("[SEP]")
+    tok.post_processor = processors.TemplateProcessing(single="[CLS] $A [SEP]", special_tokens=[("[CLS]", cls), ("[SEP]", sep)])
+    from tokenizers import decoders
+
+    tok.decoder = decoders.WordPiece()
+    return tok
+
+
+def build_tiny_causal(folder: Path) -> Path:
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=_train_bpe(), eos_token="<|endoftext|>", pad_token="<|pad|>")
+    torch.manual_seed(0)
+    config = LlamaConfig(vocab_size=len(tokenizer), hidden_size=64, intermediate_size=128, num_hidden_layers=4,
+                         num_attention_heads=4, num_key_value_heads=4, max_position_embeddings=256,
+                         eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id,
+                         bos_token_id=None, tie_word_embeddings=False)
+    LlamaForCausalLM(config).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+def build_tiny_masked(folder: Path) -> Path:
+    import torch
+    from transformers import BertConfig, BertForMaskedLM, PreTrainedTokenizerFast
+
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=_train_wordpiece(), unk_token="[UNK]", pad_token="[PAD]",
+                                        cls_token="[CLS]", sep_token="[SEP]", mask_token="[MASK]")
+    torch.manual_seed(0)
+    config = BertConfig(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                        num_attention_heads=2, max_position_embeddings=128, pad_token_id=tokenizer.pad_token_id)
+    BertForMaskedLM(config).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+@pytest.fixture(scope="session")
+def tiny_causal_dir(tmp_path_factory) -> Path:
+    return build_tiny_causal(tmp_path_factory.mktemp("tiny-llama"))
+
+
+@pytest.fixture(scope="session")
+def tiny_masked_dir(tmp_path_factory) -> Path:
+    return build_tiny_masked(tmp_path_factory.mktemp("tiny-bert"))

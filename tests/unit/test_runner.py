@@ -1,0 +1,200 @@
+"""ModelRunner on tiny random models, checked against references computed one prompt at a time."""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+
+import pytest
+import torch
+
+from kbench.models.loading import load_model
+from kbench.models.result_cache import ResultCache
+from kbench.models.runner import Intervention, ModelRunner
+from tests.fixtures_models import tiny_causal_dir, tiny_masked_dir  # noqa: F401
+
+PROMPTS = ["Paris is the capital of", "Marie Curie was born in", "The native language of Pablo Picasso is",
+           "Rome is", "Question : What is the capital of France ? Answer :"]
+GOLDS = [" France", " Warsaw", " Spanish", " the capital", " Paris"]
+
+
+@pytest.fixture(scope="module")
+def causal(tiny_causal_dir):
+    return load_model(str(tiny_causal_dir))
+
+
+@pytest.fixture(scope="module")
+def masked(tiny_masked_dir):
+    return load_model(str(tiny_masked_dir))
+
+
+def _reference_logits(loaded, ids: list[int]) -> torch.Tensor:
+    with torch.no_grad():
+        return loaded.model(input_ids=torch.tensor([ids])).logits[0].float()
+
+
+def _reference_rank(loaded, prompt: str, gold: str) -> tuple[int, float]:
+    tok = loaded.tokenizer
+    ids = tok(prompt)["input_ids"]
+    gold_id = tok(prompt + gold)["input_ids"][len(ids)]
+    scores = _reference_logits(loaded, ids)[-1]
+    return int((scores > scores[gold_id]).sum()) + 1, float(scores.log_softmax(-1)[gold_id])
+
+
+@contextlib.contextmanager
+def count_forwards(loaded):
+    """Record the input_ids shape of every forward call of the model's decoder stack."""
+    shapes: list[tuple[int, ...]] = []
+    handle = loaded.model.model.register_forward_pre_hook(
+        lambda module, args, kwargs: shapes.append(tuple(kwargs["input_ids"].shape)), with_kwargs=True)
+    try:
+        yield shapes
+    finally:
+        handle.remove()
+
+
+def test_ranks_match_unpadded_reference(causal):
+    got = ModelRunner(causal, batch_size=3).rank_first_token(PROMPTS, GOLDS)
+    for (rank, logprob), prompt, gold in zip(got, PROMPTS, GOLDS):
+        ref_rank, ref_lp = _reference_rank(causal, prompt, gold)
+        assert rank == ref_rank
+        assert logprob == pytest.approx(ref_lp, abs=1e-4)
+
+
+def test_batch_size_invariance(causal):
+    by_size = {size: ModelRunner(causal, batch_size=size) for size in (1, 2, None)}
+    ranks = {size: r.rank_first_token(PROMPTS, GOLDS) for size, r in by_size.items()}
+    texts = {size: r.generate(PROMPTS, max_new_tokens=6) for size, r in by_size.items()}
+    assert [r for r, _ in ranks[1]] == [r for r, _ in ranks[2]] == [r for r, _ in ranks[None]]
+    for a, b in zip(ranks[1], ranks[None]):
+        assert a[1] == pytest.approx(b[1], abs=1e-4)
+    assert texts[1] == texts[2] == texts[None]
+
+
+def test_restricted_vocabulary_rank(causal):
+    tok = causal.tokenizer
+    gold_id = tok(PROMPTS[0] + GOLDS[0])["input_ids"][len(tok(PROMPTS[0])["input_ids"])]
+    candidates = [gold_id, 10, 11, 12]
+    (rank, _), = ModelRunner(causal).rank_first_token(PROMPTS[:1], GOLDS[:1], candidate_ids=candidates)
+    scores = _reference_logits(causal, tok(PROMPTS[0])["input_ids"])[-1]
+    assert rank == 1 + sum(int(scores[c] > scores[gold_id]) for c in candidates)
+
+
+def test_score_answers_match_reference(causal):
+    answers = [" France and Germany", " Warsaw", " Spanish .", " the capital of Italy", " Paris"]
+    got = ModelRunner(causal, batch_size=2).score_answers(PROMPTS, answers)
+    tok = causal.tokenizer
+    for (total, per_token), prompt, answer in zip(got, PROMPTS, answers):
+        ctx = tok(prompt)["input_ids"]
+        whole = tok(prompt + answer)["input_ids"]
+        log_probs = _reference_logits(causal, whole).log_softmax(-1)
+        ref = [float(log_probs[pos - 1, whole[pos]]) for pos in range(len(ctx), len(whole))]
+        assert per_token == pytest.approx(ref, abs=1e-4)
+        assert total == pytest.approx(sum(ref), abs=1e-4)
+
+
+def test_greedy_matches_transformers_generate(causal):
+    got = ModelRunner(causal, batch_size=4).generate(PROMPTS, max_new_tokens=8)
+    tok = causal.tokenizer
+    for text, prompt in zip(got, PROMPTS):
+        ids = torch.tensor([tok(prompt)["input_ids"]])
+        with torch.no_grad():
+            out = causal.model.generate(ids, max_new_tokens=8, do_sample=False, pad_token_id=tok.pad_token_id)
+        assert text == tok.decode(out[0, ids.shape[1]:], skip_special_tokens=True)
+
+
+def test_stop_strings_cut_each_row(causal):
+    runner = ModelRunner(causal)
+    free = runner.generate(PROMPTS, max_new_tokens=10)
+    stop = free[0][len(free[0]) // 2:][:2]  # a piece of row 0's own output
+    assert stop.strip()
+    stopped = runner.generate(PROMPTS, max_new_tokens=10, stop=[stop])
+    for full, cut in zip(free, stopped):
+        assert stop not in cut
+        assert cut == (full[:full.find(stop)] if stop in full else full)
+    assert len(stopped[0]) < len(free[0])
+
+
+def test_sampling_reproducible_with_one_prefill_per_prompt(causal):
+    runner = ModelRunner(causal, batch_size=8)
+    with count_forwards(causal) as shapes:
+        first = runner.sample(PROMPTS[:3], k=4, temperature=1.0, seed=42, max_new_tokens=5)
+    assert shapes[0][0] == 3  # one prefill row per prompt, not per sample
+    assert all(shape == (12, 1) for shape in shapes[1:])
+    assert len(first) == 3 and all(len(row) == 4 for row in first)
+    again = ModelRunner(causal, batch_size=1).sample(PROMPTS[:3], k=4, temperature=1.0, seed=42, max_new_tokens=5)
+    assert again == first
+    alone = runner.sample(PROMPTS[1:2], k=6, temperature=1.0, seed=42, max_new_tokens=5)
+    assert alone[0][:4] == first[1]  # per-sample generators: independent of the batch and of k
+    other = runner.sample(PROMPTS[:3], k=4, temperature=1.0, seed=0, max_new_tokens=5)
+    assert other != first
+
+
+def test_cache_hits_recompute_nothing(causal, tmp_path):
+    cache = ResultCache(tmp_path / "results.sqlite")
+    runner = ModelRunner(causal, cache=cache)
+    first = runner.rank_first_token(PROMPTS, GOLDS)
+    assert (cache.hits, cache.misses) == (0, len(PROMPTS))
+    with count_forwards(causal) as shapes:
+        second = ModelRunner(causal, batch_size=1, cache=cache).rank_first_token(PROMPTS, GOLDS)
+    assert shapes == [] and second == first
+    assert cache.hits == len(PROMPTS)
+    with count_forwards(causal) as shapes:  # one new prompt: only it is computed
+        runner.rank_first_token(PROMPTS + ["Berlin is the capital of"], GOLDS + [" Germany"])
+    assert shapes == [(1, len(causal.tokenizer("Berlin is the capital of")["input_ids"]))]
+
+
+def test_tampered_cache_row_is_recomputed(causal, tmp_path):
+    path = tmp_path / "results.sqlite"
+    runner = ModelRunner(causal, cache=ResultCache(path))
+    truth = runner.rank_first_token(PROMPTS[:1], GOLDS[:1])
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE results SET value = '[1, 0.0]'")
+    cache = ResultCache(path)
+    with pytest.warns(UserWarning, match="checksum"):
+        again = ModelRunner(causal, cache=cache).rank_first_token(PROMPTS[:1], GOLDS[:1])
+    assert again == truth and cache.misses == 1
+
+
+def test_interventions_change_outputs_and_cache_keys(causal, tmp_path):
+    cache = ResultCache(tmp_path / "results.sqlite")
+    runner = ModelRunner(causal, cache=cache)
+    base = runner.rank_first_token(PROMPTS, GOLDS)
+    france = causal.tokenizer(" France", add_special_tokens=False)["input_ids"][0]
+
+    def boost_france(input_ids, scores):  # rows come length-sorted, so the boost must not depend on the row
+        scores = scores.clone()
+        scores[:, france] += 1000.0
+        return scores
+
+    golds = [" France"] * len(PROMPTS)
+    boosted = runner.rank_first_token(PROMPTS, golds, intervention=Intervention("boost", logits_processor=boost_france))
+    assert [r for r, _ in boosted] == [1] * len(PROMPTS)
+    assert runner.rank_first_token(PROMPTS, golds) != boosted
+
+    @contextlib.contextmanager
+    def zero_last_layer(model):
+        handle = model.model.layers[-1].mlp.register_forward_hook(lambda m, i, o: o * 0)
+        try:
+            yield
+        finally:
+            handle.remove()
+
+    steered = runner.generate(PROMPTS, max_new_tokens=4, intervention=Intervention("zero-mlp", hooks=zero_last_layer))
+    assert steered != runner.generate(PROMPTS, max_new_tokens=4)
+    assert cache.misses == 5 * len(PROMPTS) - 1  # each variant got its own keys; (PROMPTS[0], France) was cached
+
+
+def test_masked_lm_ranks_at_the_mask(masked):
+    prompts = ["Paris is the [MASK] of France .", "Marie Curie was born in [MASK] .", "[MASK] is a company from Japan ."]
+    golds = ["capital", "Warsaw", "Toyota"]
+    got = ModelRunner(masked, batch_size=2).rank_first_token(prompts, golds)
+    tok = masked.tokenizer
+    for (rank, logprob), prompt, gold in zip(got, prompts, golds):
+        ids = tok(prompt)["input_ids"]
+        scores = _reference_logits(masked, ids)[ids.index(tok.mask_token_id)]
+        gold_id = tok(gold, add_special_tokens=False)["input_ids"][0]
+        assert rank == int((scores > scores[gold_id]).sum()) + 1
+        assert logprob == pytest.approx(float(scores.log_softmax(-1)[gold_id]), abs=1e-4)
+    with pytest.raises(Exception, match="causal"):
+        ModelRunner(masked).generate(prompts)
