@@ -1,0 +1,47 @@
+"""Answer matching for knowledge probing (REFERENCE.md, "Answer matching" and "LAMA P@1").
+
+* `normalize_for_matching`: MAPLE's normalisation - drop every character that is not a letter
+  or digit (any script), including all whitespace; case-insensitive unless `case_sensitive`.
+* `maple_correct`: the normalised prediction equals a normalised valid answer (gold + aliases),
+  or contains one as a substring. Answers that normalise to "" never match (they would be a
+  substring of everything).
+* `exact_match`: only the equality half of the rule. Reported beside `maple_correct` because
+  substring matching counts "not Paris" as correct for "Paris".
+* `precision_at_1`: LAMA's P@1 - per relation, the mean over distinct (subject, object) facts;
+  overall, the unweighted (macro) mean over relations.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+
+def normalize_for_matching(text: str, *, case_sensitive: bool = False) -> str:
+    kept = "".join(ch for ch in text if ch.isalnum())
+    return kept if case_sensitive else kept.casefold()
+
+
+def _valid(answers: Sequence[str], case_sensitive: bool) -> list[str]:
+    normalised = (normalize_for_matching(a, case_sensitive=case_sensitive) for a in answers)
+    return [a for a in normalised if a]
+
+
+def maple_correct(prediction: str, answers: Sequence[str], *, case_sensitive: bool = False) -> bool:
+    pred = normalize_for_matching(prediction, case_sensitive=case_sensitive)
+    return any(a == pred or a in pred for a in _valid(answers, case_sensitive))
+
+
+def exact_match(prediction: str, answers: Sequence[str], *, case_sensitive: bool = False) -> bool:
+    pred = normalize_for_matching(prediction, case_sensitive=case_sensitive)
+    return any(a == pred for a in _valid(answers, case_sensitive))
+
+
+def precision_at_1(rows: Iterable[tuple[str, str, str, bool]]) -> dict:
+    """rows: (relation, subject, object, correct). A fact seen twice in a relation counts once
+    (its first row). Returns {"per_relation": {rel: P@1}, "facts": {rel: n}, "macro": mean}."""
+    seen: dict[str, dict[tuple[str, str], bool]] = {}
+    for relation, subject, obj, correct in rows:
+        seen.setdefault(relation, {}).setdefault((subject, obj), bool(correct))
+    per_relation = {rel: sum(facts.values()) / len(facts) for rel, facts in sorted(seen.items())}
+    macro = sum(per_relation.values()) / len(per_relation) if per_relation else 0.0
+    return {"per_relation": per_relation, "facts": {rel: len(f) for rel, f in sorted(seen.items())}, "macro": macro}
