@@ -3,11 +3,8 @@
 For input in the REBEL dataset format (each document's `extra_json` holds `triples`, each with
 `subject`/`object` entity dicts `{uri, boundaries, surfaceform}` and a `predicate` `{uri,
 surfaceform}`), this replaces `extract_rebel`: no model is run. Input: the `clean_documents`
-table. Output: the triplet table that `extract_rebel` also produces (see TRIPLET_SCHEMA):
-
-  triplet_id, doc_id, title, doc_uri, origin ("annotated"), sentence_index, sentence,
-  sentence_start, subject, subject_id, subject_start, subject_end, relation (P-id or null),
-  relation_label, object, object_id, object_kind ("entity" | "literal"), object_start, object_end
+table. Output: the triplet table of `kbench.build.triplets` (origin "annotated"), the same
+shape `extract_rebel` produces.
 
 Offsets are character offsets into the document text; the sentence is the spaCy-sentencizer
 sentence holding the subject (or the object when the subject has no offsets). Dates and other
@@ -23,27 +20,10 @@ import json
 import re
 
 from kbench.build.stage import Stage, StageOutput, StageParams, register_stage
-from kbench.io import stable_hash
+from kbench.build.triplets import triplet_id, triplet_schema
 
 ENTITY_ID = re.compile(r"^Q[1-9]\d*$")
 PROPERTY_ID = re.compile(r"^P[1-9]\d*$")
-
-
-def triplet_schema():
-    import polars as pl
-
-    return {
-        "triplet_id": pl.String, "doc_id": pl.String, "title": pl.String, "doc_uri": pl.String,
-        "origin": pl.String, "sentence_index": pl.Int64, "sentence": pl.String, "sentence_start": pl.Int64,
-        "subject": pl.String, "subject_id": pl.String, "subject_start": pl.Int64, "subject_end": pl.Int64,
-        "relation": pl.String, "relation_label": pl.String,
-        "object": pl.String, "object_id": pl.String, "object_kind": pl.String,
-        "object_start": pl.Int64, "object_end": pl.Int64,
-    }
-
-
-def triplet_id(doc_id: str, subject: str, relation_label: str, obj: str, sentence_index: int) -> str:
-    return stable_hash([doc_id, sentence_index, subject, relation_label, obj])[:16]
 
 
 def _bounds(entity: dict) -> tuple[int | None, int | None]:
