@@ -151,7 +151,7 @@ def _distributions(folder: DatasetFolder) -> str:
     table = pl.concat(frames, how="diagonal_relaxed")
     split_names = list(dict.fromkeys(table["__split"].to_list()))
     out = []
-    for column, title in (("frequency_bin", "Frequency bins"), ("domain", "Domains"), ("split", "Split labels")):
+    for column, title in (("frequency_bin", "Frequency bins"), ("domain", "Domains"), ("source", "Fact sources")):
         if column in table.columns and table[column].null_count() < table.height:
             out += [f"### {title}", "", _crosstab(table, [column], split_names), ""]
     if "relation" in table.columns:
@@ -178,7 +178,10 @@ def _crosstab(table, keys: list[str], split_names: list[str], limit: int | None 
 
 
 def _rebuild(folder: DatasetFolder) -> str:
-    command = folder.manifest.get("command") or f"kbench build {folder.manifest.get('recipe_file', 'RECIPE.toml')}"
+    recipe_file = folder.manifest.get("recipe_file", "RECIPE.toml")
+    command = folder.manifest.get("command") or f"kbench build {recipe_file}"
+    if (template_dir().parent / "pipelines" / recipe_file).is_file():  # a recipe shipped with kbench
+        command = command.replace(f"kbench build {recipe_file}", f"kbench build pipelines/{recipe_file}", 1)
     if "--out" not in command:
         command += f" --out {folder.root.name}"
     return "\n".join([

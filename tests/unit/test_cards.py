@@ -72,7 +72,7 @@ def test_card_metadata_and_body_come_from_manifest_stats_and_splits(lama_dir):
     assert "| P19 | place of birth | 4 | 8 | 12 |" in text                     # relation distribution per split
     assert "| head | 0 | 8 | 8 |" in text                                        # frequency-bin distribution
     assert "@inproceedings{petroni2019language" in text and "@inproceedings{elsahar2018trex" in text
-    assert "kbench build lama-trex.toml --out lama" in text                     # the rebuild command
+    assert "kbench build pipelines/lama-trex.toml --out lama" in text                    # the rebuild command
     assert "{{" not in text
 
 
