@@ -25,6 +25,7 @@ def _register() -> None:
     # Each module adds its commands to `app` or `evaluate_app`; one file per command family.
     from kbench.cli import build_cmd  # noqa: F401
     from kbench.cli import card_cmd  # noqa: F401
+    from kbench.cli import report_cmd  # noqa: F401
     from kbench.cli import wikidata_cmd  # noqa: F401
 
 
