@@ -1,0 +1,110 @@
+"""Prompt forms for probing a fact, shared by the evaluation tasks.
+
+`build_prompts(rows, form, tokenizer, kind, fewshot, train_rows, seed) -> list[Prompt]`, one
+per row (a row is a dict with the Question columns of `kbench/records.py`):
+
+* `cloze`    - causal LMs continue `prompt_cloze` ("Alan Turing works in the field of");
+               masked LMs read `prompt_masked` (the object is "[MASK]").
+* `question` - "Answer the question with a short answer.\\nQuestion: <question>\\nAnswer:".
+* `chat`     - the question as a user turn through the tokenizer's chat template, with the
+               generation prompt appended (instruct models).
+
+`fewshot=k` puts k solved examples before the item, drawn from `train_rows` of the same
+relation first (then any relation), never the item's own subject, with a generator seeded by
+(seed, item id): an item gets the same examples whatever else is evaluated with it.
+
+Each `Prompt` also says how the gold continues it (`gold`: " " + object after plain text,
+the bare object after a chat generation prompt or for a masked LM) and where a greedy answer
+stops.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from kbench.errors import UserError
+from kbench.io import stable_hash
+
+PROMPT_FORMS = ("cloze", "question", "chat")
+INSTRUCTION = "Answer the question with a short answer."
+# A cloze continuation runs on into the sentence ("Paris, France, where ..."): stop at the
+# first clause break. Question and chat answers end with their line.
+STOPS = {"cloze": ["\n", ". ", ","], "question": ["\n"], "chat": ["\n"]}
+
+
+@dataclass(frozen=True)
+class Prompt:
+    text: str
+    gold: str              # the gold object as the continuation of `text`
+    stop: tuple[str, ...]
+
+
+def _question_text(question: str) -> str:
+    return f"Question: {question}\nAnswer:"
+
+
+def _example_pool(train_rows: Sequence[dict]) -> tuple[dict[str, list[dict]], list[dict]]:
+    by_relation: dict[str, list[dict]] = defaultdict(list)
+    for row in train_rows:
+        by_relation[row["relation"]].append(row)
+    return by_relation, list(train_rows)
+
+
+def draw_examples(row: dict, k: int, by_relation: dict[str, list[dict]], everything: list[dict], seed: int) -> list[dict]:
+    if k == 0:
+        return []
+    rng = random.Random(int(stable_hash([seed, row["id"]])[:15], 16))
+    usable = [r for r in by_relation.get(row["relation"], []) if r["subject"] != row["subject"]]
+    chosen = rng.sample(usable, min(k, len(usable)))
+    if len(chosen) < k:
+        taken = {id(r) for r in chosen}
+        others = [r for r in everything if id(r) not in taken and r["subject"] != row["subject"]
+                  and r["relation"] != row["relation"]]
+        chosen += rng.sample(others, min(k - len(chosen), len(others)))
+    if len(chosen) < k:
+        raise UserError(f"--fewshot {k}: the train split has only {len(chosen)} usable examples for item {row['id']}")
+    return chosen
+
+
+def _cloze_sentence(row: dict) -> str:
+    return f"{row['prompt_cloze']} {row['object']}."
+
+
+def build_prompts(rows: Sequence[dict], form: str, tokenizer, kind: str, fewshot: int = 0,
+                  train_rows: Sequence[dict] = (), seed: int = 0) -> list[Prompt]:
+    if form not in PROMPT_FORMS:
+        raise UserError(f"unknown prompt form {form!r}; choose one of {', '.join(PROMPT_FORMS)}")
+    if kind == "masked" and form != "cloze":
+        raise UserError(f"--prompt {form} needs a causal LM; masked LMs read the cloze prompt with [MASK]")
+    if form == "chat" and not getattr(tokenizer, "chat_template", None):
+        raise UserError("--prompt chat: this model's tokenizer has no chat template; use --prompt question")
+    if fewshot < 0:
+        raise UserError(f"--fewshot must be >= 0, got {fewshot}")
+    if fewshot and not train_rows:
+        raise UserError("--fewshot needs a train split in the dataset folder (data/<config>/train.parquet)")
+    by_relation, everything = _example_pool(train_rows)
+    prompts = []
+    for row in rows:
+        examples = draw_examples(row, fewshot, by_relation, everything, seed)
+        if form == "cloze":
+            prefix = "".join(_cloze_sentence(e) + "\n" for e in examples)
+            if kind == "masked":
+                prompts.append(Prompt(prefix + row["prompt_masked"], row["object"], ()))
+            else:
+                prompts.append(Prompt(prefix + row["prompt_cloze"], " " + row["object"], tuple(STOPS[form])))
+        elif form == "question":
+            shots = "".join(f"{_question_text(e['question'])} {e['object']}\n\n" for e in examples)
+            text = f"{INSTRUCTION}\n{shots}{_question_text(row['question'])}"
+            prompts.append(Prompt(text, " " + row["object"], tuple(STOPS[form])))
+        else:
+            messages = []
+            for e in examples:
+                messages += [{"role": "user", "content": f"{INSTRUCTION}\n{e['question']}"},
+                             {"role": "assistant", "content": e["object"]}]
+            messages.append({"role": "user", "content": f"{INSTRUCTION}\n{row['question']}"})
+            text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+            prompts.append(Prompt(text, row["object"], tuple(STOPS[form])))
+    return prompts
