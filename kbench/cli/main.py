@@ -24,9 +24,11 @@ app.add_typer(evaluate_app, name="evaluate")
 def _register() -> None:
     # Each module adds its commands to `app` or `evaluate_app`; one file per command family.
     from kbench.cli import build_cmd  # noqa: F401
+    from kbench.cli import eval_extraction  # noqa: F401
     from kbench.cli import card_cmd  # noqa: F401
     from kbench.cli import report_cmd  # noqa: F401
     from kbench.cli import wikidata_cmd  # noqa: F401
+    from kbench.cli import eval_xteval  # noqa: F401
 
 
 _register()
