@@ -1,0 +1,34 @@
+"""`kbench report RUN_DIR... --out DIR` and `kbench report standardize RUN_DIR... --out DIR`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from kbench.cli.main import app
+
+
+@app.command()
+def report(
+    run_dirs: list[Path] = typer.Argument(..., help="Evaluation run directories (each holds results.json). "
+                                          "With `standardize` first: KoLA standardised scores across the runs."),
+    out: Path = typer.Option(Path("report"), "--out", help="Output folder (index.html and PNG charts)."),
+) -> None:
+    """Write a static HTML report with PNG charts; `kbench report standardize ...` writes KoLA standardised scores.
+
+    To report a run folder literally named `standardize`, write it as `./standardize`.
+    """
+    if run_dirs and str(run_dirs[0]) == "standardize":
+        if len(run_dirs) < 2:
+            raise typer.BadParameter("give the run directories after `standardize`")
+        # Imported lazily: the standardisation library is its own module (kbench.report.standardize).
+        from kbench.report.standardize import standardize_runs
+
+        standardize_runs(list(run_dirs[1:]), out)
+        typer.echo(f"standardised scores written to {out}")
+        return
+    from kbench.report.build import build_report
+
+    index = build_report(list(run_dirs), out)
+    typer.echo(f"report written to {index}")

@@ -1,0 +1,119 @@
+"""The report's index.html: one self-contained page (inline CSS, no scripts, no web fonts) whose
+images are relative links to the PNGs beside it, so the folder can be zipped, mailed or served
+as is and read in any browser without Python."""
+
+from __future__ import annotations
+
+import datetime as _dt
+from html import escape
+from typing import Any
+
+from kbench.report.runs import GAP_KEYS, RunSummary, order_bins
+
+_CSS = """
+body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2rem auto; max-width: 1100px;
+       padding: 0 1rem; color: #222; line-height: 1.45; }
+h1 { margin-bottom: 0.2rem; } h2 { margin-top: 2.2rem; border-bottom: 1px solid #ddd; padding-bottom: 0.2rem; }
+.meta { color: #666; font-size: 0.9rem; }
+table { border-collapse: collapse; margin: 0.8rem 0; font-size: 0.9rem; }
+th, td { border: 1px solid #ddd; padding: 0.25rem 0.6rem; text-align: right; }
+th:first-child, td:first-child { text-align: left; }
+thead th { background: #f4f4f4; }
+tbody tr:nth-child(even) { background: #fafafa; }
+img { max-width: 100%; border: 1px solid #eee; margin: 0.5rem 0; }
+code { background: #f4f4f4; padding: 0 0.2rem; }
+"""
+
+
+def fmt(value: Any) -> str:
+    if isinstance(value, dict) and "mean" in value:
+        std = value.get("std")
+        return fmt(value["mean"]) + (f" ± {fmt(std)}" if isinstance(std, (int, float)) else "")
+    if isinstance(value, bool) or value is None:
+        return "" if value is None else str(value)
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, float):
+        return f"{value:.3f}" if abs(value) <= 1 else f"{value:,.2f}"
+    return str(value)
+
+
+def table(header: list[str], rows: list[list[Any]]) -> str:
+    head = "".join(f"<th>{escape(str(h))}</th>" for h in header)
+    body = "".join("<tr>" + "".join(f"<td>{escape(fmt(v))}</td>" for v in row) + "</tr>" for row in rows)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def image(name: str | None, alt: str) -> str:
+    return f'<img src="{escape(name)}" alt="{escape(alt)}">' if name else ""
+
+
+def _flatten(metrics: dict[str, Any]) -> dict[str, Any]:
+    """One level of nesting becomes "outer inner" columns (PRS {improved, tied, worsened})."""
+    flat: dict[str, Any] = {}
+    for key, value in metrics.items():
+        if key in ("technique", "name"):
+            continue
+        if isinstance(value, dict) and "mean" not in value:
+            for inner, v in value.items():
+                if isinstance(v, (int, float, dict)):
+                    flat[f"{key} {inner}"] = v
+        elif isinstance(value, (int, float, dict)) and not isinstance(value, bool):
+            flat[key] = value
+    return flat
+
+
+_TECHNIQUE_COLUMNS = ("Acc", "accuracy", "Gain", "Loss", "PRS", "SGR", "DGR")
+
+
+def _technique_column_order(column: str) -> tuple[int, str]:
+    """MAPLE's order (Acc, Gain, Loss, PRS, SGR, DGR), then anything else alphabetically."""
+    head = column.split(" ")[0]
+    return (_TECHNIQUE_COLUMNS.index(head) if head in _TECHNIQUE_COLUMNS else len(_TECHNIQUE_COLUMNS), column)
+
+
+def _metric_table(labels: list[str], tables: list[dict[str, Any]], first: str, keys: list[str]) -> str:
+    """Rows = keys, columns = the runs that have this table at all."""
+    shown = [(label, t) for label, t in zip(labels, tables) if t]
+    return table([first, *[label for label, _ in shown]], [[k, *[t.get(k) for _, t in shown]] for k in keys])
+
+
+def render_page(runs: list[RunSummary], labels: list[str], charts: dict[str, str | None]) -> str:
+    parts = [f"<h1>kbench report</h1><p class='meta'>{len(runs)} run(s), generated "
+             f"{_dt.datetime.now(_dt.timezone.utc):%Y-%m-%d %H:%M} UTC</p>"]
+    parts.append(table(["run", "task", "folder"], [[label, run.task, str(run.path)] for label, run in zip(labels, runs)]))
+
+    headline_keys = list(dict.fromkeys(k for run in runs for k in run.headline))
+    if headline_keys:
+        parts += ["<h2>Summary</h2>", _metric_table(labels, [r.headline for r in runs], "metric", headline_keys),
+                  image(charts.get("models"), "model vs model")]
+
+    relations = sorted({k for run in runs for k in run.per_relation})
+    if relations:
+        parts += ["<h2>Accuracy per relation</h2>", image(charts.get("relations"), "accuracy per relation"),
+                  _metric_table(labels, [r.per_relation for r in runs], "relation", relations)]
+
+    bins = order_bins({k for run in runs for k in run.per_bin})
+    if bins:
+        parts += ["<h2>Accuracy per frequency bin</h2>", image(charts.get("bins"), "accuracy per frequency bin"),
+                  _metric_table(labels, [r.per_bin for r in runs], "frequency bin", bins)]
+
+    for label, run in zip(labels, runs):
+        if run.techniques:
+            rows = [(t["technique"], _flatten(t)) for t in run.techniques]
+            columns = sorted(dict.fromkeys(c for _, flat in rows for c in flat), key=_technique_column_order)
+            parts += [f"<h2>Techniques: {escape(label)}</h2>",
+                      table(["technique", *columns], [[name, *[flat.get(c) for c in columns]] for name, flat in rows])]
+
+    if any(run.gaps for run in runs):
+        keys = [k for k in GAP_KEYS if any(k in run.gaps for run in runs)]
+        parts += ["<h2>Knowledge acquisition-utilization gaps</h2>", image(charts.get("gaps"), "gap chart"),
+                  "<p>gap 1 = 1 − acc_D (not extracted); usable = acc_D × downstream accuracy; "
+                  "gap 2 = acc_D × (1 − downstream accuracy) (extracted but not used).</p>",
+                  _metric_table(labels, [{k: {"mean": v, "std": r.gap_std.get(k)} for k, v in r.gaps.items()}
+                                         for r in runs], "metric", keys)]
+
+    body = "\n".join(p for p in parts if p)
+    return (f"<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'><title>kbench report</title>"
+            f"<meta name='viewport' content='width=device-width, initial-scale=1'><style>{_CSS}</style></head>"
+            f"<body>\n{body}\n</body></html>\n")

@@ -1,0 +1,123 @@
+"""`kbench report`: reading run directories, the HTML page, the PNG charts, headless rendering."""
+
+from __future__ import annotations
+
+import shutil
+import struct
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import run_kbench
+
+from kbench.errors import InputError
+from kbench.io import write_json, write_parquet
+from kbench.report.build import build_report
+from kbench.report.runs import load_run
+
+
+def _png_size(path: Path) -> tuple[int, int]:
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n", f"{path} is not a PNG"
+    return struct.unpack(">II", data[16:24])
+
+
+def extraction_run(root: Path, model: str, shift: float) -> Path:
+    write_json(root / "results.json", {
+        "task": "extraction", "model": {"name": model}, "accuracy": 0.40 + shift, "strict_em": 0.30 + shift,
+        "per_relation": {"P19": {"accuracy": 0.5 + shift, "n": 40}, "P20": 0.25 + shift, "P106": {"accuracy": 0.1, "n": 9}},
+        "per_bin": {"tail": 0.2 + shift, "head": 0.6 + shift, "torso": 0.4 + shift},
+    })
+    return root
+
+
+def kee_run(root: Path) -> Path:
+    write_json(root / "results.json", {
+        "task": "kee", "model": "tiny-llama",
+        "techniques": {
+            "baseline": {"Acc": 0.31, "Gain": 0.0, "Loss": 0.0},
+            "recite": {"Acc": 0.35, "Gain": 0.12, "Loss": 0.05,
+                       "PRS": {"improved": 0.4, "tied": 0.1, "worsened": 0.5}, "SGR": 0.3, "DGR": 0.05},
+        },
+    })
+    return root
+
+
+def xteval_run(root: Path, model: str, acc_d: float, down: float) -> Path:
+    write_json(root / "results.json", {
+        "task": "xteval", "model": model,
+        "acc_D": {"mean": acc_d, "std": 0.01}, "downstream_accuracy": {"mean": down, "std": 0.02},
+        "usable_knowledge": {"mean": acc_d * down, "std": 0.01}, "gap1": {"mean": 1 - acc_d, "std": 0.01},
+        "gap2": {"mean": acc_d * (1 - down), "std": 0.01},
+    })
+    return root
+
+
+def test_reads_tables_from_results_and_falls_back_to_items(tmp_path):
+    import polars as pl
+
+    run = load_run(extraction_run(tmp_path / "a", "m1", 0.0))
+    assert run.label == "m1" and run.per_relation == {"P19": 0.5, "P20": 0.25, "P106": 0.1}
+    assert run.per_bin == {"tail": 0.2, "head": 0.6, "torso": 0.4}
+    assert run.headline == {"accuracy": 0.4, "strict_em": 0.3}
+
+    items_only = tmp_path / "b"
+    write_json(items_only / "results.json", {"task": "extraction", "model": "m2", "accuracy": 0.5})
+    write_parquet(items_only / "items.parquet", pl.DataFrame({
+        "relation": ["P19", "P19", "P20", "P20"], "frequency_bin": ["head", "tail", "head", None],
+        "correct": [True, False, True, True]}))
+    run = load_run(items_only)
+    assert run.per_relation == {"P19": 0.5, "P20": 1.0}
+    assert run.per_bin == {"head": 1.0, "tail": 0.0}
+
+
+def test_run_without_metrics_is_an_input_error(tmp_path):
+    write_json(tmp_path / "results.json", {"task": "extraction", "model": "m"})
+    with pytest.raises(InputError, match="no metrics"):
+        load_run(tmp_path)
+
+
+def test_report_of_several_runs_has_every_section_and_chart(tmp_path):
+    runs = [extraction_run(tmp_path / "r1", "model-a", 0.0), extraction_run(tmp_path / "r2", "model-b", 0.2),
+            kee_run(tmp_path / "r3"), xteval_run(tmp_path / "r4", "model-a", 0.6, 0.5)]
+    index = build_report(runs, tmp_path / "report")
+    html = index.read_text()
+    for png in ("accuracy_per_relation.png", "accuracy_per_frequency_bin.png", "model_comparison.png", "gaps.png"):
+        assert f'src="{png}"' in html  # relative links: the folder stands alone
+        width, height = _png_size(tmp_path / "report" / png)
+        assert width > 200 and height > 100
+    assert "<h2>Techniques: tiny-llama</h2>" in html and "PRS improved" in html and "<td>0.120</td>" in html
+    assert "0.600 ± 0.010" in html  # acc_D mean ± std
+    # bins in head, torso, tail order whatever order results.json used
+    assert html.index("<td>head</td>") < html.index("<td>torso</td>") < html.index("<td>tail</td>")
+    assert "<script" not in html and "http" not in html.split("<body>")[1]
+
+
+def test_cli_report_writes_index_and_pngs(tmp_path):
+    run = extraction_run(tmp_path / "ext", "model-a", 0.0)
+    out = run_kbench("report", str(run), "--out", str(tmp_path / "report"))
+    assert out.returncode == 0, out.stderr
+    assert (tmp_path / "report" / "index.html").is_file()
+    assert sorted(p.name for p in (tmp_path / "report").glob("*.png")) == [
+        "accuracy_per_frequency_bin.png", "accuracy_per_relation.png"]
+    missing = run_kbench("report", str(tmp_path / "nope"), "--out", str(tmp_path / "r2"))
+    assert missing.returncode == 2 and "Traceback" not in missing.stderr
+
+
+def _chromium() -> str | None:
+    return next((shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome") if shutil.which(n)), None)
+
+
+@pytest.mark.skipif(_chromium() is None, reason="headless Chromium is not installed (apt-get install -y chromium)")
+def test_report_renders_in_headless_chromium(tmp_path):
+    runs = [extraction_run(tmp_path / "r1", "model-a", 0.0), extraction_run(tmp_path / "r2", "model-b", 0.2),
+            xteval_run(tmp_path / "r3", "model-a", 0.6, 0.5)]
+    index = build_report(runs, tmp_path / "report")
+    shot = tmp_path / "screenshot.png"
+    subprocess.run([_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                    f"--user-data-dir={tmp_path / 'chromium-profile'}", "--window-size=1200,2400",
+                    f"--screenshot={shot}", index.as_uri()], capture_output=True, timeout=120, check=False)
+    assert shot.is_file(), "Chromium wrote no screenshot"
+    assert _png_size(shot) == (1200, 2400)
+    assert shot.stat().st_size > 30_000  # a blank page compresses to a few KB; charts and tables do not
