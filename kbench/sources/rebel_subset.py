@@ -76,3 +76,15 @@ def write_rebel_subset(documents: Path, out: Path) -> dict[str, int]:
     with atomic_path(out) as tmp:
         tmp.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
     return {"triples": len(lines), "entities": len(set(names) | set(titles)), "properties": len(property_names)}
+
+
+def cached_rebel_subset(documents: Path, cache_dir: Path) -> Path:
+    """The subset file for `documents`, written once into the cache (keyed by the files' sha256)."""
+    from kbench.io import sha256_file, stable_hash
+    from kbench.sources.documents import document_files
+
+    key = stable_hash({"writer": "rebel-subset-1", "files": [[p.name, sha256_file(p)] for p in document_files(documents)]})
+    target = cache_dir / "wikidata" / "subsets" / f"rebel-{key}.nt"
+    if not target.exists():
+        write_rebel_subset(documents, target)
+    return target

@@ -35,6 +35,8 @@ class SubsetFrom(BaseModel):
     google_re_dir: Optional[str] = None
     autoprompt_dir: Optional[str] = None
     aliases: Optional[str] = None
+    #: REBEL-format documents instead of LAMA inputs (`kbench.sources.rebel_subset`).
+    rebel_documents: Optional[str] = None
 
 
 class WikidataParams(StageParams):
@@ -64,6 +66,10 @@ def subset_inputs(params: WikidataParams, ctx: StageContext):
 def wikidata_input_files(params: WikidataParams, ctx: StageContext) -> list[Path]:
     if params.store is not None:
         return [ctx.resolve(params.store)]
+    if params.subset_from.rebel_documents:
+        from kbench.sources.documents import document_files
+
+        return document_files(ctx.resolve(params.subset_from.rebel_documents))
     return subset_inputs(params, ctx).files()
 
 
@@ -72,6 +78,10 @@ def _subset_file(params: WikidataParams, ctx: StageContext) -> Path:
     from kbench.io import sha256_file
     from kbench.sources.wikidata_store import write_lama_subset
 
+    if params.subset_from.rebel_documents:
+        from kbench.sources.rebel_subset import cached_rebel_subset
+
+        return cached_rebel_subset(ctx.resolve(params.subset_from.rebel_documents), ctx.cache_dir)
     inputs = subset_inputs(params, ctx)
     key = stable_hash({"writer": SUBSET_WRITER_VERSION,
                        "files": [[p.name, sha256_file(p)] for p in inputs.files()],
