@@ -122,9 +122,11 @@ class DocumentGenerator:
         return [d for d in docs if d is not None]
 
     def enumerate_head_relation(self, fact: Triple, rng: random.Random) -> list[Document]:
-        """Every (h,r,.) document: the query's head and relation with each other tail of D^theta."""
+        """Every (h,r,.) document: the query's head and relation with each other candidate tail, i.e.
+        every tail D^theta holds for this relation (all of D^theta's tails if it holds no other)."""
         banned = self._true_tails.get((fact.head, fact.relation), set()) | {fact.tail}
-        return [self.document(fact.head, fact.relation, t, "(h,r,.)", rng) for t in self.tails if t not in banned]
+        pool = self._slot_pool(self.tails_by_rel, self.tails, fact.relation, fact.tail)
+        return [self.document(fact.head, fact.relation, t, "(h,r,.)", rng) for t in pool if t not in banned]
 
     def true_unrelated(self, fact: Triple, pool: Iterable[Triple], n: int, rng: random.Random) -> list[Document]:
         """Up to n documents of true facts from `pool` sharing no slot with the query fact."""

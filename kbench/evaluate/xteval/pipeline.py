@@ -1,0 +1,261 @@
+"""`kbench evaluate xteval`: extraction -> downstream retrieval -> gaps, resumable per unit.
+
+Run directory (one per command; rerunning the same command continues where it stopped):
+
+    OUT/config.json                          everything that changes the results (checked on rerun)
+    OUT/extraction/seed-<e>.json             D^theta of one extraction seed: known ids, acc_D
+    OUT/softprompts/seed-<e>/<rel>.safetensors   soft prompts (when --extraction soft)
+    OUT/units/<iid|ood>/e<e>-s<s>-f<f>.json  one fine-tuning run: downstream accuracy, per query
+    OUT/results.json                         schema results.xteval.v1 (mean, std, per-run values)
+    OUT/report.md, OUT/gaps.png              the table and the paper-style stacked gap chart
+
+Seeds: extraction x split x fine-tune (paper 3 x 3 x 3 = 27 runs per setting). Discrete
+extraction is deterministic, so it has one extraction seed whatever the count asked for.
+Splits: "iid" cuts D^theta 60/40 at random; "ood" puts 60% of its relations (and their facts)
+in train and the rest in test, disjoint.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import defaultdict
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from kbench.errors import InputError, UserError
+from kbench.evaluate.xteval.crossencoder import FinetuneConfig, finetune
+from kbench.evaluate.xteval.documents import DocumentGenerator, Triple, load_templates
+from kbench.evaluate.xteval.extraction import discrete_known, read_known_facts, soft_known
+from kbench.evaluate.xteval.inference import evaluate_retrieval
+from kbench.evaluate.xteval.softprompt import SoftPromptConfig, split_dir_pairs
+from kbench.io import read_json, sha256_file, stable_hash, write_json
+from kbench.metrics.gaps import aggregate_runs, gap_figures
+
+RESULTS_SCHEMA = "results.xteval.v1"
+FACT_COLUMNS = ("id", "relation", "subject", "object", "template", "prompt_cloze")
+
+
+class XtevalConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    extraction: Literal["discrete", "soft"] = "discrete"
+    settings: list[Literal["iid", "ood"]] = ["iid"]
+    extraction_seeds: int = Field(3, ge=1)
+    split_seeds: int = Field(3, ge=1)
+    finetune_seeds: int = Field(3, ge=1)
+    dataset_split: str = "test"
+    limit: int | None = Field(None, ge=1)
+    train_fraction: float = Field(0.6, gt=0, lt=1)
+    distractors_per_type: int = Field(50, ge=1)
+    probe_batch_size: int = Field(32, ge=1)
+    finetune: FinetuneConfig = FinetuneConfig()
+    softprompt: SoftPromptConfig = SoftPromptConfig()
+
+
+def load_facts(dataset_dir: Path, split: str, limit: int | None) -> list[dict]:
+    """The facts D: rows of `data/<config>/<split>.parquet`; with `limit`, taken round-robin over
+    relations (in id order) so a small run still covers many relations (needed for OOD)."""
+    import polars as pl
+
+    files = sorted(Path(dataset_dir).glob(f"data/*/{split}.parquet"))
+    if not files:
+        raise InputError(dataset_dir, f"no data/<config>/{split}.parquet: not a built dataset folder "
+                                      "(kbench build ... --out DIR), or no such split")
+    if len(files) > 1:
+        raise InputError(dataset_dir, f"several configs hold a {split} split: {', '.join(str(f) for f in files)}")
+    frame = pl.read_parquet(files[0])
+    missing = [c for c in FACT_COLUMNS if c not in frame.columns]
+    if missing:
+        raise InputError(files[0], f"missing column(s) {', '.join(missing)} (Question rows expected)")
+    columns = [c for c in (*FACT_COLUMNS, "prompt_masked") if c in frame.columns]
+    rows = sorted(frame.select(columns).to_dicts(), key=lambda r: (r["relation"], str(r["id"])))
+    if limit is not None and limit < len(rows):
+        by_rel: dict[str, list[dict]] = defaultdict(list)
+        for r in rows:
+            by_rel[r["relation"]].append(r)
+        queues = [by_rel[k] for k in sorted(by_rel)]
+        picked: list[dict] = []
+        depth = 0
+        while len(picked) < limit:
+            picked += [q[depth] for q in queues if depth < len(q)][:limit - len(picked)]
+            depth += 1
+        rows = picked
+    return rows
+
+
+def split_facts(facts: list[Triple], setting: str, seed: int, train_fraction: float) -> tuple[list[Triple], list[Triple]]:
+    rng = random.Random(f"split-{setting}-{seed}")
+    if setting == "iid":
+        shuffled = list(facts)
+        rng.shuffle(shuffled)
+        cut = round(len(shuffled) * train_fraction)
+        return shuffled[:cut], shuffled[cut:]
+    relations = sorted({f.relation for f in facts})
+    if len(relations) < 2:
+        raise UserError(f"the OOD split needs D^theta to span at least 2 relations; it spans {len(relations)}")
+    rng.shuffle(relations)
+    cut = min(len(relations) - 1, max(1, round(len(relations) * train_fraction)))
+    train_rel = set(relations[:cut])
+    return [f for f in facts if f.relation in train_rel], [f for f in facts if f.relation not in train_rel]
+
+
+class Run:
+    """One XTEVAL run directory; `execute()` computes what is missing and writes the results."""
+
+    def __init__(self, dataset_dir: Path, model: str, out: Path, cfg: XtevalConfig, *, device: str = "auto",
+                 dtype: str = "float32", known_facts: Path | None = None, templates_dir: Path | None = None,
+                 prompt_train_dir: Path | None = None):
+        self.dataset_dir, self.model_name, self.out, self.cfg = Path(dataset_dir), model, Path(out), cfg
+        self.device, self.dtype = device, dtype
+        self.known_facts, self.templates_dir = known_facts, templates_dir
+        self.prompt_train_dir = prompt_train_dir
+        self.rows = load_facts(self.dataset_dir, cfg.dataset_split, cfg.limit)
+        if not self.rows:
+            raise UserError(f"{self.dataset_dir}: the {cfg.dataset_split} split is empty")
+        self.by_id = {str(r["id"]): r for r in self.rows}
+
+    # ------------------------------------------------------------------ driver
+    def execute(self, console=None) -> dict:
+        from accelerate import Accelerator
+        from rich.progress import Progress
+
+        from kbench.models.loading import load_model
+
+        accelerator = Accelerator()
+        device = str(accelerator.device) if self.device == "auto" else self.device
+        loaded = load_model(self.model_name, dtype=self.dtype, device=device)
+        self._check_config(loaded.identity, accelerator.is_main_process)
+        templates = self._templates()
+        extraction_seeds = 1 if (self.cfg.extraction == "discrete" or self.known_facts) else self.cfg.extraction_seeds
+        runs: dict[str, list[dict]] = {s: [] for s in self.cfg.settings}
+        extraction_log = []
+        with Progress(console=console, transient=False, disable=not accelerator.is_main_process) as progress:
+            for e in range(extraction_seeds):
+                known = self._extraction_unit(loaded, e, progress, accelerator.is_main_process)
+                acc_d = len(known["known_ids"]) / len(self.rows)
+                extraction_log.append({"seed": e, "acc_D": acc_d, "n_known": len(known["known_ids"])})
+                facts = [self._triple(self.by_id[i]) for i in known["known_ids"]]
+                for setting in self.cfg.settings:
+                    for s in range(self.cfg.split_seeds):
+                        for f in range(self.cfg.finetune_seeds):
+                            unit = self._downstream_unit(loaded, facts, templates, setting, e, s, f, progress,
+                                                         accelerator.is_main_process)
+                            runs[setting].append({"extraction_seed": e, "split_seed": s, "finetune_seed": f,
+                                                  **gap_figures(acc_d, unit["downstream_accuracy"])})
+        results = {
+            "schema": RESULTS_SCHEMA, "task": "xteval", "model": self.model_name, "model_identity": loaded.identity,
+            "dataset": str(self.dataset_dir), "dataset_split": self.cfg.dataset_split, "n_facts": len(self.rows),
+            "extraction": {"method": "known-facts file" if self.known_facts else self.cfg.extraction,
+                           "seeds": extraction_log},
+            "settings": {s: {**aggregate_runs(r), "runs": r} for s, r in runs.items()},
+            "config": self.cfg.model_dump(),
+        }
+        if accelerator.is_main_process:
+            from kbench.evaluate.xteval.report import write_report
+
+            write_json(self.out / "results.json", results)
+            write_report(self.out, results)
+        return results
+
+    # ------------------------------------------------------------------ units
+    def _extraction_unit(self, loaded, seed: int, progress, is_main: bool) -> dict:
+        path = self.out / "extraction" / f"seed-{seed}.json"
+        if path.exists():
+            return read_json(path)
+        task = progress.add_task(f"extraction (seed {seed})", total=len(self.rows))
+        advance = lambda n=1: progress.advance(task, n)  # noqa: E731
+        if self.known_facts is not None:
+            known = read_known_facts(self.known_facts, set(self.by_id))
+        elif self.cfg.extraction == "discrete":
+            known = discrete_known(loaded, self.rows, self.cfg.probe_batch_size, advance)
+        else:
+            pairs = split_dir_pairs(self.prompt_train_dir) if self.prompt_train_dir else self._dataset_pairs()
+            known = soft_known(loaded, self.rows, pairs, self.out / "softprompts" / f"seed-{seed}",
+                               self.cfg.softprompt, seed, self.cfg.probe_batch_size, advance, write=is_main)
+        unit = {"seed": seed, "n_facts": len(self.rows), "known_ids": sorted(known), "acc_D": len(known) / len(self.rows)}
+        if is_main:
+            write_json(path, unit)
+        return unit
+
+    def _downstream_unit(self, loaded, facts: list[Triple], templates, setting: str, e: int, s: int, f: int,
+                         progress, is_main: bool) -> dict:
+        path = self.out / "units" / setting / f"e{e}-s{s}-f{f}.json"
+        if path.exists():
+            return read_json(path)
+        if len(facts) < 3:
+            raise UserError(f"D^theta holds {len(facts)} fact(s) (acc_D = {len(facts) / len(self.rows):.3f}); the "
+                            "downstream task needs at least 3: use more facts (--limit) or another model")
+        train, test = split_facts(facts, setting, s, self.cfg.train_fraction)
+        if not test:
+            raise UserError(f"the {setting} split left no test facts; use more facts (--limit)")
+        generator = DocumentGenerator(facts, templates)
+        ft = self.cfg.finetune
+        steps = -(-max(1, len(train) - max(1, round(len(train) * ft.validation_fraction))) // ft.batch_size) * ft.epochs
+        task = progress.add_task(f"{setting} fine-tune e{e} s{s} f{f}", total=steps)
+        seed = int(stable_hash([e, s, f])[:8], 16)
+        encoder, log = finetune(loaded, train, generator, ft, seed, lambda: progress.advance(task))
+        test_task = progress.add_task(f"{setting} retrieval e{e} s{s} f{f}", total=len(test))
+        rows = evaluate_retrieval(encoder, test, generator, self.cfg.distractors_per_type, seed, ft,
+                                  lambda: progress.advance(test_task))
+        unit = {"setting": setting, "extraction_seed": e, "split_seed": s, "finetune_seed": f,
+                "n_train": len(train), "n_test": len(test), **log,
+                "downstream_accuracy": sum(r["correct"] for r in rows) / len(rows), "queries": rows}
+        if is_main:
+            write_json(path, unit)
+        del encoder
+        return unit
+
+    # ------------------------------------------------------------------ helpers
+    def _dataset_pairs(self):
+        """Soft-prompt data from the dataset's own train and dev splits (facts outside D)."""
+        import polars as pl
+
+        tables = {}
+        for split in ("train", "dev"):
+            files = sorted(self.dataset_dir.glob(f"data/*/{split}.parquet"))
+            if not files:
+                raise UserError(f"{self.dataset_dir} has no {split} split for soft-prompt training; "
+                                "pass --prompt-train-dir DIR (<relation>/train.jsonl, dev.jsonl)")
+            tables[split] = pl.read_parquet(files[0], columns=["relation", "subject", "object"])
+
+        def pairs(relation: str) -> tuple[list, list]:
+            return tuple([(r["subject"], r["object"]) for r in tables[split].filter(pl.col("relation") == relation).to_dicts()]
+                         for split in ("train", "dev"))
+
+        return pairs
+
+    @staticmethod
+    def _triple(row: dict) -> Triple:
+        return Triple(str(row["subject"]), str(row["relation"]), str(row["object"]))
+
+    def _templates(self) -> dict[str, list[str]]:
+        own: dict[str, list[str]] = defaultdict(list)
+        for r in self.rows:
+            if r["template"] and r["template"] not in own[r["relation"]]:
+                own[r["relation"]].append(r["template"])
+        return load_templates(self.templates_dir, own) if self.templates_dir else dict(own)
+
+    def _check_config(self, identity: str, is_main: bool) -> None:
+        dataset_files = sorted(self.dataset_dir.glob(f"data/*/{self.cfg.dataset_split}.parquet"))
+        wanted = {"config": self.cfg.model_dump(), "model_identity": identity,
+                  "dataset_sha256": sha256_file(dataset_files[0]),
+                  "known_facts_sha256": sha256_file(self.known_facts) if self.known_facts else None,
+                  "templates_dir": str(self.templates_dir) if self.templates_dir else None,
+                  "prompt_train_dir": str(self.prompt_train_dir) if self.prompt_train_dir else None}
+        path = self.out / "config.json"
+        if path.exists():
+            if read_json(path) != _as_json(wanted):
+                raise UserError(f"{self.out} holds a run with other settings (see {path}); use a new --out "
+                                "or rerun with the same options to resume")
+        elif is_main:
+            write_json(path, wanted)
+
+
+def _as_json(obj):
+    """`obj` as it reads back from JSON (tuples become lists), so configs compare equal."""
+    import json
+
+    from kbench.io import to_json
+
+    return json.loads(to_json(obj))

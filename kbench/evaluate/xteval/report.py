@@ -1,0 +1,56 @@
+"""XTEVAL report: a markdown table of the gap figures and the paper-style stacked bar chart.
+
+The chart has one bar per setting (IID, OOD), stacked bottom to top: usable knowledge
+(acc_D x downstream), Gap 2 (acquired but not used), Gap 1 (not acquired); the three add to 1.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from kbench.io import atomic_path, write_text
+
+FIGURES = ("acc_D", "downstream_accuracy", "usable_knowledge", "gap1", "gap2")
+
+
+def markdown_table(results: dict) -> str:
+    head = "| setting | runs | " + " | ".join(FIGURES) + " |"
+    lines = [f"# XTEVAL: {results['model']}", "",
+             f"Dataset `{results['dataset']}` ({results['dataset_split']}, {results['n_facts']} facts), "
+             f"extraction: {results['extraction']['method']}. Mean ± std over runs.", "",
+             head, "|" + "---|" * (len(FIGURES) + 2)]
+    for setting, agg in results["settings"].items():
+        cells = [f"{agg[k]['mean']:.3f} ± {agg[k]['std']:.3f}" for k in FIGURES]
+        lines.append(f"| {setting} | {len(agg['runs'])} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def gap_chart(results: dict, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    settings = list(results["settings"])
+    layers = [("usable_knowledge", "usable knowledge", "#4c72b0"), ("gap2", "Gap 2 (not utilised)", "#dd8452"),
+              ("gap1", "Gap 1 (not acquired)", "#c7c7c7")]
+    fig, ax = plt.subplots(figsize=(1.8 + 1.2 * len(settings), 3.6))
+    bottom = [0.0] * len(settings)
+    for key, label, colour in layers:
+        values = [results["settings"][s][key]["mean"] for s in settings]
+        errors = [results["settings"][s][key]["std"] for s in settings]
+        ax.bar([s.upper() for s in settings], values, bottom=bottom, color=colour, label=label, yerr=errors, capsize=3)
+        bottom = [b + v for b, v in zip(bottom, values)]
+    ax.set_ylim(0, 1.05)
+    ax.set_ylabel("fraction of facts")
+    ax.set_title(results["model"], fontsize=9)
+    ax.legend(fontsize=7, loc="upper right")
+    fig.tight_layout()
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, format="png", dpi=120)
+    plt.close(fig)
+
+
+def write_report(out: Path, results: dict) -> None:
+    write_text(Path(out) / "report.md", markdown_table(results))
+    gap_chart(results, Path(out) / "gaps.png")

@@ -1,0 +1,164 @@
+"""OptiPrompt-style soft prompts (Zhong et al. 2021; XTEVAL Appendix A.1), one set per relation.
+
+The prompt is `[V1..Vn_before] head [Vn_before+1..] <object slot>` (default 3 + 3 vectors), the
+vectors are the only trainable parameters, the language model is frozen (weights bit-identical
+after training). Each relation's vectors are trained on (subject, object) pairs of other facts of the relation
+(AutoPrompt's `<relation>/train.jsonl`, or a dataset's train split) and the epoch with the best
+accuracy on the dev pairs is kept.
+
+Saved as `<relation>.safetensors` (tensor `vectors` [n_soft, hidden]) with metadata naming the
+model identity, layout, seed, dev accuracy and a config hash; `load_or_train` reuses a saved file
+only when all of these match, so vectors are reusable across runs and never silently mismatched.
+Multi-GPU: the loop uses `accelerate.Accelerator` (data parallel over the training facts).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from kbench.errors import InputError, UserError
+from kbench.evaluate.xteval.probes import run_probes, soft_probe
+from kbench.io import atomic_path, iter_jsonl, stable_hash
+
+
+class SoftPromptConfig(BaseModel):
+    """Stage-1 hyper-parameters; defaults are the paper's Table 2 (borrowed from OptiPrompt)."""
+
+    model_config = ConfigDict(extra="forbid")
+    n_before: int = Field(3, ge=0)
+    n_after: int = Field(3, ge=0)
+    lr: float = Field(1e-4, gt=0)        # Table 2; OptiPrompt's own script uses 3e-3
+    weight_decay: float = Field(0.0, ge=0)
+    batch_size: int = Field(64, ge=1)
+    epochs: int = Field(20, ge=1)
+    warmup_ratio: float = Field(0.06, ge=0, lt=1)
+    max_train_facts: int | None = Field(None, ge=1)   # cap per relation (CPU smoke runs); None = all
+
+
+def read_split(path: Path) -> list[tuple[str, str]]:
+    """(subject label, object label) pairs of one AutoPrompt/OptiPrompt split file."""
+    return [(str(r["sub_label"]), str(r["obj_label"])) for _, r in iter_jsonl(path, required=("sub_label", "obj_label"))]
+
+
+def _accuracy(loaded, pairs, vectors, cfg: SoftPromptConfig) -> float:
+    import torch
+
+    hits = 0
+    with torch.no_grad():
+        for start in range(0, len(pairs), cfg.batch_size):
+            probes = [soft_probe(loaded.tokenizer, loaded.kind, h, t, cfg.n_before, cfg.n_after)
+                      for h, t in pairs[start:start + cfg.batch_size]]
+            hits += int(run_probes(loaded.model, probes, loaded.tokenizer.pad_token_id, vectors)[1].sum())
+    return hits / max(1, len(pairs))
+
+
+def train_relation(loaded, train_pairs, dev_pairs, cfg: SoftPromptConfig, seed: int,
+                   progress: Callable[[], None] | None = None) -> tuple:
+    """Train one relation's vectors; returns (best vectors [n_soft, hidden] on CPU, log dict)."""
+    import torch
+    from accelerate import Accelerator
+    from transformers import get_polynomial_decay_schedule_with_warmup
+
+    model = loaded.model
+    model.requires_grad_(False)
+    model.eval()  # frozen: no dropout, no weight updates
+    embeddings = model.get_input_embeddings().weight
+    n_soft = cfg.n_before + cfg.n_after
+    if n_soft == 0:
+        raise UserError("soft prompts need at least one vector (n_before + n_after > 0)")
+    generator = torch.Generator().manual_seed(seed)
+    init = torch.randn(n_soft, embeddings.shape[1], generator=generator) * float(embeddings.detach().float().std())
+
+    class SoftPrompt(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.vectors = torch.nn.Parameter(init.to(embeddings.device, embeddings.dtype))
+
+        def forward(self):
+            return self.vectors
+
+    accelerator = Accelerator()
+    prompt = SoftPrompt()
+    pairs = list(train_pairs)
+    random.Random(seed).shuffle(pairs)
+    if cfg.max_train_facts:
+        pairs = pairs[:cfg.max_train_facts]
+    shard = pairs[accelerator.process_index::accelerator.num_processes]
+    if accelerator.num_processes > 1:
+        shard = shard[:len(pairs) // accelerator.num_processes]
+    total = -(-len(shard) // cfg.batch_size) * cfg.epochs
+    optimizer = torch.optim.AdamW(prompt.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+    scheduler = get_polynomial_decay_schedule_with_warmup(optimizer, int(cfg.warmup_ratio * total), total)
+    prompt, optimizer, scheduler = accelerator.prepare(prompt, optimizer, scheduler)
+
+    best = (-1.0, -1)
+    best_vectors = None
+    losses = []
+    for epoch in range(cfg.epochs):
+        order = list(shard)
+        random.Random(f"{seed}-{epoch}").shuffle(order)
+        epoch_loss = 0.0
+        for start in range(0, len(order), cfg.batch_size):
+            chunk = order[start:start + cfg.batch_size]
+            probes = [soft_probe(loaded.tokenizer, loaded.kind, h, t, cfg.n_before, cfg.n_after) for h, t in chunk]
+            loss = run_probes(model, probes, loaded.tokenizer.pad_token_id, prompt())[0].mean()
+            optimizer.zero_grad()
+            accelerator.backward(loss)
+            optimizer.step()
+            scheduler.step()
+            epoch_loss += float(loss.detach()) * len(chunk)
+            if progress is not None:
+                progress()
+        losses.append(epoch_loss / max(1, len(order)))
+        vectors = accelerator.unwrap_model(prompt).vectors.detach()
+        dev_acc = _accuracy(loaded, dev_pairs, vectors, cfg)
+        if dev_acc > best[0]:
+            best = (dev_acc, epoch)
+            best_vectors = vectors.to("cpu", copy=True)
+    return best_vectors, {"dev_accuracy": best[0], "best_epoch": best[1], "train_loss": losses}
+
+
+def _metadata(loaded, relation: str, cfg: SoftPromptConfig, seed: int) -> dict[str, str]:
+    return {"model_identity": loaded.identity, "relation": relation, "seed": str(seed),
+            "config_hash": stable_hash(cfg.model_dump()), "n_before": str(cfg.n_before), "n_after": str(cfg.n_after)}
+
+
+def split_dir_pairs(train_dir: Path) -> Callable[[str], tuple[list, list]]:
+    """Training data from a folder of `<relation>/train.jsonl` and `dev.jsonl` (AutoPrompt layout)."""
+    def pairs(relation: str) -> tuple[list, list]:
+        rel_dir = Path(train_dir) / relation
+        if not (rel_dir / "train.jsonl").exists():
+            raise InputError(rel_dir / "train.jsonl", f"no soft-prompt training data for relation {relation}")
+        return read_split(rel_dir / "train.jsonl"), read_split(rel_dir / "dev.jsonl")
+
+    return pairs
+
+
+def load_or_train(loaded, relation: str, pairs: Callable[[str], tuple[list, list]], save_dir: Path,
+                  cfg: SoftPromptConfig, seed: int, progress: Callable[[], None] | None = None, write: bool = True):
+    """The relation's vectors from `save_dir` when saved for this model/config/seed, else trained on
+    `pairs(relation)` = (train, dev) (subject, object) pairs and saved (when `write`)."""
+    from safetensors import safe_open
+    from safetensors.torch import save_file
+
+    path = Path(save_dir) / f"{relation}.safetensors"
+    wanted = _metadata(loaded, relation, cfg, seed)
+    if path.exists():
+        with safe_open(str(path), framework="pt") as fh:
+            meta = fh.metadata() or {}
+            if all(meta.get(k) == v for k, v in wanted.items()):
+                return fh.get_tensor("vectors").to(loaded.model.device)
+        raise UserError(f"{path} holds soft prompts for another model, seed or config; use another directory")
+    train_pairs, dev_pairs = pairs(relation)
+    if not train_pairs or not dev_pairs:
+        raise UserError(f"relation {relation}: soft prompts need train and dev facts ({len(train_pairs)} / {len(dev_pairs)})")
+    vectors, log = train_relation(loaded, train_pairs, dev_pairs, cfg, seed, progress)
+    if write:
+        with atomic_path(path) as tmp:
+            save_file({"vectors": vectors.contiguous()}, str(tmp),
+                      metadata={**wanted, "dev_accuracy": str(log["dev_accuracy"]), "best_epoch": str(log["best_epoch"])})
+    return vectors.to(loaded.model.device)

@@ -1,0 +1,96 @@
+"""XTEVAL training pieces on tiny random models: InfoNCE, soft prompts (frozen model), fine-tuning."""
+
+import math
+import random
+
+import pytest
+import torch
+
+from kbench.evaluate.xteval.crossencoder import CrossEncoder, FinetuneConfig, finetune, info_nce, training_candidates
+from kbench.evaluate.xteval.documents import DocumentGenerator, Triple
+from kbench.evaluate.xteval.probes import discrete_probe, run_probes, soft_probe
+from kbench.evaluate.xteval.softprompt import SoftPromptConfig, load_or_train, train_relation
+from kbench.models.loading import load_model
+from tests.fixtures_models import tiny_causal_dir, tiny_masked_dir  # noqa: F401
+
+PAIRS = [("Paris", "France"), ("Berlin", "Germany"), ("Rome", "Italy"), ("Madrid", "Spain"),
+         ("Toyota", "Japan"), ("Nokia", "Finland")]
+
+
+def test_info_nce_matches_hand_computation():
+    scores = torch.tensor([[2.0, 1.0, 0.0], [0.0, 0.0, float("-inf")]])
+    # row 1: -log(e^2 / (e^2 + e^1 + e^0)); row 2: -log(1/2) (the -inf candidate is padding)
+    row1 = -math.log(math.exp(2) / (math.exp(2) + math.exp(1) + 1))
+    expected = (row1 + math.log(2)) / 2
+    assert info_nce(scores).item() == pytest.approx(expected, rel=1e-6)
+
+
+@pytest.mark.parametrize("fixture", ["tiny_causal_dir", "tiny_masked_dir"])
+def test_soft_prompt_training_lowers_loss_and_touches_only_the_vectors(fixture, request):
+    loaded = load_model(str(request.getfixturevalue(fixture)))
+    before = {k: v.clone() for k, v in loaded.model.state_dict().items()}
+    cfg = SoftPromptConfig(lr=0.05, epochs=3, batch_size=6, warmup_ratio=0.0)
+    vectors, log = train_relation(loaded, PAIRS, PAIRS[:3], cfg, seed=0)
+    assert vectors.shape == (6, loaded.model.config.hidden_size)
+    assert log["train_loss"][-1] < log["train_loss"][0]
+    after = loaded.model.state_dict()
+    assert all(torch.equal(before[k], after[k]) for k in before)   # the model is frozen, bit for bit
+
+
+def test_soft_prompts_are_saved_reused_and_checked(tiny_causal_dir, tmp_path):  # noqa: F811
+    loaded = load_model(str(tiny_causal_dir))
+    cfg = SoftPromptConfig(lr=0.05, epochs=1, batch_size=6)
+    calls = []
+
+    def pairs(relation):
+        calls.append(relation)
+        return PAIRS, PAIRS[:2]
+
+    first = load_or_train(loaded, "P17", pairs, tmp_path, cfg, seed=3)
+    again = load_or_train(loaded, "P17", pairs, tmp_path, cfg, seed=3)
+    assert calls == ["P17"] and torch.equal(first.cpu(), again.cpu())
+    assert (tmp_path / "P17.safetensors").exists()
+    from kbench.errors import UserError
+
+    with pytest.raises(UserError, match="another model, seed or config"):
+        load_or_train(loaded, "P17", pairs, tmp_path, cfg, seed=4)
+
+
+def test_probes_read_the_gold_positions(tiny_causal_dir, tiny_masked_dir):  # noqa: F811
+    causal = load_model(str(tiny_causal_dir))
+    p = discrete_probe(causal.tokenizer, "causal", "Paris is the capital of", "", "France")
+    assert p.ids[len(p.ids) - len(p.target_ids):] == p.target_ids
+    assert p.logit_positions[0] == len(p.ids) - len(p.target_ids) - 1
+    masked = load_model(str(tiny_masked_dir))
+    m = discrete_probe(masked.tokenizer, "masked", "", "Paris is the capital of [MASK] .", "France")
+    assert all(m.ids[i] == masked.tokenizer.mask_token_id for i in m.logit_positions)
+    s = soft_probe(masked.tokenizer, "masked", "Paris", "France", 3, 3)
+    assert sum(s.soft) == 6 and s.ids[0] == masked.tokenizer.cls_token_id
+    loss, hit = run_probes(masked.model, [m, s], masked.tokenizer.pad_token_id, torch.zeros(6, 32))
+    assert loss.shape == (2,) and hit.dtype == torch.bool
+
+
+@pytest.mark.parametrize("fixture", ["tiny_causal_dir", "tiny_masked_dir"])
+def test_finetune_lowers_infonce_and_leaves_the_loaded_model_alone(fixture, request):
+    loaded = load_model(str(request.getfixturevalue(fixture)))
+    before = {k: v.clone() for k, v in loaded.model.state_dict().items()}
+    facts = [Triple(h, "P17", t) for h, t in PAIRS] + [Triple("Marie Curie", "P19", "Warsaw"),
+                                                       Triple("Albert Einstein", "P19", "Ulm")]
+    gen = DocumentGenerator(facts, {"P17": ["[X] is in [Y] ."], "P19": ["[X] was born in [Y] ."]})
+    cfg = FinetuneConfig(lr=1e-3, epochs=3, batch_size=4, micro_batch_size=4, validation_fraction=0.2, warmup_ratio=0.0)
+    encoder, log = finetune(loaded, facts, gen, cfg, seed=0)
+    assert log["train_loss"][-1] < log["train_loss"][0]
+    assert 0 <= log["best_epoch"] < 3 and 0.0 <= log["val_accuracy"] <= 1.0
+    assert all(torch.equal(before[k], v) for k, v in loaded.model.state_dict().items())
+    rows = training_candidates(facts[:2], gen, 4, random.Random(0))
+    scores = encoder.score_pairs(rows[0].query, rows[0].documents, cfg)
+    assert len(scores) == len(rows[0].documents) and all(math.isfinite(s) for s in scores)
+
+
+def test_cross_encoder_head_reads_last_real_token(tiny_causal_dir):  # noqa: F811
+    loaded = load_model(str(tiny_causal_dir))
+    enc = CrossEncoder(loaded, seed=0)
+    cfg = FinetuneConfig()
+    alone = enc.score_pairs("Paris is in", ["France"], cfg)
+    padded = enc.score_pairs("Paris is in", ["France", "a much longer document about Germany and Italy"], cfg)
+    assert alone[0] == pytest.approx(padded[0], abs=1e-5)   # right padding does not change the score
