@@ -8,6 +8,7 @@ import datetime as _dt
 from html import escape
 from typing import Any
 
+from kbench.report.plots import gap_rows
 from kbench.report.runs import GAP_KEYS, RunSummary, order_bins
 
 _CSS = """
@@ -105,13 +106,15 @@ def render_page(runs: list[RunSummary], labels: list[str], charts: dict[str, str
             parts += [f"<h2>Techniques: {escape(label)}</h2>",
                       table(["technique", *columns], [[name, *[flat.get(c) for c in columns]] for name, flat in rows])]
 
-    if any(run.gaps for run in runs):
-        keys = [k for k in GAP_KEYS if any(k in run.gaps for run in runs)]
+    gap_columns = gap_rows(runs, labels)
+    if gap_columns:
+        keys = [k for k in GAP_KEYS if any(k in run.gaps[setting] for _, run, setting in gap_columns)]
+        tables = [{k: {"mean": v, "std": run.gap_std.get(setting, {}).get(k)} for k, v in run.gaps[setting].items()}
+                  for _, run, setting in gap_columns]
         parts += ["<h2>Knowledge acquisition-utilization gaps</h2>", image(charts.get("gaps"), "gap chart"),
                   "<p>gap 1 = 1 − acc_D (not extracted); usable = acc_D × downstream accuracy; "
                   "gap 2 = acc_D × (1 − downstream accuracy) (extracted but not used).</p>",
-                  _metric_table(labels, [{k: {"mean": v, "std": r.gap_std.get(k)} for k, v in r.gaps.items()}
-                                         for r in runs], "metric", keys)]
+                  _metric_table([name for name, _, _ in gap_columns], tables, "metric", keys)]
 
     body = "\n".join(p for p in parts if p)
     return (f"<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'><title>kbench report</title>"

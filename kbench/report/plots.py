@@ -96,26 +96,32 @@ def model_chart(runs: list[RunSummary], labels: list[str], out_dir: Path) -> str
                          [tables[i] for i in keep], horizontal=False)
 
 
+def gap_rows(runs: list[RunSummary], labels: list[str]) -> list[tuple[str, RunSummary, str]]:
+    """(row label, run, setting) for every run and XTEVAL setting that has gaps: the chart's bars
+    and the table's columns."""
+    return [(f"{label} · {setting}" if setting else label, run, setting)
+            for label, run in zip(labels, runs) for setting in run.gaps]
+
+
 def gap_chart(runs: list[RunSummary], labels: list[str], out_dir: Path) -> str | None:
     """XTEVAL: each run's facts split into usable knowledge, gap 2 and gap 1 (they sum to 1)."""
-    with_gaps = [(label, run.gaps) for label, run in zip(labels, runs) if {"usable_knowledge", "gap1", "gap2"} <= set(run.gaps)]
-    if not with_gaps:
+    rows = [(name, run.gaps[setting]) for name, run, setting in gap_rows(runs, labels)
+            if {"usable_knowledge", "gap1", "gap2"} <= set(run.gaps[setting])]
+    if not rows:
         return None
     plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(7.5, max(2.2, 0.6 * len(with_gaps) + 1.2)))
-    for row, (label, gaps) in enumerate(with_gaps):
+    fig, ax = plt.subplots(figsize=(7.5, max(2.2, 0.6 * len(rows) + 1.2)))
+    for row, (_, gaps) in enumerate(rows):
         left = 0.0
         for key in ("usable_knowledge", "gap2", "gap1"):
             ax.barh(row, gaps[key], left=left, color=_GAP_COLOURS[key], label=_GAP_NAMES[key] if row == 0 else None)
             if gaps[key] >= 0.06:
                 ax.text(left + gaps[key] / 2, row, f"{gaps[key]:.2f}", ha="center", va="center", fontsize="small")
             left += gaps[key]
-    ax.set_yticks(range(len(with_gaps)), [label for label, _ in with_gaps])
+    ax.set_yticks(range(len(rows)), [name for name, _ in rows])
     ax.invert_yaxis()
     ax.set_xlim(0, 1)
     ax.set_xlabel("share of facts")
     ax.set_title("Acquisition-utilization gaps (XTEVAL)")
     ax.legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.25), ncol=3)
     return _save(fig, out_dir, "gaps.png")
-
-

@@ -4,14 +4,16 @@ A run directory holds `results.json` (aggregates, written by `kbench evaluate <t
 tables. The report needs, per run:
 
   * a label: `model` (a string, or a dict with `name`/`id`/`path`) and `task`;
-  * `headline`: the scalar metrics at the top level or under `overall` / `metrics`
-    (numbers only: accuracy, acc_D, downstream_accuracy, usable_knowledge, gap1, gap2, em, f1 ...);
+  * `headline`: the scalar metrics at the top level or under `overall` / `headline` / `metrics`
+    (numbers only: maple_accuracy, exact_accuracy, lama_p_at_1, accuracy, em, f1 ...);
   * `per_relation` and `per_bin`: metric tables keyed by relation id / frequency bin, found under
     `per_relation` / `by_relation` and `per_bin` / `per_frequency_bin` / `by_bin`; a value is a
-    number or a dict with an `accuracy` (or `acc`, `p_at_1`, `em`) field and optionally `n`;
+    number or a summary dict, read through its first of `maple_accuracy`, `accuracy`, `acc`,
+    `p_at_1`, `em`, ... (the extraction summaries of results.extraction.v1);
   * `techniques` (KEE): a dict name -> metrics or a list of dicts with `name`/`technique`;
-  * `gaps` (XTEVAL): acc_D, downstream_accuracy, usable_knowledge, gap1, gap2 when present, either
-    at the top level or under `gaps` / `overall`; a {"mean", "std"} value is read as its mean.
+  * `gaps` (XTEVAL): acc_D, downstream_accuracy, usable_knowledge, gap1, gap2 per setting: under
+    `settings.<iid|ood>` (results.xteval.v1), or at the top level / under `gaps` / `overall` (one
+    unnamed setting); a {"mean", "std", ...} value is read as its mean and std.
 
 When results.json has no per-relation or per-bin table but a per-item table has `correct` plus
 `relation` / `frequency_bin` columns, the tables are computed from the items (mean of `correct`).
@@ -28,7 +30,7 @@ from kbench.errors import InputError, UserError
 from kbench.io import read_json
 
 GAP_KEYS = ("acc_D", "downstream_accuracy", "usable_knowledge", "gap1", "gap2")
-_VALUE_KEYS = ("accuracy", "acc", "p_at_1", "p@1", "em", "exact_match", "score", "mean")
+_VALUE_KEYS = ("maple_accuracy", "accuracy", "acc", "p_at_1", "p@1", "em", "exact_match", "score", "mean")
 _RELATION_KEYS = ("per_relation", "by_relation", "relations")
 _BIN_KEYS = ("per_bin", "per_frequency_bin", "by_bin", "by_frequency_bin", "frequency_bins")
 _TECHNIQUE_KEYS = ("techniques", "per_technique", "by_technique")
@@ -44,8 +46,8 @@ class RunSummary:
     per_relation: dict[str, float] = field(default_factory=dict)
     per_bin: dict[str, float] = field(default_factory=dict)
     techniques: list[dict[str, Any]] = field(default_factory=list)
-    gaps: dict[str, float] = field(default_factory=dict)
-    gap_std: dict[str, float] = field(default_factory=dict)   # when the gaps are means over seeds
+    gaps: dict[str, dict[str, float]] = field(default_factory=dict)     # setting ("" if unnamed) -> figures
+    gap_std: dict[str, dict[str, float]] = field(default_factory=dict)  # the same, std over seeds
 
     def is_empty(self) -> bool:
         return not (self.headline or self.per_relation or self.per_bin or self.techniques or self.gaps)
@@ -97,21 +99,33 @@ def _techniques(results: dict[str, Any]) -> list[dict[str, Any]]:
     return []
 
 
-def _gaps(results: dict[str, Any]) -> tuple[dict[str, float], dict[str, float]]:
-    """(values, standard deviations) of the XTEVAL figures; a {"mean", "std"} value gives both."""
+def _gap_figures(scope: Any) -> tuple[dict[str, float], dict[str, float]]:
+    """(values, standard deviations) of the XTEVAL figures in one dict; {"mean", "std"} gives both."""
+    if not isinstance(scope, dict):
+        return {}, {}
+    found = {k: n for k in GAP_KEYS if (n := _number(scope.get(k))) is not None}
+    std = {k: float(scope[k]["std"]) for k in found
+           if isinstance(scope[k], dict) and isinstance(scope[k].get("std"), (int, float))}
+    return found, std
+
+
+def _gaps(results: dict[str, Any]) -> tuple[dict[str, dict[str, float]], dict[str, dict[str, float]]]:
+    settings = results.get("settings")
+    if isinstance(settings, dict):
+        per_setting = {name: _gap_figures(scope) for name, scope in settings.items()}
+        per_setting = {name: figs for name, figs in per_setting.items() if figs[0]}
+        if per_setting:
+            return {n: f[0] for n, f in per_setting.items()}, {n: f[1] for n, f in per_setting.items()}
     for scope in (results.get("gaps"), results.get("overall"), results):
-        if isinstance(scope, dict):
-            found = {k: n for k in GAP_KEYS if (n := _number(scope.get(k))) is not None}
-            if found:
-                std = {k: float(scope[k]["std"]) for k in found
-                       if isinstance(scope[k], dict) and isinstance(scope[k].get("std"), (int, float))}
-                return found, std
+        found, std = _gap_figures(scope)
+        if found:
+            return {"": found}, {"": std}
     return {}, {}
 
 
 def _headline(results: dict[str, Any]) -> dict[str, float]:
     out = {}
-    for scope in (results, results.get("overall"), results.get("metrics")):
+    for scope in (results, results.get("overall"), results.get("headline"), results.get("metrics")):
         if isinstance(scope, dict):
             out.update({k: float(v) for k, v in scope.items()
                         if isinstance(v, (int, float)) and not isinstance(v, bool) and k not in ("seed", "n", "version")})

@@ -22,11 +22,24 @@ def _png_size(path: Path) -> tuple[int, int]:
     return struct.unpack(">II", data[16:24])
 
 
+def _summary(acc: float, n: int = 40) -> dict:
+    return {"n": n, "maple_accuracy": acc, "exact_accuracy": acc / 2, "rank1_accuracy": acc / 2,
+            "lama_p_at_1": acc / 2, "mean_gold_logprob": -3.5}
+
+
 def extraction_run(root: Path, model: str, shift: float) -> Path:
+    """results.json shaped as schemas/results.extraction.v1.json (checked below)."""
     write_json(root / "results.json", {
-        "task": "extraction", "model": {"name": model}, "accuracy": 0.40 + shift, "strict_em": 0.30 + shift,
-        "per_relation": {"P19": {"accuracy": 0.5 + shift, "n": 40}, "P20": 0.25 + shift, "P106": {"accuracy": 0.1, "n": 9}},
-        "per_bin": {"tail": 0.2 + shift, "head": 0.6 + shift, "torso": 0.4 + shift},
+        "schema": "results.extraction.v1", "task": "extraction",
+        "model": {"name": model, "identity": "0" * 64, "kind": "causal", "dtype": "float32"},
+        "dataset": {"path": "lama", "file": "data/default/test.parquet", "sha256": "1" * 64, "split": "test"},
+        "settings": {"split": "test", "config": None, "limit": None, "prompt": "cloze", "fewshot": 0, "seed": 0,
+                     "protocol": "maple", "common_vocab": None, "case_sensitive": False, "max_new_tokens": 16},
+        "protocol_drops": {}, "overall": _summary(0.4 + shift, 120),
+        "per_relation": {"P19": _summary(0.5 + shift), "P20": _summary(0.25 + shift), "P106": _summary(0.1)},
+        "per_frequency_bin": {"tail": _summary(0.2 + shift), "head": _summary(0.6 + shift), "torso": _summary(0.4 + shift)},
+        "known_facts": {"file": "known_facts.parquet", "count": 48, "criterion": "maple_correct"},
+        "timing": {"seconds": 1.0, "items_computed": 120, "items_per_second": 120.0},
     })
     return root
 
@@ -43,14 +56,36 @@ def kee_run(root: Path) -> Path:
     return root
 
 
+def _aggregate(value: float) -> dict:
+    return {"mean": value, "std": 0.01, "values": [value]}
+
+
 def xteval_run(root: Path, model: str, acc_d: float, down: float) -> Path:
+    """results.json shaped as schemas/results.xteval.v1.json, with an iid and an ood setting."""
+    def setting(d: float) -> dict:
+        figures = {"acc_D": acc_d, "downstream_accuracy": d, "usable_knowledge": acc_d * d,
+                   "gap1": 1 - acc_d, "gap2": acc_d * (1 - d)}
+        run = {"extraction_seed": 0, "split_seed": 0, "finetune_seed": 0, **figures}
+        return {**{k: _aggregate(v) for k, v in figures.items()}, "runs": [run]}
     write_json(root / "results.json", {
-        "task": "xteval", "model": model,
-        "acc_D": {"mean": acc_d, "std": 0.01}, "downstream_accuracy": {"mean": down, "std": 0.02},
-        "usable_knowledge": {"mean": acc_d * down, "std": 0.01}, "gap1": {"mean": 1 - acc_d, "std": 0.01},
-        "gap2": {"mean": acc_d * (1 - down), "std": 0.01},
+        "schema": "results.xteval.v1", "task": "xteval", "model": model, "model_identity": "x", "dataset": "lama",
+        "dataset_split": "test", "n_facts": 100,
+        "extraction": {"method": "discrete", "seeds": [{"seed": 0, "acc_D": acc_d, "n_known": int(100 * acc_d)}]},
+        "settings": {"iid": setting(down), "ood": setting(down / 2)}, "config": {},
     })
     return root
+
+
+def test_fixture_results_follow_the_published_schemas(tmp_path):
+    import json
+
+    from jsonschema import Draft202012Validator
+
+    schemas = Path(__file__).resolve().parents[2] / "schemas"
+    for run, name in ((extraction_run(tmp_path / "e", "m", 0.1), "results.extraction.v1.json"),
+                      (xteval_run(tmp_path / "x", "m", 0.6, 0.5), "results.xteval.v1.json")):
+        schema = json.loads((schemas / name).read_text())
+        Draft202012Validator(schema).validate(json.loads((run / "results.json").read_text()))
 
 
 def test_reads_tables_from_results_and_falls_back_to_items(tmp_path):
@@ -59,7 +94,11 @@ def test_reads_tables_from_results_and_falls_back_to_items(tmp_path):
     run = load_run(extraction_run(tmp_path / "a", "m1", 0.0))
     assert run.label == "m1" and run.per_relation == {"P19": 0.5, "P20": 0.25, "P106": 0.1}
     assert run.per_bin == {"tail": 0.2, "head": 0.6, "torso": 0.4}
-    assert run.headline == {"accuracy": 0.4, "strict_em": 0.3}
+    assert run.headline == {"maple_accuracy": 0.4, "exact_accuracy": 0.2, "rank1_accuracy": 0.2,
+                            "lama_p_at_1": 0.2, "mean_gold_logprob": -3.5}
+    xt = load_run(xteval_run(tmp_path / "x", "m1", 0.6, 0.5))
+    assert sorted(xt.gaps) == ["iid", "ood"] and xt.gaps["ood"]["downstream_accuracy"] == 0.25
+    assert xt.gap_std["iid"]["acc_D"] == 0.01
 
     items_only = tmp_path / "b"
     write_json(items_only / "results.json", {"task": "extraction", "model": "m2", "accuracy": 0.5})
@@ -88,6 +127,7 @@ def test_report_of_several_runs_has_every_section_and_chart(tmp_path):
         assert width > 200 and height > 100
     assert "<h2>Techniques: tiny-llama</h2>" in html and "PRS improved" in html and "<td>0.120</td>" in html
     assert "0.600 ± 0.010" in html  # acc_D mean ± std
+    assert "<th>model-a (r4) · iid</th>" in html and "<th>model-a (r4) · ood</th>" in html
     # bins in head, torso, tail order whatever order results.json used
     assert html.index("<td>head</td>") < html.index("<td>torso</td>") < html.index("<td>tail</td>")
     assert "<script" not in html and "http" not in html.split("<body>")[1]
