@@ -7,7 +7,9 @@ Exactly one data source per stage:
   * `[stages.subset_from]` with the LAMA input locations: kbench writes the Wikidata-shaped subset
     itself (cached by the inputs' sha256) and builds the embedded store from it, so a fresh
     machine needs no manual step.
-Query results are cached under `<cache>/sparql/` unless `cache = false`.
+Results from an HTTP endpoint are cached under `<cache>/sparql/` unless `cache = false`; the
+embedded store is local and answers faster than the cache files can be written, so its answers
+are not cached (and a finished stage is never rerun anyway: the runner's resume markers).
 """
 
 from __future__ import annotations
@@ -44,6 +46,9 @@ class WikidataParams(StageParams):
     subset_from: Optional[SubsetFrom] = None
     batch_size: int = Field(DEFAULT_BATCH_SIZE, ge=1, le=1000)
     cache: bool = True
+    #: HTTP only: seconds per request, and attempts per query before the build stops with an error.
+    http_timeout: float = Field(60.0, gt=0)
+    http_attempts: int = Field(5, ge=1, le=20)
 
     @model_validator(mode="after")
     def _one_source(self):
@@ -99,7 +104,7 @@ def open_wikidata(params: WikidataParams, ctx: StageContext, on_batch=None) -> W
 
     endpoint = ctx.options.get("sparql_endpoint")
     if endpoint:
-        transport = HttpTransport(str(endpoint))
+        transport = HttpTransport(str(endpoint), timeout=params.http_timeout, max_attempts=params.http_attempts)
     else:
         from kbench.sources.wikidata_store import open_cached_store
 
@@ -108,7 +113,7 @@ def open_wikidata(params: WikidataParams, ctx: StageContext, on_batch=None) -> W
             raise UserError(f"Wikidata store file {rdf_file} does not exist")
         store, identity = open_cached_store(rdf_file, ctx.cache_dir)
         transport = EmbeddedTransport(store, identity)
-    cache = QueryCache(ctx.cache_dir / "sparql") if params.cache else None
+    cache = QueryCache(ctx.cache_dir / "sparql") if params.cache and endpoint else None
     return WikidataClient(SparqlClient(transport, cache), batch_size=params.batch_size, on_batch=on_batch)
 
 

@@ -1,0 +1,181 @@
+"""The same SPARQL code against a real HTTP endpoint: `oxigraph serve-read-only` on 127.0.0.1.
+
+The store is built from the real LAMA inputs with the real CLI (`kbench wikidata subset` then
+`kbench wikidata import`), served by the `oxigraph` binary from the PyPI package `oxigraph`
+(installed by the `test` extra), started here with subprocess.Popen and stopped by its pid.
+"""
+
+from __future__ import annotations
+
+import math
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import polars as pl
+import pytest
+import requests
+
+from kbench.build.context import StageContext
+from kbench.build.stages.single_answer import SingleAnswer
+from kbench.build.stages.verify_wikidata import VerifyWikidata
+from kbench.sources import sparql_client
+from kbench.sources.sparql_client import EmbeddedTransport, HttpTransport, SparqlClient
+from kbench.sources.wikidata import ENTITY, WikidataClient, label_lookup_query
+from kbench.sources.wikidata_store import open_cached_store
+
+from conftest import run_kbench
+
+INJECTION = 'x" } ; DELETE WHERE { ?s ?p ?o } #'
+EXTRA = f'<{ENTITY}Q999999999991> <http://www.w3.org/2000/01/rdf-schema#label> "x\\" }} ; DELETE WHERE {{ ?s ?p ?o }} #"@en .\n'
+
+
+def _oxigraph_binary() -> str:
+    found = shutil.which("oxigraph") or str(Path(sys.executable).with_name("oxigraph"))
+    if not Path(found).exists():
+        pytest.fail("the `oxigraph` server binary is missing: pip install 'kbench[test]' (PyPI package oxigraph)")
+    return found
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def lama_store(shared_data, tmp_path_factory) -> tuple[Path, Path]:
+    """(subset .nt, store folder) for the real LAMA inputs, made with the CLI."""
+    work = tmp_path_factory.mktemp("wikidata")
+    subset, store = work / "lama.nt", work / "store"
+    done = run_kbench("wikidata", "subset", "--lama-dir", str(shared_data), "--out", str(subset))
+    assert done.returncode == 0, done.stderr
+    done = run_kbench("wikidata", "import", str(subset), "--store", str(store))
+    assert done.returncode == 0, done.stderr
+    (work / "extra.nt").write_text(EXTRA, encoding="utf-8")
+    done = run_kbench("wikidata", "import", str(work / "extra.nt"), "--store", str(store))
+    assert done.returncode == 0, done.stderr
+    return subset, store
+
+
+@pytest.fixture(scope="module")
+def cache_dir(tmp_path_factory) -> Path:
+    """One kbench cache for the module, so the embedded store is built once."""
+    return tmp_path_factory.mktemp("kbench-cache")
+
+
+@pytest.fixture(scope="module")
+def endpoint(lama_store):
+    port = _free_port()
+    proc = subprocess.Popen([_oxigraph_binary(), "serve-read-only", "--location", str(lama_store[1]),
+                             "--bind", f"127.0.0.1:{port}"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    url = f"http://127.0.0.1:{port}/query"
+    try:
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                if requests.get(url, params={"query": "ASK {}"}, timeout=1).status_code == 200:
+                    break
+            except requests.ConnectionError:
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"oxigraph did not start: {proc.stderr.read().decode(errors='replace')[-500:]}")
+            time.sleep(0.1)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+@pytest.fixture(scope="module")
+def p19_facts(shared_data) -> pl.DataFrame:
+    rows = pl.read_ndjson(shared_data / "lama_trex" / "TREx" / "P19.jsonl").head(450)
+    return rows.select(pl.col("uuid").alias("id"), pl.lit("P19").alias("relation"),
+                       pl.col("sub_uri").alias("subject_id"), pl.col("sub_label").alias("subject"),
+                       pl.col("obj_uri").alias("object_id"), pl.col("obj_label").alias("object"))
+
+
+def test_http_and_embedded_give_the_same_answers(endpoint, lama_store, p19_facts, cache_dir):
+    ids = p19_facts["subject_id"].to_list() + p19_facts["object_id"].to_list() + ["P19", "Q999999999", "Q999999999991"]
+    store, identity = open_cached_store(lama_store[0], cache_dir)
+    embedded = WikidataClient(SparqlClient(EmbeddedTransport(store, identity)))
+    http = WikidataClient(SparqlClient(HttpTransport(endpoint)))
+    found = http.entities(ids)
+    assert found == {k: v for k, v in embedded.entities(ids).items() if k != "Q999999999991"} | {"Q999999999991": INJECTION}
+    assert "Q999999999" not in found and found["P19"] == "place of birth"
+    assert http.sparql.stats.queries_sent == math.ceil(len(set(ids)) / 200)
+
+    subjects = p19_facts["subject_id"].to_list()
+    assert http.object_counts("P19", subjects) == embedded.object_counts("P19", subjects)
+
+
+def test_injection_label_round_trips_over_http(endpoint):
+    client = SparqlClient(HttpTransport(endpoint))
+    assert client.select(label_lookup_query(INJECTION)) == [{"item": f"{ENTITY}Q999999999991"}]
+    assert WikidataClient(client).entities(["Q999999999991"]) == {"Q999999999991": INJECTION}
+
+
+def test_stages_over_http_match_embedded_and_cache_results(endpoint, lama_store, p19_facts, cache_dir, tmp_path):
+    def run(options: dict):
+        ctx = StageContext(recipe_path=tmp_path / "r.toml", run_dir=tmp_path / "run", seed=0, cache_dir=cache_dir,
+                           options=options)
+        verified = VerifyWikidata(VerifyWikidata.Params(store=str(lama_store[0])), ctx).run(p19_facts.lazy())
+        single = SingleAnswer(SingleAnswer.Params(store=str(lama_store[0])), ctx).run(verified.kept)
+        return [frame.collect().sort("id") for frame in (verified.rejected, single.kept, single.rejected)]
+
+    embedded = run({})
+    assert not (cache_dir / "sparql").exists()  # the embedded store's answers are not cached
+    over_http = run({"sparql_endpoint": endpoint})
+    for a, b in zip(embedded, over_http):
+        assert a.equals(b)
+    assert over_http[1].height > 0
+
+    assert list((cache_dir / "sparql").rglob("*.json"))
+    # a rerun is answered from the cache (keyed by endpoint and query text): nothing is sent
+    sent_before = sparql_client.SESSION_STATS.queries_sent
+    again = run({"sparql_endpoint": endpoint})
+    assert sparql_client.SESSION_STATS.queries_sent == sent_before
+    for a, b in zip(over_http, again):
+        assert a.equals(b)
+
+
+def test_build_with_sparql_endpoint_flag(endpoint, lama_store, shared_data, cache_dir, tmp_path):
+    recipe = tmp_path / "mini.toml"
+    store = lama_store[0].as_posix()
+    recipe.write_text(f"""
+[pipeline]
+name = "mini"
+
+[[stages]]
+stage = "load_lama"
+trex = "{(shared_data / 'lama_trex').as_posix()}"
+relations = ["P19", "P101"]
+max_per_relation = 40
+
+[[stages]]
+stage = "verify_wikidata"
+store = "{store}"
+
+[[stages]]
+stage = "single_answer"
+store = "{store}"
+""", encoding="utf-8")
+    outputs = []
+    for name, extra in (("embedded", []), ("http", ["--sparql-endpoint", endpoint])):
+        done = run_kbench("build", str(recipe), "--out", str(tmp_path / name), *extra,
+                          env={"KBENCH_CACHE": str(cache_dir)})
+        assert done.returncode == 0, done.stderr
+        outputs.append(pl.read_parquet(tmp_path / name / ".kbench" / "stages" / "02_single_answer" / "output.parquet"))
+    assert outputs[0].equals(outputs[1]) and outputs[0].height > 0
+
+    done = run_kbench("build", str(recipe), "--out", str(tmp_path / "down"), "--sparql-endpoint", "http://127.0.0.1:9/q",
+                      "--set", "verify_wikidata.http_attempts=2", env={"KBENCH_CACHE": str(cache_dir)})
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "http://127.0.0.1:9/q failed 2 times" in done.stderr
