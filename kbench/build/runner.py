@@ -157,10 +157,13 @@ def run_recipe(
                 digest = sha256_file(f)
                 file_hashes.append(digest)
                 inputs.append({"stage": spec.id, "path": _display_path(f, recipe.path.parent), "sha256": digest})
-            key = stable_hash({
+            key_parts = {
                 "stage": spec.stage_cls.name, "version": spec.stage_cls.version,
                 "params": spec.params.model_dump(mode="json"), "files": file_hashes, "previous": prev_key,
-            })
+            }
+            if stage.run_options():  # only when set, so keys without options stay as they were
+                key_parts["options"] = stage.run_options()
+            key = stable_hash(key_parts)
             stage_dir = run_dir / ".kbench" / "stages" / f"{index:02d}_{spec.id}"
             output_path = stage_dir / "output.parquet"
             marker_path = stage_dir / "done.json"

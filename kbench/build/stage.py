@@ -65,6 +65,13 @@ class Stage:
         """Files this stage reads (hashed into the resume key and listed in the manifest)."""
         return []
 
+    def run_options(self) -> dict[str, Any]:
+        """Run-wide options (`ctx.options`) that change this stage's output; they join the resume key.
+
+        E.g. `{"sparql_endpoint": url}`: a build against another endpoint must not reuse the stage.
+        """
+        return {}
+
     def run(self, table: pl.LazyFrame) -> StageOutput:  # pragma: no cover - interface
         raise NotImplementedError
 

@@ -7,6 +7,7 @@ The store is built from the real LAMA inputs with the real CLI (`kbench wikidata
 
 from __future__ import annotations
 
+import json
 import math
 import shutil
 import socket
@@ -167,13 +168,16 @@ store = "{store}"
 stage = "single_answer"
 store = "{store}"
 """, encoding="utf-8")
-    outputs = []
-    for name, extra in (("embedded", []), ("http", ["--sparql-endpoint", endpoint])):
-        done = run_kbench("build", str(recipe), "--out", str(tmp_path / name), *extra,
-                          env={"KBENCH_CACHE": str(cache_dir)})
+    out, outputs = tmp_path / "out", []
+    for extra in ([], ["--sparql-endpoint", endpoint]):
+        done = run_kbench("build", str(recipe), "--out", str(out), *extra, env={"KBENCH_CACHE": str(cache_dir)})
         assert done.returncode == 0, done.stderr
-        outputs.append(pl.read_parquet(tmp_path / name / ".kbench" / "stages" / "02_single_answer" / "output.parquet"))
+        outputs.append(pl.read_parquet(out / ".kbench" / "stages" / "02_single_answer" / "output.parquet"))
     assert outputs[0].equals(outputs[1]) and outputs[0].height > 0
+    # the endpoint joins the resume key of the Wikidata stages only: they ran again, load_lama did not
+    events = [json.loads(line) for line in (out / ".kbench" / "events.jsonl").read_text().splitlines()]
+    assert [(e["stage"], e["action"]) for e in events[-3:]] == [
+        ("load_lama", "reused"), ("verify_wikidata", "computed"), ("single_answer", "computed")]
 
     done = run_kbench("build", str(recipe), "--out", str(tmp_path / "down"), "--sparql-endpoint", "http://127.0.0.1:9/q",
                       "--set", "verify_wikidata.http_attempts=2", env={"KBENCH_CACHE": str(cache_dir)})

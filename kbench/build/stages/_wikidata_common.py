@@ -57,6 +57,12 @@ class WikidataParams(StageParams):
         return self
 
 
+def endpoint_option(ctx: StageContext) -> dict:
+    """The run option that changes a Wikidata stage's output (see `Stage.run_options`)."""
+    endpoint = ctx.options.get("sparql_endpoint")
+    return {"sparql_endpoint": str(endpoint)} if endpoint else {}
+
+
 def subset_inputs(params: WikidataParams, ctx: StageContext):
     from kbench.sources.wikidata_store import SubsetInputs
 

@@ -18,7 +18,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from kbench.build.stage import Stage, StageOutput, filter_with_reason, register_stage
-from kbench.build.stages._wikidata_common import WikidataParams, id_or_none, open_wikidata, progress, wikidata_input_files
+from kbench.build.stages._wikidata_common import WikidataParams, endpoint_option, id_or_none, open_wikidata, progress, wikidata_input_files
 from kbench.sources.wikidata import is_valid_id
 
 
@@ -29,6 +29,9 @@ class SingleAnswer(Stage):
 
     def input_files(self) -> list[Path]:
         return wikidata_input_files(self.params, self.ctx)
+
+    def run_options(self) -> dict:
+        return endpoint_option(self.ctx)
 
     def run(self, table) -> StageOutput:
         import polars as pl
