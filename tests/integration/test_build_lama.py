@@ -22,7 +22,7 @@ import pytest
 from conftest import REPO_ROOT, run_kbench
 
 RECIPE = REPO_ROOT / "pipelines" / "lama-trex.toml"
-STAGE_IDS = ["load", "aliases", "frequency", "cap", "questions", "split", "write"]
+STAGE_IDS = ["load", "aliases", "verify", "single", "frequency", "cap", "questions", "split", "write"]
 
 
 def events(run_dir: Path) -> list[tuple[str, str]]:
@@ -44,12 +44,12 @@ def built(tmp_path_factory, shared_data) -> Path:
     return out
 
 
-def test_dataset_loads_and_counts_match_stats(built):
+def test_dataset_loads_and_counts_match_stats(built, tmp_path):
     import datasets
 
     stats = json.loads((built / "stats.json").read_text())
     assert [s["id"] for s in stats["stages"]] == STAGE_IDS
-    loaded = datasets.load_dataset(str(built))
+    loaded = datasets.load_dataset(str(built), cache_dir=str(tmp_path / "hf"))
     assert set(loaded) == {"train", "dev", "test"}
     assert sum(len(loaded[s]) for s in loaded) == stats["final_rows"] == stats["stages"][-1]["rows_out"]
     for split, frame in split_frames(built).items():
@@ -68,7 +68,9 @@ def test_dataset_loads_and_counts_match_stats(built):
     assert set(test["frequency_bin"]) == {"head", "torso", "tail"}
     assert set(loaded["train"]["source"]) == {"autoprompt_train"}
     manifest = json.loads((built / "manifest.json").read_text())
-    assert len(manifest["inputs"]) == 28 + 1 + 3 + 82 + 1 and all(len(i["sha256"]) == 64 for i in manifest["inputs"])
+    loaded_files = [i for i in manifest["inputs"] if i["stage"] == "load"]
+    assert len(loaded_files) == 28 + 1 + 3 + 82  # T-REx files, relations.jsonl, Google-RE, AutoPrompt train/dev
+    assert all(len(i["sha256"]) == 64 for i in manifest["inputs"])
 
 
 def test_inspect_prints_stages_relations_and_bins(built):
@@ -114,7 +116,8 @@ def test_changed_param_invalidates_that_stage_and_later_only(built, tmp_path):
     (out / ".kbench" / "events.jsonl").unlink()
     result = run_kbench("build", str(RECIPE), "--out", str(out), "--set", "cap.max_per_relation=100")
     assert result.returncode == 0, result.stderr
-    assert events(out) == [("load", "reused"), ("aliases", "reused"), ("frequency", "reused"), ("cap", "computed"),
+    assert events(out) == [("load", "reused"), ("aliases", "reused"), ("verify", "reused"), ("single", "reused"),
+                           ("frequency", "reused"), ("cap", "computed"),
                            ("questions", "computed"), ("split", "computed"), ("write", "computed")]
     assert pl.read_parquet(out / "data" / "default" / "test.parquet").group_by("source", "relation").len()["len"].max() == 100
 

@@ -35,11 +35,22 @@ def test_load_dataset_opens_the_declared_splits(tmp_path):
     # decoys that must not be picked up as data
     (run_dir / "rejected").mkdir()
     pl.DataFrame({"id": ["x"]}).write_parquet(run_dir / "rejected" / "cap.parquet")
-    loaded = datasets.load_dataset(str(run_dir))
+    loaded = datasets.load_dataset(str(run_dir), cache_dir=str(tmp_path / "hf"))
     assert list(loaded) == ["train", "dev", "test"]
     assert loaded["train"]["id"] == ["q0", "q2"] and loaded["test"]["answers"] == [["Paris", "City of Light"]]
     text = (run_dir / "README.md").read_text()
     assert text.startswith("---\nconfigs:\n") and "toy 1.2.3" in text
+
+
+def test_rebuild_into_the_same_folder_is_not_served_from_a_stale_cache(tmp_path):
+    import datasets
+
+    cache = str(tmp_path / "hf")
+    run_dir, _ = run(tmp_path, [question(0, "test"), question(1, "test")])
+    assert datasets.load_dataset(str(run_dir), cache_dir=cache)["test"]["id"] == ["q0", "q1"]
+    run(tmp_path, [question(2, "test"), question(3, "test")])  # same row count, other rows
+    assert datasets.load_dataset(str(run_dir), cache_dir=cache)["test"]["id"] == ["q2", "q3"]
+    assert "dataset_info:\n- config_name: \"default\"\n  splits:\n  - name: \"test\"\n" in (run_dir / "README.md").read_text()
 
 
 def test_named_config_is_the_default_and_stale_splits_are_removed(tmp_path):

@@ -5,8 +5,9 @@ Writes, inside the run directory:
     defaults to the recipe's `pipeline.config`); parquet files of splits that no longer exist
     in that config are removed, so the folder always matches the table;
   * `README.md` with YAML front matter `configs: [{config_name, data_files: [{split, path}]}]`
-    (from `dataset_configs`, which Helper G's data-card renderer reuses), so that
-    `datasets.load_dataset(run_dir)` opens exactly the declared splits.
+    (from `dataset_configs`, which the data-card renderer reuses), so that
+    `datasets.load_dataset(run_dir)` opens exactly the declared splits, and `dataset_info:`
+    (from `dataset_infos`: rows and bytes per split; see there why it matters for caching).
 Before anything is written, every row is validated against the record's JSON Schema
 (`schemas/question.v1.json` by default); the first bad row is a `UserError` naming the row id,
 the field and the schema. The table passes through unchanged.
@@ -85,7 +86,29 @@ def dataset_configs(run_dir: str | Path) -> list[dict]:
     return configs
 
 
-def front_matter(configs: list[dict]) -> str:
+def dataset_infos(run_dir: str | Path) -> list[dict]:
+    """The Hub `dataset_info:` entries: rows and parquet bytes per split of each config.
+
+    Why: `datasets` caches a local folder under its folder name and a hash of this front matter
+    (not of the data files), so a rebuild into the same folder would load stale rows. Recording
+    the exact row counts and file sizes moves the cache whenever a rebuild changes the data.
+    `num_bytes` is the size of the split's parquet file.
+    """
+    import pyarrow.parquet as pq
+
+    infos = []
+    for config in dataset_configs(run_dir):
+        splits = []
+        for entry in config["data_files"]:
+            path = Path(run_dir) / entry["path"]
+            splits.append({"name": entry["split"], "num_bytes": path.stat().st_size,
+                           "num_examples": pq.read_metadata(path).num_rows})
+        size = sum(s["num_bytes"] for s in splits)
+        infos.append({"config_name": config["config_name"], "splits": splits, "download_size": size, "dataset_size": size})
+    return infos
+
+
+def front_matter(configs: list[dict], infos: list[dict] | None = None) -> str:
     """YAML front matter for the Hub (strings JSON-quoted, which YAML reads verbatim)."""
     lines = ["---", "configs:"]
     for config in configs:
@@ -95,6 +118,14 @@ def front_matter(configs: list[dict]) -> str:
         lines.append("  data_files:")
         for entry in config["data_files"]:
             lines += [f"  - split: {json.dumps(entry['split'])}", f"    path: {json.dumps(entry['path'])}"]
+    if infos:
+        lines.append("dataset_info:")
+        for info in infos:
+            lines += [f"- config_name: {json.dumps(info['config_name'])}", "  splits:"]
+            for split in info["splits"]:
+                lines += [f"  - name: {json.dumps(split['name'])}", f"    num_bytes: {split['num_bytes']}",
+                          f"    num_examples: {split['num_examples']}"]
+            lines += [f"  download_size: {info['download_size']}", f"  dataset_size: {info['dataset_size']}"]
     lines.append("---")
     return "\n".join(lines) + "\n"
 
@@ -131,5 +162,6 @@ class WriteDataset(Stage):
         body = (f"# {self.ctx.dataset_name} {self.ctx.dataset_version}\n\n"
                 f"Built by `kbench build`. Provenance: `manifest.json`; rows per stage and drops: `stats.json`.\n\n"
                 f"Config `{config}`:\n\n| split | rows |\n|---|---:|\n{rows}\n")
-        write_text(self.ctx.output_path("README.md"), front_matter(dataset_configs(self.ctx.run_dir)) + "\n" + body)
+        run_dir = self.ctx.run_dir
+        write_text(self.ctx.output_path("README.md"), front_matter(dataset_configs(run_dir), dataset_infos(run_dir)) + "\n" + body)
         return StageOutput(kept=frame.lazy())
