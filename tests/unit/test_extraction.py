@@ -1,0 +1,178 @@
+"""`evaluate extraction` on a tiny random model and a small inline dataset folder."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from kbench.errors import UserError
+from kbench.evaluate.extraction import ExtractionSettings, run_extraction
+from kbench.evaluate.prompts import build_prompts
+from kbench.evaluate.rundir import validate_results
+from kbench.models.loading import load_model
+from kbench.models.runner import ModelRunner
+from tests.conftest import run_kbench
+from tests.fixtures_models import tiny_causal_dir, tiny_masked_dir  # noqa: F401
+
+FACTS = [  # relation, template, subject, object, bin
+    ("P36", "The capital of [X] is [Y] .", "France", "Paris", "head"),
+    ("P36", "The capital of [X] is [Y] .", "Germany", "Berlin", "head"),
+    ("P36", "The capital of [X] is [Y] .", "Italy", "Rome", "torso"),
+    ("P36", "The capital of [X] is [Y] .", "Spain", "Madrid", "tail"),
+    ("P19", "[X] was born in [Y] .", "Marie Curie", "Warsaw", "torso"),
+    ("P19", "[X] was born in [Y] .", "Albert Einstein", "Ulm", "tail"),
+    ("P19", "[X] was born in [Y] .", "Dante", "Florence", None),
+    ("P495", "[X] is a company from [Y] .", "Toyota", "Japan", "head"),
+    ("P495", "[X] is a company from [Y] .", "Nokia", "Finland", "torso"),
+]
+
+
+def _row(i: int, fact, split: str) -> dict:
+    relation, template, subject, obj, bin_ = fact
+    cloze = template.split("[Y]")[0].replace("[X]", subject).strip()
+    return {"id": f"{split}-{i}", "relation": relation, "relation_label": relation, "template": template,
+            "subject": subject, "subject_id": None, "object": obj, "object_id": None, "source": "inline",
+            "evidence_count": 1, "subject_aliases": [], "object_aliases": [obj.lower()], "answers": [obj, obj.lower()],
+            "prompt_cloze": cloze, "prompt_masked": template.replace("[X]", subject).replace("[Y]", "[MASK]"),
+            "question": f"What is the {relation} of {subject}?", "frequency": 1.0, "frequency_bin": bin_, "split": split}
+
+
+def write_dataset_folder(root: Path, facts=FACTS) -> Path:
+    folder = root / "data" / "default"
+    folder.mkdir(parents=True)
+    pl.DataFrame([_row(i, f, "test") for i, f in enumerate(facts)]).write_parquet(folder / "test.parquet")
+    train = [_row(i, f, "train") for i, f in enumerate(reversed(facts))]
+    pl.DataFrame(train).write_parquet(folder / "train.parquet")
+    return root
+
+
+@pytest.fixture(scope="module")
+def causal(tiny_causal_dir):
+    return load_model(str(tiny_causal_dir))
+
+
+@pytest.fixture()
+def dataset(tmp_path) -> Path:
+    return write_dataset_folder(tmp_path / "ds")
+
+
+def _results(out: Path) -> dict:
+    return json.loads((out / "results.json").read_text())
+
+
+def test_outputs_aggregates_and_known_facts(causal, tmp_path):
+    # Make two facts "known": their object is what the tiny model greedily says.
+    runner = ModelRunner(causal)
+    facts = list(FACTS)
+    for i in (0, 4):
+        cloze = facts[i][1].split("[Y]")[0].replace("[X]", facts[i][2]).strip()
+        said = runner.generate([cloze], max_new_tokens=3, stop=["\n", ". ", ","])[0].strip()
+        assert said, "the tiny model must say something for this test to mean anything"
+        facts[i] = (*facts[i][:3], said, facts[i][4])
+    dataset = write_dataset_folder(tmp_path / "ds", facts)
+    out = tmp_path / "run"
+    results = run_extraction(causal, runner, dataset, out, ExtractionSettings(max_new_tokens=3))
+    validate_results(results, "results.extraction.v1.json")
+    assert results == _results(out)
+    items = pl.read_parquet(out / "items.parquet")
+    assert items["id"].to_list() == [f"test-{i}" for i in range(len(FACTS))]
+    assert items.filter(pl.col("correct"))["id"].to_list() == ["test-0", "test-4"]
+    assert results["overall"]["n"] == 9 and results["overall"]["maple_accuracy"] == pytest.approx(2 / 9)
+    assert results["per_relation"]["P36"]["maple_accuracy"] == pytest.approx(1 / 4)
+    assert set(results["per_frequency_bin"]) == {"head", "torso", "tail", "unbinned"}
+    assert results["per_frequency_bin"]["unbinned"]["n"] == 1
+    known = pl.read_parquet(out / "known_facts.parquet")
+    assert known["id"].to_list() == ["test-0", "test-4"] and known["correct"].all()
+    assert {"subject", "object", "answers", "prompt_cloze", "gold_rank", "prediction"} <= set(known.columns)
+    assert len((out / "items.jsonl").read_text().splitlines()) == 9
+
+
+def test_resume_computes_only_unfinished_items(causal, dataset, tmp_path):
+    out = tmp_path / "run"
+    settings = ExtractionSettings(max_new_tokens=2)
+    first = run_extraction(causal, ModelRunner(causal), dataset, out, settings)
+    journal = out / "journal.jsonl"
+    lines = journal.read_text().splitlines(keepends=True)
+    journal.write_text("".join(lines[:5]) + lines[5][:20])  # a crash in the middle of line 6
+    seen: list[int] = []
+    handle = causal.model.model.register_forward_pre_hook(
+        lambda m, a, kw: seen.append(kw["input_ids"].shape[0]) if kw["input_ids"].shape[1] > 1 else None, with_kwargs=True)
+    try:
+        again = run_extraction(causal, ModelRunner(causal), dataset, out, settings)
+    finally:
+        handle.remove()
+    assert sum(seen) == 2 * 4  # 4 unfinished items: one ranking and one generation prefill each
+    strip = lambda r: {k: v for k, v in r.items() if k != "timing"}  # noqa: E731
+    assert strip(again) == strip(first)
+
+
+def test_other_settings_refuse_the_same_run_dir(causal, dataset, tmp_path):
+    out = tmp_path / "run"
+    run_extraction(causal, ModelRunner(causal), dataset, out, ExtractionSettings(max_new_tokens=2, limit=3))
+    with pytest.raises(UserError, match="differs in: limit"):
+        run_extraction(causal, ModelRunner(causal), dataset, out, ExtractionSettings(max_new_tokens=2, limit=4))
+
+
+def test_limit_is_a_seeded_sample(causal, dataset, tmp_path):
+    ids = {}
+    for seed in (0, 0, 1):
+        out = tmp_path / f"run-{seed}-{len(ids)}"
+        run_extraction(causal, ModelRunner(causal), dataset, out, ExtractionSettings(limit=4, seed=seed, max_new_tokens=1))
+        ids.setdefault(seed, []).append(pl.read_parquet(out / "items.parquet")["id"].to_list())
+    assert ids[0][0] == ids[0][1] and len(ids[0][0]) == 4
+    assert ids[1][0] != ids[0][0]
+
+
+def test_prompt_forms_and_fewshot(causal, dataset):
+    rows = pl.read_parquet(dataset / "data/default/test.parquet").to_dicts()
+    train = pl.read_parquet(dataset / "data/default/train.parquet").to_dicts()
+    tok = causal.tokenizer
+    cloze = build_prompts(rows[:1], "cloze", tok, "causal")[0]
+    assert (cloze.text, cloze.gold) == ("The capital of France is", " Paris")
+    question = build_prompts(rows[:1], "question", tok, "causal")[0]
+    assert question.text.endswith("Question: What is the P36 of France?\nAnswer:")
+    shots = build_prompts(rows[:1], "cloze", tok, "causal", fewshot=2, train_rows=train, seed=3)[0]
+    examples = shots.text.splitlines()[:-1]
+    assert len(examples) == 2 and all(e.startswith("The capital of") and "France" not in e for e in examples)
+    assert shots == build_prompts(rows[:3], "cloze", tok, "causal", fewshot=2, train_rows=train, seed=3)[0]
+    with pytest.raises(UserError, match="chat template"):
+        build_prompts(rows[:1], "chat", tok, "causal")
+    tok.chat_template = "{% for m in messages %}<{{ m.role }}>{{ m.content }}\n{% endfor %}<assistant>"
+    try:
+        chat = build_prompts(rows[:1], "chat", tok, "causal", fewshot=1, train_rows=train)[0]
+    finally:
+        tok.chat_template = None
+    assert chat.text.startswith("<user>") and chat.text.endswith("<assistant>") and chat.gold == "Paris"
+    assert chat.text.count("<assistant>") == 2
+
+
+def test_lama_protocol_on_a_masked_lm(tiny_masked_dir, dataset, tmp_path):
+    masked = load_model(str(tiny_masked_dir))
+    vocab = tmp_path / "common_vocab.txt"
+    vocab.write_text("Paris\nBerlin\nRome\nWarsaw\nJapan\n")
+    settings = ExtractionSettings(protocol="lama", common_vocab=str(vocab))
+    results = run_extraction(masked, ModelRunner(masked), dataset, tmp_path / "run", settings)
+    tok = masked.tokenizer
+    single = [f[3] for f in FACTS if len(tok(f[3], add_special_tokens=False)["input_ids"]) == 1]
+    kept = [o for o in single if o in vocab.read_text().split()]
+    assert results["overall"]["n"] == len(kept)
+    assert results["protocol_drops"]["not_in_common_vocab"] == 4  # Madrid, Ulm, Florence, Finland
+    items = pl.read_parquet(tmp_path / "run/items.parquet")
+    assert items["gold_rank"].max() <= 5  # ranked among the 5 vocabulary words only
+    assert (items["correct"] == (items["gold_rank"] == 1)).all()
+    with pytest.raises(UserError, match="causal"):
+        run_extraction(masked, ModelRunner(masked), dataset, tmp_path / "run2", ExtractionSettings())
+
+
+def test_cli_runs_and_reports_bad_input(tiny_causal_dir, dataset, tmp_path):
+    out = tmp_path / "cli-run"
+    done = run_kbench("evaluate", "extraction", "--dataset", str(dataset), "--model", str(tiny_causal_dir),
+                      "--limit", "5", "--max-new-tokens", "2", "--out", str(out), "--batch-size", "2")
+    assert done.returncode == 0, done.stderr
+    assert _results(out)["overall"]["n"] == 5 and "overall" in done.stdout
+    bad = run_kbench("evaluate", "extraction", "--dataset", str(dataset), "--model", str(tiny_causal_dir),
+                     "--split", "nope", "--out", str(tmp_path / "bad"))
+    assert bad.returncode == 2 and "no split 'nope'" in bad.stderr and "Traceback" not in bad.stderr
