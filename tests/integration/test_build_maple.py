@@ -13,7 +13,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from tests.conftest import REPO_ROOT, run_kbench
+from conftest import REPO_ROOT, run_kbench
 
 RECIPE = "pipelines/maple-wiki.toml"
 
