@@ -20,7 +20,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from kbench.build.stages.write_dataset import dataset_configs
+from kbench.build.stages.write_dataset import dataset_configs, dataset_infos
 from kbench.cards import licenses
 from kbench.cards.folder import DatasetFolder, ensure_file_hashes, load_folder
 from kbench.cards.sources import detect_sources, reference
@@ -225,7 +225,8 @@ def render_card(folder: DatasetFolder, *, family: str | None = None, license_id:
         "license": chosen,
         "size_categories": [size_category(folder.rows())],
         "source_datasets": [reference(k).hub_source for k in source_keys if reference(k).hub_source] or ["original"],
-        "configs": dataset_configs(folder.root),  # the same rule write_dataset uses
+        "configs": dataset_configs(folder.root),  # the same rules write_dataset uses
+        "dataset_info": dataset_infos(folder.root),  # keeps datasets' folder cache honest after rebuilds
     })
     fills = {
         "title": f"{folder.manifest.get('dataset', folder.root.name)} {folder.manifest.get('version', '')}".strip(),
