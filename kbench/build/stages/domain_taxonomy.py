@@ -31,8 +31,14 @@ from __future__ import annotations
 import tomllib
 from pathlib import Path
 
-from kbench.build.stage import StageOutput, Stage, filter_with_reason, register_stage
-from kbench.build.stages._wikidata_common import WikidataParams, open_wikidata, progress, wikidata_input_files
+from kbench.build.stage import Stage, StageOutput, filter_with_reason, register_stage
+from kbench.build.stages._wikidata_common import (
+    WikidataParams,
+    endpoint_option,
+    open_wikidata,
+    progress,
+    wikidata_input_files,
+)
 from kbench.errors import InputError
 from kbench.sources.wikidata import PREFIXES, batched, id_from_iri, is_valid_id, validate_id
 
@@ -82,6 +88,9 @@ class DomainTaxonomy(Stage):
 
     def input_files(self) -> list[Path]:
         return wikidata_input_files(self.params, self.ctx) + [self.ctx.resolve(self.params.mapping)]
+
+    def run_options(self) -> dict:
+        return endpoint_option(self.ctx)  # another endpoint gives other classes: not reusable
 
     def entity_domains(self, ids: set[str], domains: dict[str, list[str]]) -> dict[str, str]:
         rank = {qid: (i, name) for i, (name, classes) in enumerate(domains.items()) for qid in classes}
