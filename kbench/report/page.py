@@ -49,27 +49,12 @@ def image(name: str | None, alt: str) -> str:
     return f'<img src="{escape(name)}" alt="{escape(alt)}">' if name else ""
 
 
-def _flatten(metrics: dict[str, Any]) -> dict[str, Any]:
-    """One level of nesting becomes "outer inner" columns (PRS {improved, tied, worsened})."""
-    flat: dict[str, Any] = {}
-    for key, value in metrics.items():
-        if key in ("technique", "name"):
-            continue
-        if isinstance(value, dict) and "mean" not in value:
-            for inner, v in value.items():
-                if isinstance(v, (int, float, dict)):
-                    flat[f"{key} {inner}"] = v
-        elif isinstance(value, (int, float, dict)) and not isinstance(value, bool):
-            flat[key] = value
-    return flat
-
-
-_TECHNIQUE_COLUMNS = ("Acc", "accuracy", "Gain", "Loss", "PRS", "SGR", "DGR")
+_TECHNIQUE_COLUMNS = ("n", "acc", "accuracy", "exact_accuracy", "exact", "gain", "loss", "prs", "sgr", "dgr")
 
 
 def _technique_column_order(column: str) -> tuple[int, str]:
     """MAPLE's order (Acc, Gain, Loss, PRS, SGR, DGR), then anything else alphabetically."""
-    head = column.split(" ")[0]
+    head = column.split(" ")[0].lower()
     return (_TECHNIQUE_COLUMNS.index(head) if head in _TECHNIQUE_COLUMNS else len(_TECHNIQUE_COLUMNS), column)
 
 
@@ -101,10 +86,15 @@ def render_page(runs: list[RunSummary], labels: list[str], charts: dict[str, str
 
     for label, run in zip(labels, runs):
         if run.techniques:
-            rows = [(t["technique"], _flatten(t)) for t in run.techniques]
-            columns = sorted(dict.fromkeys(c for _, flat in rows for c in flat), key=_technique_column_order)
+            columns = sorted(dict.fromkeys(c for t in run.techniques for c in t if c != "technique"),
+                             key=_technique_column_order)
             parts += [f"<h2>Techniques: {escape(label)}</h2>",
-                      table(["technique", *columns], [[name, *[flat.get(c) for c in columns]] for name, flat in rows])]
+                      table(["technique", *columns], [[t["technique"], *[t.get(c) for c in columns]] for t in run.techniques])]
+        if run.technique_bins:
+            bins_seen = order_bins({b for per in run.technique_bins.values() for b in per})
+            parts += ["<p>Accuracy per frequency bin:</p>",
+                      table(["technique", *bins_seen], [[name, *[per.get(b) for b in bins_seen]]
+                                                        for name, per in run.technique_bins.items()])]
 
     gap_columns = gap_rows(runs, labels)
     if gap_columns:

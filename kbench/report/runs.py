@@ -10,7 +10,10 @@ tables. The report needs, per run:
     `per_relation` / `by_relation` and `per_bin` / `per_frequency_bin` / `by_bin`; a value is a
     number or a summary dict, read through its first of `maple_accuracy`, `accuracy`, `acc`,
     `p_at_1`, `em`, ... (the extraction summaries of results.extraction.v1);
-  * `techniques` (KEE): a dict name -> metrics or a list of dicts with `name`/`technique`;
+  * `techniques` (KEE): results.kee.v1 lists technique names in `techniques` and keeps each one's
+    metrics under `overall.<name>` and `per_frequency_bin.<bin>.<name>`; a dict name -> metrics or
+    a list of dicts with `name`/`technique` is read too. Nested metrics become flat columns
+    ("prs improved", "SGR τ=0.7");
   * `gaps` (XTEVAL): acc_D, downstream_accuracy, usable_knowledge, gap1, gap2 per setting: under
     `settings.<iid|ood>` (results.xteval.v1), or at the top level / under `gaps` / `overall` (one
     unnamed setting); a {"mean", "std", ...} value is read as its mean and std.
@@ -45,7 +48,8 @@ class RunSummary:
     headline: dict[str, float] = field(default_factory=dict)
     per_relation: dict[str, float] = field(default_factory=dict)
     per_bin: dict[str, float] = field(default_factory=dict)
-    techniques: list[dict[str, Any]] = field(default_factory=list)
+    techniques: list[dict[str, Any]] = field(default_factory=list)        # {"technique": name, column: value}
+    technique_bins: dict[str, dict[str, float]] = field(default_factory=dict)  # technique -> bin -> accuracy
     gaps: dict[str, dict[str, float]] = field(default_factory=dict)     # setting ("" if unnamed) -> figures
     gap_std: dict[str, dict[str, float]] = field(default_factory=dict)  # the same, std over seeds
 
@@ -88,15 +92,41 @@ def _label(results: dict[str, Any], path: Path) -> str:
     return str(model) if model else path.name
 
 
-def _techniques(results: dict[str, Any]) -> list[dict[str, Any]]:
+def flatten_metrics(metrics: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Nested metric dicts as flat columns; `beyond_sampling.<τ>.<rate>` reads as "SGR τ=0.7"."""
+    flat: dict[str, Any] = {}
+    for key, value in metrics.items():
+        if key in ("technique", "name"):
+            continue
+        if key == "beyond_sampling" and isinstance(value, dict):
+            for temp, rates in value.items():
+                for rate, v in (rates or {}).items():
+                    flat[f"{rate.upper()} τ={temp}"] = v
+        elif isinstance(value, dict) and "mean" not in value:
+            flat.update(flatten_metrics(value, f"{prefix}{key} "))
+        elif value is None or isinstance(value, (int, float, dict)) and not isinstance(value, bool):
+            flat[f"{prefix}{key}"] = value
+    return flat
+
+
+def _techniques(results: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str, dict[str, float]]]:
+    names = results.get("techniques")
+    overall = results.get("overall")
+    if isinstance(names, list) and names and all(isinstance(n, str) for n in names) and isinstance(overall, dict):
+        rows = [{"technique": n, **flatten_metrics(overall.get(n) or {})} for n in names]
+        bins = results.get("per_frequency_bin") or {}
+        per_bin = {n: {str(b): acc for b, slice_ in bins.items() if isinstance(slice_, dict)
+                       and (acc := _number(slice_.get(n))) is not None} for n in names}
+        return rows, {n: v for n, v in per_bin.items() if v}
     for key in _TECHNIQUE_KEYS:
         raw = results.get(key)
         if isinstance(raw, dict):
-            return [{"technique": name, **(v if isinstance(v, dict) else {"value": v})} for name, v in raw.items()]
+            return [{"technique": n, **(flatten_metrics(v) if isinstance(v, dict) else {"value": v})}
+                    for n, v in raw.items()], {}
         if isinstance(raw, list):
-            return [{"technique": r.get("technique") or r.get("name") or f"#{i}", **r}
-                    for i, r in enumerate(raw) if isinstance(r, dict)]
-    return []
+            return [{"technique": r.get("technique") or r.get("name") or f"#{i}", **flatten_metrics(r)}
+                    for i, r in enumerate(raw) if isinstance(r, dict)], {}
+    return [], {}
 
 
 def _gap_figures(scope: Any) -> tuple[dict[str, float], dict[str, float]]:
@@ -157,8 +187,8 @@ def load_run(run_dir: str | Path) -> RunSummary:
         path=run_dir, label=_label(results, run_dir), task=str(results.get("task", "evaluation")),
         headline=_headline(results), per_relation=_table(results, _RELATION_KEYS) or _from_items(run_dir, "relation"),
         per_bin=_table(results, _BIN_KEYS) or _from_items(run_dir, "frequency_bin"),
-        techniques=_techniques(results),
     )
+    run.techniques, run.technique_bins = _techniques(results)
     run.gaps, run.gap_std = _gaps(results)
     if run.is_empty():
         raise InputError(path, "no metrics the report can show (see kbench/report/runs.py for the keys it reads)")

@@ -44,14 +44,27 @@ def extraction_run(root: Path, model: str, shift: float) -> Path:
     return root
 
 
+def _technique(acc, gain, loss, improved, sgr) -> dict:
+    return {"n": 20, "accuracy": acc, "exact_accuracy": acc, "gain": gain, "loss": loss,
+            "prs": {"n": 10, "improved": improved, "tied": 0.1, "worsened": 0.9 - improved if improved is not None else None},
+            "beyond_sampling": {"0.7": {"sgr": sgr, "dgr": 0.05, "shallow": 4, "deep": 6}}}
+
+
 def kee_run(root: Path) -> Path:
+    """results.json shaped as schemas/results.kee.v1.json: technique names plus per-slice metrics."""
+    baseline, recite = _technique(0.31, 0.0, 0.0, None, None), _technique(0.35, 0.12, 0.05, 0.4, 0.3)
     write_json(root / "results.json", {
-        "task": "kee", "model": "tiny-llama",
-        "techniques": {
-            "baseline": {"Acc": 0.31, "Gain": 0.0, "Loss": 0.0},
-            "recite": {"Acc": 0.35, "Gain": 0.12, "Loss": 0.05,
-                       "PRS": {"improved": 0.4, "tied": 0.1, "worsened": 0.5}, "SGR": 0.3, "DGR": 0.05},
-        },
+        "schema": "results.kee.v1", "task": "kee",
+        "model": {"name": "tiny-llama", "identity": "0" * 64, "dtype": "float32"},
+        "dataset": {"path": "maple", "file": "data/default/test.parquet", "sha256": "1" * 64, "split": "test",
+                    "items": 20, "fitting_pool": "train split"},
+        "settings": {"techniques": ["baseline", "recite"], "split": "test", "k": 20, "sweep_max": 30,
+                     "temperatures": [0.7], "seed_a": 42, "technique_params": {}},
+        "techniques": ["baseline", "recite"],
+        "overall": {"baseline": baseline, "recite": recite},
+        "per_frequency_bin": {"tail": {"baseline": _technique(0.1, 0.0, 0.0, None, None), "recite": recite},
+                              "head": {"baseline": _technique(0.5, 0.0, 0.0, None, None), "recite": recite}},
+        "ranking_stability": {}, "timing": {},
     })
     return root
 
@@ -83,7 +96,8 @@ def test_fixture_results_follow_the_published_schemas(tmp_path):
 
     schemas = Path(__file__).resolve().parents[2] / "schemas"
     for run, name in ((extraction_run(tmp_path / "e", "m", 0.1), "results.extraction.v1.json"),
-                      (xteval_run(tmp_path / "x", "m", 0.6, 0.5), "results.xteval.v1.json")):
+                      (xteval_run(tmp_path / "x", "m", 0.6, 0.5), "results.xteval.v1.json"),
+                      (kee_run(tmp_path / "k"), "results.kee.v1.json")):
         schema = json.loads((schemas / name).read_text())
         Draft202012Validator(schema).validate(json.loads((run / "results.json").read_text()))
 
@@ -125,7 +139,9 @@ def test_report_of_several_runs_has_every_section_and_chart(tmp_path):
         assert f'src="{png}"' in html  # relative links: the folder stands alone
         width, height = _png_size(tmp_path / "report" / png)
         assert width > 200 and height > 100
-    assert "<h2>Techniques: tiny-llama</h2>" in html and "PRS improved" in html and "<td>0.120</td>" in html
+    assert "<h2>Techniques: tiny-llama</h2>" in html and "<th>prs improved</th>" in html and "<th>SGR τ=0.7</th>" in html
+    assert "<tr><td>recite</td><td>20</td><td>0.350</td><td>0.350</td><td>0.120</td><td>0.050</td>" in html
+    assert "<tr><td>baseline</td><td>0.500</td><td>0.100</td></tr>" in html  # per-bin accuracy, head before tail
     assert "0.600 ± 0.010" in html  # acc_D mean ± std
     assert "<th>model-a (r4) · iid</th>" in html and "<th>model-a (r4) · ood</th>" in html
     # bins in head, torso, tail order whatever order results.json used
