@@ -22,6 +22,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import shutil
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -99,13 +100,28 @@ def _write_table(frame, path: Path) -> None:
     import polars as pl
 
     with atomic_path(path) as tmp:
-        if isinstance(frame, pl.LazyFrame):
-            try:
-                frame.sink_parquet(tmp)
-            except Exception:  # some plans cannot stream; fall back to in-memory
-                frame.collect().write_parquet(tmp)
-        else:
-            frame.write_parquet(tmp)
+        try:
+            if isinstance(frame, pl.LazyFrame):
+                try:
+                    frame.sink_parquet(tmp)
+                except Exception:
+                    if _disk_nearly_full(path.parent):
+                        raise
+                    frame.collect().write_parquet(tmp)  # some plans cannot stream; fall back to in-memory
+            else:
+                frame.write_parquet(tmp)
+        except Exception as exc:
+            # polars reports a short write as a parquet/compute error, not as OSError(ENOSPC)
+            if _disk_nearly_full(path.parent):
+                raise UserError(f"no space left on device while writing {path}") from exc
+            raise
+
+
+def _disk_nearly_full(folder: Path, margin: int = 1 << 20) -> bool:
+    try:
+        return shutil.disk_usage(folder).free < margin
+    except OSError:
+        return False
 
 
 def _count(path: Path) -> int:
