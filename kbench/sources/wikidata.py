@@ -47,7 +47,10 @@ PREFIXES = (
 
 DEFAULT_BATCH_SIZE = 200
 
-_ID_RE = re.compile(r"[QP][1-9][0-9]*")
+#: A Wikidata item or property id; also used as a polars regex (`^...$`) for whole columns.
+ID_PATTERN = r"[QP][1-9][0-9]*"
+PROPERTY_PATTERN = r"P[1-9][0-9]*"
+_ID_RE = re.compile(ID_PATTERN)
 _ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t", "\b": "\\b", "\f": "\\f"}
 _ESCAPE_RE = re.compile(r'[\\"\n\r\t\b\f]')
 
@@ -64,14 +67,21 @@ def validate_id(value: object) -> str:
     return value  # type: ignore[return-value]
 
 
+def validate_property(value: object) -> str:
+    """Like `validate_id`, for a property id (P123) only."""
+    if not (is_valid_id(value) and value.startswith("P")):  # type: ignore[union-attr]
+        raise ValueError(f"not a Wikidata property id (expected P123): {value!r}")
+    return value  # type: ignore[return-value]
+
+
 def entity_iri(entity_id: str) -> str:
     return ENTITY + validate_id(entity_id)
 
 
-def id_from_iri(iri: str) -> str | None:
-    """`http://www.wikidata.org/entity/Q42` -> `Q42`; None for any other IRI."""
-    if iri.startswith(ENTITY) and is_valid_id(iri[len(ENTITY):]):
-        return iri[len(ENTITY):]
+def id_from_iri(iri: str, base: str = ENTITY) -> str | None:
+    """`http://www.wikidata.org/entity/Q42` -> `Q42` (or a `wdt:` IRI with base=DIRECT); None for any other IRI."""
+    if iri.startswith(base) and is_valid_id(iri[len(base):]):
+        return iri[len(base):]
     return None
 
 
@@ -109,13 +119,14 @@ def entities_query(ids: Iterable[str]) -> str:
     )
 
 
-def object_count_query(relation: str, subject_ids: Iterable[str]) -> str:
-    """How many distinct values `wdt:<relation>` has for each subject (subjects with none are absent)."""
+def object_count_query(pairs: Iterable[tuple[str, str]]) -> str:
+    """How many distinct `wdt:<relation>` values each (relation, subject) pair has (pairs with none are absent)."""
+    values = " ".join(f"(wd:{validate_id(subject)} wdt:{validate_property(relation)})" for relation, subject in pairs)
     return PREFIXES + (
-        "SELECT ?item (COUNT(DISTINCT ?value) AS ?count) WHERE {\n"
-        f"  VALUES ?item {{ {_values(subject_ids)} }}\n"
-        f"  ?item wdt:{validate_id(relation)} ?value .\n"
-        "}\nGROUP BY ?item\n"
+        "SELECT ?item ?property (COUNT(DISTINCT ?value) AS ?count) WHERE {\n"
+        f"  VALUES (?item ?property) {{ {values} }}\n"
+        "  ?item ?property ?value .\n"
+        "}\nGROUP BY ?item ?property\n"
     )
 
 
@@ -147,9 +158,8 @@ class WikidataClient:
         self.batch_size = batch_size
         self._on_batch = on_batch  # progress hook: called with the number of ids just handled
 
-    def _batches(self, ids: Iterable[str]) -> Iterator[list[str]]:
-        unique = sorted({validate_id(i) for i in ids})
-        for batch in batched(unique, self.batch_size):
+    def _batches(self, items: Iterable) -> Iterator[list]:
+        for batch in batched(sorted(set(items)), self.batch_size):
             yield batch
             if self._on_batch:
                 self._on_batch(len(batch))
@@ -157,7 +167,7 @@ class WikidataClient:
     def entities(self, ids: Iterable[str]) -> dict[str, str | None]:
         """The ids among `ids` that exist, mapped to their English label (None when unlabelled)."""
         found: dict[str, str | None] = {}
-        for batch in self._batches(ids):
+        for batch in self._batches(validate_id(i) for i in ids):
             for row in self.sparql.select(entities_query(batch)):
                 entity = id_from_iri(row.get("item", ""))
                 if entity is None:
@@ -168,14 +178,17 @@ class WikidataClient:
                     found[entity] = label
         return found
 
-    def object_counts(self, relation: str, subject_ids: Iterable[str]) -> dict[str, int]:
-        """Distinct `wdt:<relation>` values per subject; subjects with no value map to 0."""
-        validate_id(relation)
-        counts: dict[str, int] = {}
-        for batch in self._batches(subject_ids):
+    def object_counts(self, pairs: Iterable[tuple[str, str]]) -> dict[tuple[str, str], int]:
+        """Distinct `wdt:<relation>` values per (relation, subject) pair; pairs with no value map to 0.
+
+        Pairs of all relations share batches, so only the last batch is ever partly filled.
+        """
+        counts: dict[tuple[str, str], int] = {}
+        for batch in self._batches((validate_property(r), validate_id(s)) for r, s in pairs):
             counts.update(dict.fromkeys(batch, 0))
-            for row in self.sparql.select(object_count_query(relation, batch)):
-                entity = id_from_iri(row.get("item", ""))
-                if entity is not None:
-                    counts[entity] = int(row["count"])
+            for row in self.sparql.select(object_count_query(batch)):
+                subject = id_from_iri(row.get("item", ""))
+                relation = id_from_iri(row.get("property", ""), base=DIRECT)
+                if subject is not None and relation is not None:
+                    counts[(relation, subject)] = int(row["count"])
         return counts

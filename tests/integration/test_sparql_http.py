@@ -113,8 +113,8 @@ def test_http_and_embedded_give_the_same_answers(endpoint, lama_store, p19_facts
     assert "Q999999999" not in found and found["P19"] == "place of birth"
     assert http.sparql.stats.queries_sent == math.ceil(len(set(ids)) / 200)
 
-    subjects = p19_facts["subject_id"].to_list()
-    assert http.object_counts("P19", subjects) == embedded.object_counts("P19", subjects)
+    pairs = [("P19", s) for s in p19_facts["subject_id"].to_list()] + [("P20", "Q1886736")]
+    assert http.object_counts(pairs) == embedded.object_counts(pairs)
 
 
 def test_injection_label_round_trips_over_http(endpoint):

@@ -35,13 +35,17 @@ def test_entities_batched_at_most_200_ids_per_query():
     assert found["Q7"] == "e7" and found["P19"] == "place of birth"
 
 
-def test_batch_size_is_configurable_and_counts_queries():
+def test_object_counts_share_batches_across_relations():
     client = SparqlClient(EmbeddedTransport(_store(30), "s"))
-    counts = WikidataClient(client, batch_size=7).object_counts("P19", [f"Q{i}" for i in range(1, 31)] + ["Q555"])
-    assert client.stats.queries_sent == 5  # ceil(31 / 7)
-    assert counts["Q3"] == 0 and counts["Q4"] == 1 and counts["Q5"] == 2 and counts["Q555"] == 0
+    pairs = [("P19", f"Q{i}") for i in range(1, 31)] + [("P19", "Q555"), ("P20", "Q4"), ("P20", "Q5")]
+    counts = WikidataClient(client, batch_size=7).object_counts(pairs + pairs[:5])
+    assert client.stats.queries_sent == 5  # ceil(33 distinct pairs / 7), relations mixed in a batch
+    assert counts[("P19", "Q3")] == 0 and counts[("P19", "Q4")] == 1 and counts[("P19", "Q5")] == 2
+    assert counts[("P19", "Q555")] == 0 and counts[("P20", "Q5")] == 0 and len(counts) == 33
     with pytest.raises(ValueError):
         WikidataClient(client, batch_size=0)
+    with pytest.raises(ValueError):
+        WikidataClient(client).object_counts([("Q19", "Q1")])  # a relation must be a property
 
 
 def test_cache_hit_sends_no_query(tmp_path):

@@ -35,9 +35,9 @@ def test_query_builders_refuse_invalid_ids():
     with pytest.raises(ValueError):
         entities_query(["Q1", "Q2 } ; DELETE WHERE { ?s ?p ?o } #"])
     with pytest.raises(ValueError):
-        object_count_query("P19>", ["Q1"])
+        object_count_query([("P19>", "Q1")])
     with pytest.raises(ValueError):
-        object_count_query("P19", ["Q1\n"])
+        object_count_query([("P19", "Q1\n")])
 
 
 @pytest.mark.parametrize("text, expected", [

@@ -123,12 +123,18 @@ def open_wikidata(params: WikidataParams, ctx: StageContext, on_batch=None) -> W
     return WikidataClient(SparqlClient(transport, cache), batch_size=params.batch_size, on_batch=on_batch)
 
 
-def id_or_none(value) -> str | None:
-    """A table cell as an id string; None for null or blank."""
-    if value is None:
-        return None
-    text = str(value)
-    return text if text.strip() else None
+def present(column: str):
+    """Polars: the cell holds a non-blank value."""
+    import polars as pl
+
+    return (pl.col(column).cast(pl.Utf8).str.strip_chars().str.len_chars() > 0).fill_null(False)
+
+
+def matches(column: str, pattern: str):
+    """Polars: the whole cell matches `pattern` (the same regex `is_valid_id` uses)."""
+    import polars as pl
+
+    return pl.col(column).cast(pl.Utf8).str.contains(f"^{pattern}$").fill_null(False)
 
 
 class progress:

@@ -1,10 +1,11 @@
 """`single_answer`: keep (subject, relation) pairs that have exactly one object in Wikidata.
 
-For each relation, the distinct subjects are looked up in batches of `batch_size` (default 200)
-with one query per batch:
+The distinct (relation, subject) pairs are looked up in batches of `batch_size` (default 200),
+one query per batch, all relations sharing batches:
 
-    SELECT ?item (COUNT(DISTINCT ?value) AS ?count)
-    WHERE { VALUES ?item { wd:Q1 ... } ?item wdt:P19 ?value } GROUP BY ?item
+    SELECT ?item ?property (COUNT(DISTINCT ?value) AS ?count)
+    WHERE { VALUES (?item ?property) { (wd:Q1 wdt:P19) ... } ?item ?property ?value }
+    GROUP BY ?item ?property
 
 A row is kept when its subject has exactly one value for its relation. Drop reasons:
 `invalid_id` (relation or subject id malformed or missing), `no_answer_in_store` (no value at
@@ -14,12 +15,13 @@ all), `multiple_answers` (two or more distinct values). Uses the same data sourc
 
 from __future__ import annotations
 
-from collections import defaultdict
 from pathlib import Path
 
 from kbench.build.stage import Stage, StageOutput, filter_with_reason, register_stage
-from kbench.build.stages._wikidata_common import WikidataParams, endpoint_option, id_or_none, open_wikidata, progress, wikidata_input_files
-from kbench.sources.wikidata import is_valid_id
+from kbench.build.stages._wikidata_common import (
+    WikidataParams, endpoint_option, matches, open_wikidata, progress, wikidata_input_files,
+)
+from kbench.sources.wikidata import ID_PATTERN, PROPERTY_PATTERN
 
 
 @register_stage
@@ -36,27 +38,18 @@ class SingleAnswer(Stage):
     def run(self, table) -> StageOutput:
         import polars as pl
 
-        df = table.collect()
-        pairs = [(id_or_none(r), id_or_none(s)) for r, s in zip(df["relation"].to_list(), df["subject_id"].to_list())]
-        valid = [r is not None and r.startswith("P") and is_valid_id(r) and is_valid_id(s) for r, s in pairs]
-        subjects_by_relation: dict[str, set[str]] = defaultdict(set)
-        for ok, (r, s) in zip(valid, pairs):
-            if ok:
-                subjects_by_relation[r].add(s)
-
-        counts: dict[tuple[str, str], int] = {}
-        total = sum(len(s) for s in subjects_by_relation.values())
-        with progress("single_answer: counting objects", total) as advance:
-            client = open_wikidata(self.params, self.ctx, on_batch=advance)
-            for relation in sorted(subjects_by_relation):
-                for subject, n in client.object_counts(relation, subjects_by_relation[relation]).items():
-                    counts[(relation, subject)] = n
-
-        reasons = []
-        for ok, pair in zip(valid, pairs):
-            if not ok:
-                reasons.append("invalid_id")
-            else:
-                n = counts[pair]
-                reasons.append(None if n == 1 else "no_answer_in_store" if n == 0 else "multiple_answers")
-        return filter_with_reason(df.lazy(), pl.lit(pl.Series("reason", reasons, dtype=pl.Utf8)))
+        valid = matches("relation", PROPERTY_PATTERN) & matches("subject_id", ID_PATTERN)
+        df = table.with_columns(pl.col("relation", "subject_id").cast(pl.Utf8), valid.alias("__valid")).collect()
+        pairs = df.filter(pl.col("__valid")).select("relation", "subject_id").unique()
+        with progress("single_answer: counting objects", pairs.height) as advance:
+            counts = open_wikidata(self.params, self.ctx, on_batch=advance).object_counts(pairs.iter_rows())
+        count_table = pl.DataFrame(
+            {"relation": [r for r, _ in counts], "subject_id": [s for _, s in counts],
+             "__count": list(counts.values())},
+            schema={"relation": pl.Utf8, "subject_id": pl.Utf8, "__count": pl.Int64})
+        df = df.join(count_table, on=["relation", "subject_id"], how="left", maintain_order="left")
+        reason = (pl.when(~pl.col("__valid")).then(pl.lit("invalid_id"))
+                  .when(pl.col("__count") == 0).then(pl.lit("no_answer_in_store"))
+                  .when(pl.col("__count") > 1).then(pl.lit("multiple_answers")))
+        out = filter_with_reason(df.lazy(), reason)
+        return StageOutput(kept=out.kept.drop("__valid", "__count"), rejected=out.rejected.drop("__valid", "__count"))
