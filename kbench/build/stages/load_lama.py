@@ -114,16 +114,23 @@ class LoadLama(Stage):
                 raise ValueError("give at least one of trex, google_re, autoprompt")
             return self
 
+    def __init__(self, params, ctx):
+        super().__init__(params, ctx)
+        self._materialized: dict[str, Path] = {}
+
     # ---- locating files -------------------------------------------------------------------
 
     def _local(self, key: str) -> Path | None:
+        """The local path of a source parameter (downloaded and verified once per stage run)."""
         from kbench.sources.download import materialize
 
         location = getattr(self.params, key)
         if location is None:
             return None
-        return materialize(location, getattr(self.params, f"{key}_sha256"), self.ctx.cache_dir,
-                           key=key, base=self.ctx.recipe_dir)
+        if key not in self._materialized:
+            self._materialized[key] = materialize(location, getattr(self.params, f"{key}_sha256"), self.ctx.cache_dir,
+                                                  key=key, base=self.ctx.recipe_dir)
+        return self._materialized[key]
 
     def _wanted(self, relation: str) -> bool:
         return self.params.relations is None or relation in self.params.relations
