@@ -37,10 +37,8 @@ def split_frames(run_dir: Path) -> dict[str, pl.DataFrame]:
 @pytest.fixture(scope="module")
 def built(tmp_path_factory, shared_data) -> Path:
     out = tmp_path_factory.mktemp("lama") / "lama"
-    started = time.perf_counter()
-    result = run_kbench("build", str(RECIPE), "--out", str(out))
+    result = run_kbench("build", str(RECIPE), "--out", str(out))  # wall time: see bench/build_lama.py
     assert result.returncode == 0, result.stderr
-    assert time.perf_counter() - started < 60  # target is 30 s on the 2-core dev machine
     return out
 
 
