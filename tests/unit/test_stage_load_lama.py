@@ -87,6 +87,11 @@ def test_relation_filter_and_row_limit(tmp_path, lama):
     assert "train.jsonl" not in [p.name for p in files]
 
 
+def test_a_requested_relation_without_facts_is_an_error(tmp_path, lama):
+    with pytest.raises(UserError, match="no facts found for P27"):
+        run(tmp_path, trex="data/lama_trex", relations=["P19", "P27"])
+
+
 def test_google_re_alone_needs_no_relations_file(tmp_path, lama):
     table, files = run(tmp_path, google_re="data/google_re")
     assert sorted(table["relation"].to_list()) == ["P19", "P569"]

@@ -279,6 +279,9 @@ class LoadLama(Stage):
                         subject=obj["sub_label"], subject_id=obj["sub_uri"], object=obj["obj_label"],
                         object_id=obj["obj_uri"], evidence_count=None, split=split)
 
+        missing = sorted(set(self.params.relations or []) - set(rows["relation"]))
+        if missing:
+            raise UserError(f"relations: no facts found for {', '.join(missing)} in the given sources")
         schema = {c: {"str": pl.Utf8, "int": pl.Int64, "list": pl.List(pl.Utf8)}[t] for c, t in COLUMNS.items()}
         return StageOutput(kept=pl.DataFrame(rows, schema=schema))
 
