@@ -8,7 +8,7 @@ import torch
 
 from kbench.evaluate.xteval.crossencoder import CrossEncoder, FinetuneConfig, finetune, info_nce, training_candidates
 from kbench.evaluate.xteval.documents import DocumentGenerator, Triple
-from kbench.evaluate.xteval.probes import discrete_probe, run_probes, soft_probe
+from kbench.evaluate.xteval.probes import run_probes, soft_probe
 from kbench.evaluate.xteval.softprompt import SoftPromptConfig, load_or_train, train_relation
 from kbench.models.loading import load_model
 from tests.fixtures_models import tiny_causal_dir, tiny_masked_dir  # noqa: F401
@@ -56,18 +56,18 @@ def test_soft_prompts_are_saved_reused_and_checked(tiny_causal_dir, tmp_path):  
         load_or_train(loaded, "P17", pairs, tmp_path, cfg, seed=4)
 
 
-def test_probes_read_the_gold_positions(tiny_causal_dir, tiny_masked_dir):  # noqa: F811
+def test_soft_probes_put_the_gold_where_it_is_read(tiny_causal_dir, tiny_masked_dir):  # noqa: F811
     causal = load_model(str(tiny_causal_dir))
-    p = discrete_probe(causal.tokenizer, "causal", "Paris is the capital of", "", "France")
-    assert p.ids[len(p.ids) - len(p.target_ids):] == p.target_ids
-    assert p.logit_positions[0] == len(p.ids) - len(p.target_ids) - 1
+    p = soft_probe(causal.tokenizer, "causal", "Paris", "France", 3, 3)
+    n_gold = len(p.target_ids)
+    assert p.ids[-n_gold:] == p.target_ids and p.logit_positions[0] == len(p.ids) - n_gold - 1
+    assert sum(p.soft) == 6 and not any(p.soft[-n_gold:])
     masked = load_model(str(tiny_masked_dir))
-    m = discrete_probe(masked.tokenizer, "masked", "", "Paris is the capital of [MASK] .", "France")
-    assert all(m.ids[i] == masked.tokenizer.mask_token_id for i in m.logit_positions)
     s = soft_probe(masked.tokenizer, "masked", "Paris", "France", 3, 3)
-    assert sum(s.soft) == 6 and s.ids[0] == masked.tokenizer.cls_token_id
-    loss, hit = run_probes(masked.model, [m, s], masked.tokenizer.pad_token_id, torch.zeros(6, 32))
-    assert loss.shape == (2,) and hit.dtype == torch.bool
+    assert sum(s.soft) == 6 and s.ids[0] == masked.tokenizer.cls_token_id and s.ids[-1] == masked.tokenizer.sep_token_id
+    assert all(s.ids[i] == masked.tokenizer.mask_token_id for i in s.logit_positions)
+    loss, hit = run_probes(masked.model, [s, s], masked.tokenizer.pad_token_id, torch.zeros(6, 32))
+    assert loss.shape == (2,) and hit.dtype == torch.bool and torch.allclose(loss[0], loss[1])
 
 
 @pytest.mark.parametrize("fixture", ["tiny_causal_dir", "tiny_masked_dir"])

@@ -1,13 +1,13 @@
 """Step 1 of XTEVAL: D^theta, the facts of D the model predicts at top-1, zero-shot.
 
-Three sources, one output (the ids of the known facts):
-- "discrete": the dataset's own prompts (`prompt_cloze` / `prompt_masked`, i.e. the templates);
+Two sources here, one output (the ids of the known facts); discrete prompts are the extraction
+task's (`kbench.evaluate.extraction.run_extraction`, called by the pipeline):
 - "soft": per-relation OptiPrompt vectors around the head (`softprompt.py`), trained on
   train/dev facts of the relation that are not in D (AutoPrompt splits, or the dataset's
   train/dev splits);
 - a known-facts file written by an extraction run: parquet or jsonl with an `id` column and,
   optionally, a boolean `correct` column (rows with correct = false are not known).
-"Predicts at top-1" is defined in `probes.py` (every gold token is the argmax).
+For soft prompts, "predicts at top-1" is defined in `probes.py` (every gold token is the argmax).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from kbench.errors import InputError
-from kbench.evaluate.xteval.probes import discrete_probe, run_probes, soft_probe
+from kbench.evaluate.xteval.probes import run_probes, soft_probe
 from kbench.evaluate.xteval.softprompt import SoftPromptConfig, load_or_train
 
 
@@ -32,14 +32,6 @@ def _batched_hits(loaded, probes, batch_size: int, vectors=None, progress: Calla
             if progress is not None:
                 progress(len(chunk))
     return hits
-
-
-def discrete_known(loaded, rows: Sequence[dict], batch_size: int = 32,
-                   progress: Callable[[int], None] | None = None) -> list[str]:
-    """Ids of the rows whose object the model predicts at top-1 from the dataset's prompt."""
-    probes = [discrete_probe(loaded.tokenizer, loaded.kind, r["prompt_cloze"], r.get("prompt_masked") or "", r["object"])
-              for r in rows]
-    return [r["id"] for r, hit in zip(rows, _batched_hits(loaded, probes, batch_size, progress=progress)) if hit]
 
 
 def soft_known(loaded, rows: Sequence[dict], pairs: Callable[[str], tuple[list, list]], save_dir: Path,

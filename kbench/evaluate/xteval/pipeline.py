@@ -2,13 +2,17 @@
 
 Run directory (one per command; rerunning the same command continues where it stopped):
 
-    OUT/config.json                          everything that changes the results (checked on rerun)
+    OUT/config.json                          everything that changes the results (checked on rerun, RunDir)
+    OUT/extraction/discrete/                 the extraction task's run (known_facts.parquet) for discrete prompts
     OUT/extraction/seed-<e>.json             D^theta of one extraction seed: known ids, acc_D
     OUT/softprompts/seed-<e>/<rel>.safetensors   soft prompts (when --extraction soft)
     OUT/units/<iid|ood>/e<e>-s<s>-f<f>.json  one fine-tuning run: downstream accuracy, per query
     OUT/results.json                         schema results.xteval.v1 (mean, std, per-run values)
     OUT/report.md, OUT/gaps.png              the table and the paper-style stacked gap chart
 
+Discrete extraction is `kbench evaluate extraction`'s library function (`run_extraction`:
+MAPLE matching of a greedy answer for causal LMs, LAMA P@1 for masked LMs); soft extraction
+uses `probes.py` (every gold token at top-1, teacher-forced).
 Seeds: extraction x split x fine-tune (paper 3 x 3 x 3 = 27 runs per setting). Discrete
 extraction is deterministic, so it has one extraction seed whatever the count asked for.
 Splits: "iid" cuts D^theta 60/40 at random; "ood" puts 60% of its relations (and their facts)
@@ -24,17 +28,16 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from kbench.errors import InputError, UserError
+from kbench.errors import UserError
 from kbench.evaluate.xteval.crossencoder import FinetuneConfig, finetune
 from kbench.evaluate.xteval.documents import DocumentGenerator, Triple, load_templates
-from kbench.evaluate.xteval.extraction import discrete_known, read_known_facts, soft_known
+from kbench.evaluate.xteval.extraction import read_known_facts, soft_known
 from kbench.evaluate.xteval.inference import evaluate_retrieval
 from kbench.evaluate.xteval.softprompt import SoftPromptConfig, split_dir_pairs
 from kbench.io import read_json, sha256_file, stable_hash, write_json
 from kbench.metrics.gaps import aggregate_runs, gap_figures
 
 RESULTS_SCHEMA = "results.xteval.v1"
-FACT_COLUMNS = ("id", "relation", "subject", "object", "template", "prompt_cloze")
 
 
 class XtevalConfig(BaseModel):
@@ -54,34 +57,11 @@ class XtevalConfig(BaseModel):
 
 
 def load_facts(dataset_dir: Path, split: str, limit: int | None) -> list[dict]:
-    """The facts D: rows of `data/<config>/<split>.parquet`; with `limit`, taken round-robin over
-    relations (in id order) so a small run still covers many relations (needed for OOD)."""
-    import polars as pl
+    """The facts D: the rows the extraction task reads for the same split and --limit (its
+    seeded sample, seed 0), so `evaluate extraction` and `evaluate xteval` see the same D."""
+    from kbench.evaluate.extraction import read_rows, seeded_sample, split_path
 
-    files = sorted(Path(dataset_dir).glob(f"data/*/{split}.parquet"))
-    if not files:
-        raise InputError(dataset_dir, f"no data/<config>/{split}.parquet: not a built dataset folder "
-                                      "(kbench build ... --out DIR), or no such split")
-    if len(files) > 1:
-        raise InputError(dataset_dir, f"several configs hold a {split} split: {', '.join(str(f) for f in files)}")
-    frame = pl.read_parquet(files[0])
-    missing = [c for c in FACT_COLUMNS if c not in frame.columns]
-    if missing:
-        raise InputError(files[0], f"missing column(s) {', '.join(missing)} (Question rows expected)")
-    columns = [c for c in (*FACT_COLUMNS, "prompt_masked") if c in frame.columns]
-    rows = sorted(frame.select(columns).to_dicts(), key=lambda r: (r["relation"], str(r["id"])))
-    if limit is not None and limit < len(rows):
-        by_rel: dict[str, list[dict]] = defaultdict(list)
-        for r in rows:
-            by_rel[r["relation"]].append(r)
-        queues = [by_rel[k] for k in sorted(by_rel)]
-        picked: list[dict] = []
-        depth = 0
-        while len(picked) < limit:
-            picked += [q[depth] for q in queues if depth < len(q)][:limit - len(picked)]
-            depth += 1
-        rows = picked
-    return rows
+    return seeded_sample(read_rows(split_path(Path(dataset_dir), split, None)), limit, 0)
 
 
 def split_facts(facts: list[Triple], setting: str, seed: int, train_fraction: float) -> tuple[list[Triple], list[Triple]]:
@@ -118,14 +98,31 @@ class Run:
     # ------------------------------------------------------------------ driver
     def execute(self, console=None) -> dict:
         from accelerate import Accelerator
-        from rich.progress import Progress
 
+        from kbench.evaluate.rundir import RunDir
         from kbench.models.loading import load_model
 
         accelerator = Accelerator()
         device = str(accelerator.device) if self.device == "auto" else self.device
         loaded = load_model(self.model_name, dtype=self.dtype, device=device)
-        self._check_config(loaded.identity, accelerator.is_main_process)
+        if not accelerator.is_main_process:  # the main process holds the run directory's lock
+            return self._execute(loaded, accelerator, console)
+        with RunDir(self.out, "xteval", self._config(loaded.identity)):
+            return self._execute(loaded, accelerator, console)
+
+    def _config(self, identity: str) -> dict:
+        """Everything that changes the results; a rerun with other values is refused by RunDir."""
+        from kbench.evaluate.extraction import split_path
+
+        dataset_file = split_path(self.dataset_dir, self.cfg.dataset_split, None)
+        return {"settings": self.cfg.model_dump(), "model": identity, "dataset_file": sha256_file(dataset_file),
+                "known_facts": sha256_file(self.known_facts) if self.known_facts else None,
+                "templates_dir": str(self.templates_dir) if self.templates_dir else None,
+                "prompt_train_dir": str(self.prompt_train_dir) if self.prompt_train_dir else None}
+
+    def _execute(self, loaded, accelerator, console) -> dict:
+        from rich.progress import Progress
+
         templates = self._templates()
         extraction_seeds = 1 if (self.cfg.extraction == "discrete" or self.known_facts) else self.cfg.extraction_seeds
         runs: dict[str, list[dict]] = {s: [] for s in self.cfg.settings}
@@ -152,8 +149,10 @@ class Run:
             "config": self.cfg.model_dump(),
         }
         if accelerator.is_main_process:
+            from kbench.evaluate.rundir import validate_results
             from kbench.evaluate.xteval.report import write_report
 
+            validate_results(results, "results.xteval.v1.json")
             write_json(self.out / "results.json", results)
             write_report(self.out, results)
         return results
@@ -168,7 +167,7 @@ class Run:
         if self.known_facts is not None:
             known = read_known_facts(self.known_facts, set(self.by_id))
         elif self.cfg.extraction == "discrete":
-            known = discrete_known(loaded, self.rows, self.cfg.probe_batch_size, advance)
+            known = self._discrete_known(loaded, advance)
         else:
             pairs = split_dir_pairs(self.prompt_train_dir) if self.prompt_train_dir else self._dataset_pairs()
             known = soft_known(loaded, self.rows, pairs, self.out / "softprompts" / f"seed-{seed}",
@@ -207,6 +206,20 @@ class Run:
         return unit
 
     # ------------------------------------------------------------------ helpers
+    def _discrete_known(self, loaded, advance) -> list[str]:
+        """D^theta from the extraction task (same split and sample), run inside this run directory."""
+        from kbench.build.context import default_cache_dir
+        from kbench.evaluate.extraction import ExtractionSettings, run_extraction
+        from kbench.models.result_cache import ResultCache
+        from kbench.models.runner import ModelRunner
+
+        settings = ExtractionSettings(split=self.cfg.dataset_split, limit=self.cfg.limit,
+                                      protocol="maple" if loaded.kind == "causal" else "lama")
+        runner = ModelRunner(loaded, cache=ResultCache(default_cache_dir() / "results.sqlite"))
+        out = self.out / "extraction" / "discrete"
+        run_extraction(loaded, runner, self.dataset_dir, out, settings, progress=lambda n, _total: advance(n))
+        return read_known_facts(out / "known_facts.parquet", set(self.by_id))
+
     def _dataset_pairs(self):
         """Soft-prompt data from the dataset's own train and dev splits (facts outside D)."""
         import polars as pl
@@ -232,30 +245,6 @@ class Run:
     def _templates(self) -> dict[str, list[str]]:
         own: dict[str, list[str]] = defaultdict(list)
         for r in self.rows:
-            if r["template"] and r["template"] not in own[r["relation"]]:
+            if r.get("template") and r["template"] not in own[r["relation"]]:
                 own[r["relation"]].append(r["template"])
         return load_templates(self.templates_dir, own) if self.templates_dir else dict(own)
-
-    def _check_config(self, identity: str, is_main: bool) -> None:
-        dataset_files = sorted(self.dataset_dir.glob(f"data/*/{self.cfg.dataset_split}.parquet"))
-        wanted = {"config": self.cfg.model_dump(), "model_identity": identity,
-                  "dataset_sha256": sha256_file(dataset_files[0]),
-                  "known_facts_sha256": sha256_file(self.known_facts) if self.known_facts else None,
-                  "templates_dir": str(self.templates_dir) if self.templates_dir else None,
-                  "prompt_train_dir": str(self.prompt_train_dir) if self.prompt_train_dir else None}
-        path = self.out / "config.json"
-        if path.exists():
-            if read_json(path) != _as_json(wanted):
-                raise UserError(f"{self.out} holds a run with other settings (see {path}); use a new --out "
-                                "or rerun with the same options to resume")
-        elif is_main:
-            write_json(path, wanted)
-
-
-def _as_json(obj):
-    """`obj` as it reads back from JSON (tuples become lists), so configs compare equal."""
-    import json
-
-    from kbench.io import to_json
-
-    return json.loads(to_json(obj))

@@ -1,4 +1,4 @@
-"""Teacher-forced top-1 probes shared by discrete and soft-prompt extraction.
+"""Teacher-forced top-1 probes for soft-prompt extraction and training.
 
 A `Probe` is one fact laid out as token ids plus the positions whose prediction must be the
 gold object's tokens. A fact counts as predicted at top-1 when the model's argmax is the gold
@@ -42,22 +42,6 @@ def _gold_ids(tokenizer, kind: str, answer: str) -> list[int]:
     if not ids:
         raise UserError(f"the answer {answer!r} has no tokens for this tokenizer")
     return ids
-
-
-def discrete_probe(tokenizer, kind: str, prompt_cloze: str, prompt_masked: str, answer: str) -> Probe:
-    """A probe from the dataset's own prompts (the template, filled with the subject)."""
-    gold = _gold_ids(tokenizer, kind, answer)
-    if kind == "masked":
-        if "[MASK]" not in prompt_masked:
-            raise UserError(f"masked prompt without [MASK]: {prompt_masked!r}")
-        text = prompt_masked.replace("[MASK]", " ".join([tokenizer.mask_token] * len(gold)), 1)
-        ids = tokenizer(text)["input_ids"]
-        positions = [i for i, t in enumerate(ids) if t == tokenizer.mask_token_id][:len(gold)]
-        return Probe(ids, [False] * len(ids), positions, gold)
-    before, _ = special_wrap(tokenizer)  # e.g. <s>; never a trailing [SEP] between prompt and answer
-    prefix = before + tokenizer(prompt_cloze.rstrip(), add_special_tokens=False)["input_ids"]
-    ids = prefix + gold
-    return Probe(ids, [False] * len(ids), [len(prefix) - 1 + i for i in range(len(gold))], gold)
 
 
 def soft_probe(tokenizer, kind: str, head: str, answer: str, n_before: int, n_after: int) -> Probe:

@@ -1,0 +1,100 @@
+"""`kbench evaluate xteval` end to end on tiny random models (a decoder and an encoder) over a
+small dataset folder made of real LAMA T-REx facts: runs, resumes, writes schema-valid results."""
+
+import json
+import os
+
+import polars as pl
+import pytest
+
+from kbench.evaluate.rundir import validate_results
+from tests.conftest import run_kbench
+from tests.fixtures_models import tiny_causal_dir, tiny_masked_dir  # noqa: F401
+
+RELATIONS = ("P19", "P20", "P27", "P101", "P106", "P1412")
+PER_RELATION = 6
+
+
+def _question(fact: dict, rel: dict, split: str) -> dict:
+    template = rel["template"]
+    subject, obj = fact["sub_label"], fact["obj_label"]
+    filled = template.replace("[X]", subject)
+    return {"id": fact["uuid"], "relation": rel["relation"], "relation_label": rel["label"], "template": template,
+            "subject": subject, "subject_id": fact["sub_uri"], "object": obj, "object_id": fact["obj_uri"],
+            "source": "trex", "evidence_count": 0, "subject_aliases": [], "object_aliases": [], "answers": [obj],
+            "prompt_cloze": filled.split("[Y]")[0].strip(), "prompt_masked": filled.replace("[Y]", "[MASK]"),
+            "question": f"{rel['label']} of {subject}?", "frequency": None, "frequency_bin": None, "domain": None,
+            "split": split}
+
+
+@pytest.fixture(scope="module")
+def lama_folder(shared_data, tmp_path_factory):
+    """data/default/test.parquet with PER_RELATION real facts of each relation, plus known_facts.parquet
+    naming all of them (random tiny models know nothing, so D^theta is given as an extraction run would)."""
+    rels = {}
+    for line in (shared_data / "lama_trex" / "relations.jsonl").read_text().splitlines():
+        row = json.loads(line)
+        rels[row["relation"]] = row
+    rows = []
+    for relation in RELATIONS:
+        with open(shared_data / "lama_trex" / "TREx" / f"{relation}.jsonl") as fh:
+            for _, line in zip(range(PER_RELATION), fh):
+                rows.append(_question(json.loads(line), rels[relation], "test"))
+    folder = tmp_path_factory.mktemp("lama-small")
+    (folder / "data" / "default").mkdir(parents=True)
+    pl.DataFrame(rows).write_parquet(folder / "data" / "default" / "test.parquet")
+    pl.DataFrame({"id": [r["id"] for r in rows], "correct": [True] * len(rows)}).write_parquet(folder / "known_facts.parquet")
+    return folder
+
+
+def _args(folder, model, out, *extra):
+    return ("evaluate", "xteval", "--dataset", str(folder), "--model", str(model), "--out", str(out),
+            "--known-facts", str(folder / "known_facts.parquet"), "--epochs", "1", "--seeds", "1",
+            "--distractors-per-type", "4", "--batch-size", "8", "--device", "cpu", *extra)
+
+
+@pytest.mark.parametrize("model_fixture", ["tiny_causal_dir", "tiny_masked_dir"])
+def test_xteval_runs_resumes_and_writes_valid_results(model_fixture, request, lama_folder, tmp_path):
+    model = request.getfixturevalue(model_fixture)
+    out = tmp_path / "run"
+    first = run_kbench(*_args(lama_folder, model, out, "--split", "both"))
+    assert first.returncode == 0, first.stderr
+    results = json.loads((out / "results.json").read_text())
+    validate_results(results, "results.xteval.v1.json")
+    assert set(results["settings"]) == {"iid", "ood"}
+    n = len(RELATIONS) * PER_RELATION
+    for agg in results["settings"].values():
+        assert agg["acc_D"]["mean"] == 1.0   # every fact is in the given D^theta
+        run = agg["runs"][0]
+        assert run["gap1"] == 0.0 and run["usable_knowledge"] + run["gap2"] == pytest.approx(1.0)
+    iid = json.loads((out / "units" / "iid" / "e0-s0-f0.json").read_text())
+    assert iid["n_train"] + iid["n_test"] == n and iid["n_test"] == round(n * 0.4)
+    assert all(q["n_candidates"] > 1 for q in iid["queries"])
+    ood = json.loads((out / "units" / "ood" / "e0-s0-f0.json").read_text())
+    test_rel = {q["relation"] for q in ood["queries"]}   # relation-disjoint: whole relations go to test
+    assert 0 < len(test_rel) < len(RELATIONS) and ood["n_test"] == PER_RELATION * len(test_rel)
+    assert (out / "report.md").read_text().count("|") > 10
+    assert (out / "gaps.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+    # Rerun: every unit is reused (files untouched), results identical.
+    stamps = {p: p.stat().st_mtime_ns for p in (out / "units").rglob("*.json")}
+    again = run_kbench(*_args(lama_folder, model, out, "--split", "both"))
+    assert again.returncode == 0, again.stderr
+    assert {p: p.stat().st_mtime_ns for p in (out / "units").rglob("*.json")} == stamps
+    assert json.loads((out / "results.json").read_text())["settings"] == results["settings"]
+
+
+def test_rerun_with_other_settings_is_refused_and_tiny_d_theta_is_explained(lama_folder, tiny_causal_dir, tmp_path):  # noqa: F811
+    out = tmp_path / "run"
+    first = run_kbench(*_args(lama_folder, tiny_causal_dir, out, "--limit", "12"))
+    assert first.returncode == 0, first.stderr
+    other = run_kbench(*_args(lama_folder, tiny_causal_dir, out, "--limit", "12", "--lr", "3e-5"))
+    assert other.returncode == 2 and "differs in: settings" in other.stderr and "Traceback" not in other.stderr
+    # Discrete extraction through the extraction task: a random model knows (almost) nothing.
+    empty = run_kbench("evaluate", "xteval", "--dataset", str(lama_folder), "--model", str(tiny_causal_dir),
+                       "--out", str(tmp_path / "discrete"), "--epochs", "1", "--seeds", "1", "--device", "cpu")
+    assert empty.returncode == 2 and "D^theta holds" in empty.stderr, empty.stderr
+    assert (tmp_path / "discrete" / "extraction" / "discrete" / "known_facts.parquet").exists()
+    bad = run_kbench("evaluate", "xteval", "--dataset", str(tmp_path), "--model", str(tiny_causal_dir), "--out",
+                     str(tmp_path / "x"))
+    assert bad.returncode == 2 and "not a dataset folder" in bad.stderr
