@@ -1,0 +1,135 @@
+"""What the fitted techniques (CAA, ITI, DeCoRe, Activation Decoding) share: leakage-free folds,
+contrast pairs, batched activation reading, padded forward passes and the store of fitted
+tensors.
+
+Folds: when the dataset has a train split, it is the fitting pool for every evaluated item.
+Otherwise the evaluated items are cut into two folds by a hash of their id, and each fold is
+answered with what was fitted on the other one, so no item ever meets a vector or probe built
+from itself.
+
+Fitted tensors are saved as safetensors (never pickle) under the run's fit folder, named by a
+hash of everything that determines them, so a resumed run reloads instead of refitting.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from kbench.evaluate.techniques.base import KeeContext, KeeItem, answer_prompt
+from kbench.io import atomic_path, stable_hash
+
+ACTIVATION_BATCH = 16
+
+
+def fitting_plan(context: KeeContext, items: Sequence[KeeItem]) -> list[tuple[list[KeeItem], list[KeeItem]]]:
+    """[(fit pool, items answered with it)], covering every item exactly once."""
+    if context.train_items:
+        return [(list(context.train_items), list(items))]
+    folds: list[list[KeeItem]] = [[], []]
+    for item in items:
+        folds[int(stable_hash(["fold", item.id])[:8], 16) % 2].append(item)
+    return [(folds[1 - f], folds[f]) for f in (0, 1) if folds[f]]
+
+
+def split_pool(pool: Sequence[KeeItem], held_out: float = 0.2) -> tuple[list[KeeItem], list[KeeItem]]:
+    """(build, select): a deterministic 80/20 cut of a fitting pool, by hashed id."""
+    ordered = sorted(pool, key=lambda i: stable_hash(["pool", i.id]))
+    n_select = max(1, round(held_out * len(ordered))) if len(ordered) > 1 else 0
+    return ordered[n_select:], ordered[:n_select]
+
+
+def _norm(text: str) -> str:
+    return "".join(ch for ch in text.lower() if ch.isalnum())
+
+
+def wrong_answer(item: KeeItem, pool: Sequence[KeeItem]) -> str | None:
+    """A deterministic false answer for `item`: another item's gold, from the same relation when
+    possible, that matches none of the item's valid answers."""
+    valid = {_norm(a) for a in item.answers}
+    candidates = sorted((o for o in pool if o.id != item.id and _norm(o.gold) not in valid),
+                        key=lambda o: (o.relation != item.relation, stable_hash(["wrong", item.id, o.id])))
+    return candidates[0].gold if candidates else None
+
+
+def contrast_texts(items: Sequence[KeeItem], pool: Sequence[KeeItem] | None = None) -> tuple[list[str], list[str]]:
+    """(true statements, false statements): the answer prompt continued by the gold and by a
+    wrong answer drawn from `pool` (default: `items`). Items without any possible wrong answer
+    are left out."""
+    true, false = [], []
+    for item in items:
+        wrong = wrong_answer(item, pool if pool is not None else items)
+        if wrong is not None:
+            prompt = answer_prompt(item.question)
+            true.append(f"{prompt} {item.gold}")
+            false.append(f"{prompt} {wrong}")
+    return true, false
+
+
+def real_token_mask(input_ids, pad_id: int):
+    """Mask of the real tokens of left-padded rows (everything from the first non-pad token)."""
+    return ((input_ids != pad_id).long().cumsum(1) > 0).long()
+
+
+def forward_padded(model, input_ids, mask, **kwargs):
+    """A full forward pass over left-padded rows, real tokens at positions 0..n-1."""
+    positions = (mask.cumsum(1) - 1).clamp(min=0)
+    return model(input_ids=input_ids, attention_mask=mask, position_ids=positions, use_cache=False, **kwargs)
+
+
+def last_token_activations(runner, texts: Sequence[str], capture: Callable, read: Callable):
+    """Run `texts` through the model in batches inside `capture(model)` (a context manager that
+    yields a dict of captured tensors) and collect `read(seen)` at the last token of each text.
+    Returns the concatenation over batches of read's tensor (batch dimension first)."""
+    import torch
+
+    tokenizer, model = runner.tokenizer, runner.model
+    pad = runner.pad_id
+    chunks = []
+    with torch.inference_mode():
+        for start in range(0, len(texts), ACTIVATION_BATCH):
+            encoded = [tokenizer(t)["input_ids"] for t in texts[start:start + ACTIVATION_BATCH]]
+            width = max(len(e) for e in encoded)
+            input_ids = torch.full((len(encoded), width), pad, dtype=torch.long)
+            mask = torch.zeros_like(input_ids)
+            for row, ids in enumerate(encoded):
+                input_ids[row, width - len(ids):] = torch.tensor(ids)
+                mask[row, width - len(ids):] = 1
+            with capture(model) as seen:
+                forward_padded(model, input_ids.to(runner.device), mask.to(runner.device), logits_to_keep=1)
+            chunks.append(read(seen)[:, -1].float().cpu())
+    return torch.cat(chunks)
+
+
+class FitStore:
+    """safetensors files of fitted tensors plus their JSON metadata, keyed by a content hash."""
+
+    def __init__(self, folder: Path):
+        self.folder = Path(folder)
+
+    def path(self, technique: str, key: dict) -> Path:
+        return self.folder / f"{technique}-{stable_hash(key)[:16]}.safetensors"
+
+    def load(self, technique: str, key: dict):
+        """(tensors, metadata) or None when not fitted yet."""
+        import json
+
+        from safetensors.torch import load_file
+        from safetensors import safe_open
+
+        path = self.path(technique, key)
+        if not path.exists():
+            return None
+        with safe_open(str(path), framework="pt") as fh:
+            meta = json.loads(fh.metadata()["kbench"])
+        return load_file(str(path)), meta
+
+    def save(self, technique: str, key: dict, tensors: dict, meta: dict) -> None:
+        import json
+
+        from safetensors.torch import save_file
+
+        path = self.path(technique, key)
+        with atomic_path(path) as tmp:
+            save_file({k: v.contiguous() for k, v in tensors.items()}, str(tmp),
+                      metadata={"kbench": json.dumps({"key": key, **meta}, sort_keys=True)})

@@ -1,0 +1,36 @@
+"""GenRead: generate-then-read (Yu et al., 2023, "Generate rather than Retrieve"; as configured
+in MAPLE, Appendix B).
+
+Stage 1 generates a background document for the question (greedy); stage 2 answers with the
+document in the prompt (greedy). PRS rank: read on the stage-2 answer prompt.
+
+Parameters: document_tokens = 96.
+"""
+
+from __future__ import annotations
+
+from kbench.evaluate.techniques import register_technique
+from kbench.evaluate.techniques.base import Technique, answer_prompt, greedy_answers
+
+DOCUMENT_STOP = ["\n\n", "Question:"]
+
+
+def background_prompt(question: str) -> str:
+    return f"Generate a background document from Wikipedia to answer the given question.\nQuestion: {question}\nDocument:"
+
+
+@register_technique("genread")
+class GenRead(Technique):
+    family = "prompting"
+
+    def __init__(self, document_tokens: int = 96):
+        self.document_tokens = document_tokens
+
+    def params(self):
+        return {"document_tokens": self.document_tokens}
+
+    def run(self, context, items):
+        documents = context.runner.generate([background_prompt(i.question) for i in items],
+                                            max_new_tokens=self.document_tokens, stop=DOCUMENT_STOP)
+        prompts = [answer_prompt(i.question, d) for i, d in zip(items, documents)]
+        return greedy_answers(context, prompts, items, detail=[{"document": d} for d in documents])

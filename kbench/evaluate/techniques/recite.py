@@ -1,0 +1,54 @@
+"""RECITE: recitation-augmented answering (Sun et al., 2023, "Recitation-Augmented Language
+Models"; as configured in MAPLE, Appendix B).
+
+Stage 1 recites a passage about the question; stage 2 answers with the recitation in the
+prompt. MAPLE runs both stages 20 times and takes the majority answer. Twenty identical greedy
+recitations would make the vote meaningless, so the recitations are sampled (self-consistency,
+as in RECITE) at `recite_temperature` = 0.7 with seed 0, while every answer is greedy.
+With runs = 1 the recitation is greedy too.
+
+Parameters: runs = 20 (configurable), recite_temperature = 0.7, recitation_tokens = 64.
+PRS rank: read on the answer prompt of the first run whose answer won the vote.
+"""
+
+from __future__ import annotations
+
+from kbench.evaluate.techniques import register_technique
+from kbench.evaluate.techniques.base import (ANSWER_STOP, MAX_ANSWER_TOKENS, Technique, TechniqueOutput,
+                                             answer_prompt, clean_answer, gold_continuation, majority_vote)
+
+PASSAGE_STOP = ["\n\n", "Question:"]
+
+
+def recitation_prompt(question: str) -> str:
+    return ("Recite a short passage from Wikipedia that contains the answer to the question.\n"
+            f"Question: {question}\nPassage:")
+
+
+@register_technique("recite")
+class Recite(Technique):
+    family = "prompting"
+
+    def __init__(self, runs: int = 20, recite_temperature: float = 0.7, recitation_tokens: int = 64, seed: int = 0):
+        self.runs, self.recite_temperature, self.recitation_tokens, self.seed = runs, recite_temperature, recitation_tokens, seed
+
+    def params(self):
+        return {"runs": self.runs, "recite_temperature": self.recite_temperature,
+                "recitation_tokens": self.recitation_tokens, "seed": self.seed}
+
+    def run(self, context, items):
+        runner = context.runner
+        stage1 = [recitation_prompt(i.question) for i in items]
+        if self.runs == 1:
+            recitations = [[t] for t in runner.generate(stage1, self.recitation_tokens, PASSAGE_STOP)]
+        else:
+            recitations = runner.sample(stage1, k=self.runs, temperature=self.recite_temperature, seed=self.seed,
+                                        max_new_tokens=self.recitation_tokens, stop=PASSAGE_STOP)
+        prompts = [answer_prompt(item.question, passage) for item, passages in zip(items, recitations) for passage in passages]
+        texts = runner.generate(prompts, max_new_tokens=MAX_ANSWER_TOKENS, stop=ANSWER_STOP)
+        per_item = [[clean_answer(t) for t in texts[n * self.runs:(n + 1) * self.runs]] for n in range(len(items))]
+        winners = [majority_vote(answers) for answers in per_item]
+        chosen = [n * self.runs + answers.index(w) for n, (answers, w) in enumerate(zip(per_item, winners))]
+        ranks = runner.rank_first_token([prompts[c] for c in chosen], [gold_continuation(i) for i in items])
+        return [TechniqueOutput(w, r, lp, {"recitations": passages, "answers": answers})
+                for w, (r, lp), passages, answers in zip(winners, ranks, recitations, per_item)]

@@ -1,0 +1,97 @@
+"""Every KEE technique on a tiny random Llama: runs, is deterministic, and its intervention
+really changes the next-token scores, while the model is bit-exactly unchanged afterwards."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from kbench.errors import UserError
+from kbench.evaluate.techniques import get_technique, known_techniques
+from kbench.evaluate.techniques.base import KeeContext, KeeItem, answer_prompt, majority_vote
+from kbench.evaluate.techniques.fitting import fitting_plan
+from kbench.models.loading import load_model
+from kbench.models.result_cache import ResultCache
+from kbench.models.runner import ModelRunner
+from tests.fixtures_models import tiny_causal_dir  # noqa: F401
+
+ITEMS = [
+    KeeItem("q1", "What is the capital of France?", ("Paris",), "P36"),
+    KeeItem("q2", "What is the capital of Germany?", ("Berlin",), "P36"),
+    KeeItem("q3", "What is the capital of Italy?", ("Rome",), "P36"),
+    KeeItem("q4", "What is the capital of Spain?", ("Madrid",), "P36"),
+    KeeItem("q5", "Where was Marie Curie born?", ("Warsaw",), "P19"),
+    KeeItem("q6", "Where was Albert Einstein born?", ("Ulm",), "P19"),
+    KeeItem("q7", "Where was Dante born?", ("Florence",), "P19"),
+    KeeItem("q8", "Which country is Toyota from?", ("Japan",), "P17"),
+]
+FAST = {"recite": {"runs": 3, "recitation_tokens": 8}, "genread": {"document_tokens": 8}, "decore": {"trials": 2}}
+
+
+@pytest.fixture(scope="module")
+def loaded(tiny_causal_dir):  # noqa: F811
+    return load_model(str(tiny_causal_dir))
+
+
+def _context(loaded, folder, cache=True):
+    runner = ModelRunner(loaded, cache=ResultCache(folder / "cache.sqlite") if cache else None)
+    return KeeContext(runner=runner, fit_dir=folder / "fits")
+
+
+def test_registry_lists_all_and_rejects_unknown():
+    assert set(known_techniques()) == {"baseline", "temp0.7", "temp1.2", "recite", "genread", "caa", "iti",
+                                       "decore", "activation_decoding"}
+    with pytest.raises(UserError, match="known techniques: baseline"):
+        get_technique("cot")
+    assert get_technique("temp1.2").params()["temperature"] == 1.2
+
+
+@pytest.mark.parametrize("name", ["baseline", "temp0.7", "recite", "genread", "caa", "iti", "decore",
+                                  "activation_decoding"])
+def test_technique_runs_and_is_deterministic(loaded, tmp_path, name):
+    technique = get_technique(name, **FAST.get(name, {}))
+    first = technique.run(_context(loaded, tmp_path / "a"), ITEMS)
+    again = technique.run(_context(loaded, tmp_path / "b", cache=False), ITEMS)
+    assert len(first) == len(ITEMS)
+    assert [(o.answer, o.gold_rank) for o in first] == [(o.answer, o.gold_rank) for o in again]
+    assert all(o.gold_rank >= 1 for o in first)
+    assert all(abs(a.gold_logprob - b.gold_logprob) < 1e-4 for a, b in zip(first, again))
+
+
+def _prompt_scores(loaded):
+    batch = loaded.tokenizer([answer_prompt(i.question) for i in ITEMS[:2]], return_tensors="pt", padding=True)
+    with torch.no_grad():
+        return loaded.model(**batch).logits
+
+
+@pytest.mark.parametrize("name", ["caa", "iti", "decore", "activation_decoding"])
+def test_interventions_change_ranks_and_leave_the_model_untouched(loaded, tmp_path, name):
+    before = _prompt_scores(loaded)
+    context = _context(loaded, tmp_path)
+    base = get_technique("baseline").run(context, ITEMS)
+    changed = get_technique(name, **FAST.get(name, {})).run(context, ITEMS)
+    assert [o.gold_logprob for o in base] != pytest.approx([o.gold_logprob for o in changed])
+    assert torch.equal(_prompt_scores(loaded), before)
+
+
+def test_fitted_artefacts_are_reused_on_resume(loaded, tmp_path):
+    technique = get_technique("caa")
+    technique.run(_context(loaded, tmp_path), ITEMS)
+    files = sorted(p.name for p in (tmp_path / "fits").iterdir())
+    assert len(files) == 2 and all(f.endswith(".safetensors") for f in files)   # one per fold
+    stamps = [p.stat().st_mtime_ns for p in sorted((tmp_path / "fits").iterdir())]
+    technique.run(_context(loaded, tmp_path), ITEMS)
+    assert [p.stat().st_mtime_ns for p in sorted((tmp_path / "fits").iterdir())] == stamps
+
+
+def test_two_folds_never_fit_on_the_answered_item(loaded, tmp_path):
+    plan = fitting_plan(_context(loaded, tmp_path, cache=False), ITEMS)
+    assert sorted(i.id for _, answered in plan for i in answered) == sorted(i.id for i in ITEMS)
+    for pool, answered in plan:
+        assert not {i.id for i in pool} & {i.id for i in answered}
+
+
+def test_majority_vote_is_deterministic_on_ties():
+    assert majority_vote(["Rome", "paris", "Paris ", "rome"]) == "Rome"
+    assert majority_vote(["Ulm", "Bonn", "bonn"]) == "Bonn"
+    assert majority_vote([]) == ""
