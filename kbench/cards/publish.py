@@ -82,18 +82,24 @@ def _plan_results(root: Path) -> UploadPlan:
         raise InputError(root / "results.json", "expected a JSON object")
     # Only results and per-item tables (plus top-level JSON such as a run manifest) are data worth
     # publishing; caches (sqlite, safetensors) and logs in a run directory stay local.
-    candidates = publishable_files(root)
-    per_item = [f for f in candidates if f.endswith(_PER_ITEM_SUFFIXES)]
-    files = [f for f in candidates if f in per_item or ("/" not in f and f.endswith(".json"))]
-    card = results_card(root, results, per_item)
+    # The resume journal duplicates the per-item rows; a JSONL twin of a parquet table is uploaded
+    # but not offered as a second config.
+    candidates = [f for f in publishable_files(root) if not Path(f).name.startswith("journal")]
+    tables = [f for f in candidates if f.endswith(_PER_ITEM_SUFFIXES)]
+    files = [f for f in candidates if f in tables or ("/" not in f and f.endswith(".json"))]
+    per_item = [f for f in tables if not (f.endswith(".jsonl") and f[:-len(".jsonl")] + ".parquet" in tables)]
+    card = results_card(root, results, per_item, files)
     validate_card(card, root, where=root / "README.md (generated)")
     files = sorted(set(files) | {"README.md"})
     return UploadPlan("results", root, files, generated={"README.md": card})
 
 
-def results_card(root: Path, results: dict[str, Any], per_item: list[str]) -> str:
+def results_card(root: Path, results: dict[str, Any], per_item: list[str], files: list[str]) -> str:
     """A card for an evaluation run: metrics summary and one config per per-item table."""
+    import pyarrow.parquet as pq
     import yaml
+
+    from kbench.cards.render import size_category
 
     configs = []
     for i, rel in enumerate(per_item):
@@ -108,10 +114,13 @@ def results_card(root: Path, results: dict[str, Any], per_item: list[str]) -> st
     meta = {
         "pretty_name": f"kbench {task} results" + (f" for {model_name}" if model_name else ""),
         "language": ["en"], "license": "other", "task_categories": ["question-answering"],
-        "size_categories": ["n<1K"], "source_datasets": ["original"], "tags": ["kbench", "evaluation-results"],
+        "size_categories": [size_category(max((pq.read_metadata(root / f).num_rows for f in per_item
+                                               if f.endswith(".parquet")), default=0))], "source_datasets": ["original"], "tags": ["kbench", "evaluation-results"],
         "configs": configs or [{"config_name": "results", "data_files": [{"split": "test", "path": "results.json"}]}],
     }
-    summary = [f"- `{k}`: {v}" for k, v in results.items() if isinstance(v, (int, float, str, bool)) and k != "task"]
+    from kbench.report.runs import headline_metrics
+
+    summary = [f"- `{k}`: {v:.4g}" for k, v in headline_metrics(results).items()]
     body = "\n".join([
         f"# kbench {task} results", "",
         f"Evaluation run `{root.name}` produced by `kbench evaluate {task}`"
@@ -122,7 +131,7 @@ def results_card(root: Path, results: dict[str, Any], per_item: list[str]) -> st
         "## License", "",
         "The items inherit the license of the dataset they were evaluated on (see that dataset's card); "
         "model outputs are subject to the model's terms. Hence `license: other`.", "",
-        "## Files", "", *[f"- `{rel}`" for rel in sorted({"results.json", *per_item})],
+        "## Files", "", *[f"- `{rel}`" for rel in sorted({"README.md", *files})],
     ])
     front = yaml.safe_dump(meta, sort_keys=False, allow_unicode=True, width=1000)
     return f"---\n{front}---\n\n{body}\n"

@@ -9,7 +9,7 @@ from html import escape
 from typing import Any
 
 from kbench.report.plots import gap_rows
-from kbench.report.runs import GAP_KEYS, RunSummary, order_bins
+from kbench.report.runs import GAP_KEYS, VALUE_KEYS, RunSummary, order_bins
 
 _CSS = """
 body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2rem auto; max-width: 1100px;
@@ -24,6 +24,10 @@ tbody tr:nth-child(even) { background: #fafafa; }
 img { max-width: 100%; border: 1px solid #eee; margin: 0.5rem 0; }
 code { background: #f4f4f4; padding: 0 0.2rem; }
 """
+
+
+_ACCURACY_NOTE = ("<p class='meta'>Accuracy is the first of " + ", ".join(f"<code>{k}</code>" for k in VALUE_KEYS)
+                  + " that a run reports (maple_accuracy: normalised match against the gold label and aliases).</p>")
 
 
 def fmt(value: Any) -> str:
@@ -76,7 +80,7 @@ def render_page(runs: list[RunSummary], labels: list[str], charts: dict[str, str
 
     relations = sorted({k for run in runs for k in run.per_relation})
     if relations:
-        parts += ["<h2>Accuracy per relation</h2>", image(charts.get("relations"), "accuracy per relation"),
+        parts += ["<h2>Accuracy per relation</h2>", _ACCURACY_NOTE, image(charts.get("relations"), "accuracy per relation"),
                   _metric_table(labels, [r.per_relation for r in runs], "relation", relations)]
 
     bins = order_bins({k for run in runs for k in run.per_bin})

@@ -33,7 +33,7 @@ from kbench.errors import InputError, UserError
 from kbench.io import read_json
 
 GAP_KEYS = ("acc_D", "downstream_accuracy", "usable_knowledge", "gap1", "gap2")
-_VALUE_KEYS = ("maple_accuracy", "accuracy", "acc", "p_at_1", "p@1", "em", "exact_match", "score", "mean")
+VALUE_KEYS = ("maple_accuracy", "accuracy", "acc", "p_at_1", "p@1", "em", "exact_match", "score", "mean")
 _RELATION_KEYS = ("per_relation", "by_relation", "relations")
 _BIN_KEYS = ("per_bin", "per_frequency_bin", "by_bin", "by_frequency_bin", "frequency_bins")
 _TECHNIQUE_KEYS = ("techniques", "per_technique", "by_technique")
@@ -63,7 +63,7 @@ def _number(value: Any) -> float | None:
     if isinstance(value, (int, float)):
         return float(value)
     if isinstance(value, dict):
-        for key in _VALUE_KEYS:
+        for key in VALUE_KEYS:
             if key in value and (n := _number(value[key])) is not None:
                 return n
     return None
@@ -153,7 +153,7 @@ def _gaps(results: dict[str, Any]) -> tuple[dict[str, dict[str, float]], dict[st
     return {}, {}
 
 
-def _headline(results: dict[str, Any]) -> dict[str, float]:
+def headline_metrics(results: dict[str, Any]) -> dict[str, float]:
     out = {}
     for scope in (results, results.get("overall"), results.get("headline"), results.get("metrics")):
         if isinstance(scope, dict):
@@ -185,7 +185,7 @@ def load_run(run_dir: str | Path) -> RunSummary:
         raise InputError(path, "expected a JSON object")
     run = RunSummary(
         path=run_dir, label=_label(results, run_dir), task=str(results.get("task", "evaluation")),
-        headline=_headline(results), per_relation=_table(results, _RELATION_KEYS) or _from_items(run_dir, "relation"),
+        headline=headline_metrics(results), per_relation=_table(results, _RELATION_KEYS) or _from_items(run_dir, "relation"),
         per_bin=_table(results, _BIN_KEYS) or _from_items(run_dir, "frequency_bin"),
     )
     run.techniques, run.technique_bins = _techniques(results)

@@ -122,14 +122,17 @@ def test_publish_evaluation_run_as_a_results_dataset(hub, tmp_path):
     write_json(run / "results.json", {"task": "extraction", "model": {"name": "tiny-llama"}, "accuracy": 0.5})
     write_parquet(run / "items.parquet", pl.DataFrame({"id": ["a", "b"], "correct": [True, False]}))
     (run / "cache.sqlite").write_bytes(b"local cache, not for the Hub")
+    (run / "items.jsonl").write_text('{"id": "a", "correct": true}\n{"id": "b", "correct": false}\n')
+    (run / "journal.jsonl").write_text('{"id": "a"}\n')  # the resume journal stays local
     (run / ".kbench").mkdir()
     (run / ".kbench" / "lock").write_text("1")
     out = run_kbench("publish", str(run), "--repo-id", "someone/results", env=env)
     assert out.returncode == 0, out.stderr
     uploaded = fake.committed_files()
-    assert sorted(uploaded) == ["README.md", "items.parquet", "results.json"]
+    assert sorted(uploaded) == ["README.md", "items.jsonl", "items.parquet", "results.json"]
     card = uploaded["README.md"].decode()
-    assert "config_name: items" in card and "path: items.parquet" in card and "accuracy" in card
+    assert "config_name: items" in card and "path: items.parquet" in card and "`accuracy`: 0.5" in card
+    assert card.count("config_name:") == 1  # the JSONL twin of items.parquet is not a second config
     fake.assert_token_only_in_authorization()
 
 
