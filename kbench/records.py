@@ -27,7 +27,7 @@ class Fact(BaseModel):
     object: str
     object_id: Optional[str] = None
     source: str = ""             # e.g. "trex", "google_re", "autoprompt_train"
-    evidence_count: int = 0
+    evidence_count: Optional[int] = None  # None when the source has no evidence sentences (AutoPrompt)
 
 
 class Question(Fact):
