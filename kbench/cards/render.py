@@ -151,7 +151,8 @@ def _distributions(folder: DatasetFolder) -> str:
     table = pl.concat(frames, how="diagonal_relaxed")
     split_names = list(dict.fromkeys(table["__split"].to_list()))
     out = []
-    for column, title in (("frequency_bin", "Frequency bins"), ("domain", "Domains"), ("source", "Fact sources")):
+    for column, title in (("frequency_bin", "Frequency bins"), ("domain", "Domains"), ("source", "Fact sources"),
+                          ("book", "Books"), ("label", "Labels (true / false)")):
         if column in table.columns and table[column].null_count() < table.height:
             out += [f"### {title}", "", _crosstab(table, [column], split_names), ""]
     if "relation" in table.columns:
