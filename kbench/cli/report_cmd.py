@@ -7,6 +7,7 @@ from pathlib import Path
 import typer
 
 from kbench.cli.main import app
+from kbench.errors import UserError
 
 
 @app.command()
@@ -23,7 +24,11 @@ def report(
         if len(run_dirs) < 2:
             raise typer.BadParameter("give the run directories after `standardize`")
         # Imported lazily: the standardisation library is its own module (kbench.report.standardize).
-        from kbench.report.standardize import standardize_runs
+        try:
+            from kbench.report.standardize import standardize_runs
+        except ImportError as exc:
+            raise UserError("`kbench report standardize` needs kbench.report.standardize, "
+                            f"which this installation lacks ({exc})") from exc
 
         standardize_runs(list(run_dirs[1:]), out)
         typer.echo(f"standardised scores written to {out}")

@@ -177,3 +177,15 @@ def test_report_renders_in_headless_chromium(tmp_path):
     assert shot.is_file(), "Chromium wrote no screenshot"
     assert _png_size(shot) == (1200, 2400)
     assert shot.stat().st_size > 30_000  # a blank page compresses to a few KB; charts and tables do not
+
+
+def test_cli_report_standardize_dispatches_to_the_standardisation_library(tmp_path):
+    import importlib.util
+
+    runs = [extraction_run(tmp_path / "r1", "model-a", 0.0), extraction_run(tmp_path / "r2", "model-b", 0.2)]
+    out = run_kbench("report", "standardize", *map(str, runs), "--out", str(tmp_path / "std"))
+    if importlib.util.find_spec("kbench.report.standardize") is None:
+        assert out.returncode == 2 and "kbench.report.standardize" in out.stderr and "Traceback" not in out.stderr
+    else:
+        assert out.returncode == 0, out.stderr
+        assert any((tmp_path / "std").iterdir())
