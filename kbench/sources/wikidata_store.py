@@ -2,8 +2,8 @@
 
 Subset contents (N-Triples, sorted, deduplicated, so equal inputs give equal bytes):
   * every known fact `wd:S wdt:P wd:O` from the T-REx relation files, Google-RE (its Freebase
-    predicates mapped to P19/P20/P569; a date-of-birth year becomes `"YYYY"^^xsd:gYear`, a
-    simplification of Wikidata's xsd:dateTime) and the AutoPrompt train/dev files;
+    predicates mapped to P19/P20/P569; a birth date `1941` or `1941-05-22` becomes Wikidata's
+    truthy form `"1941-05-22T00:00:00Z"^^xsd:dateTime`) and the AutoPrompt train/dev files;
   * one English label per entity, `rdfs:label "..."@en` (first seen: T-REx, then AutoPrompt,
     then Google-RE), and `skos:altLabel` for every other name in the X-FACTR aliases table;
   * each property as Wikidata describes it: label, `schema:description`, `a wikibase:Property`,
@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import gc
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -116,6 +117,15 @@ def _fact_rows(kind: str, path: Path) -> Iterator[tuple[str, str, str | None, st
         yield row["sub_uri"], row["sub_label"], row.get("predicate_id", relation), row["obj_uri"], row["obj_label"], None
 
 
+def wikidata_datetime(date: str) -> str | None:
+    """Google-RE's `1941` or `1941-05-22` as Wikidata writes truthy dates (`1941-01-01T00:00:00Z`)."""
+    match = re.fullmatch(r"(\d{4})(?:-(\d{2})-(\d{2}))?", date.strip())
+    if match is None:
+        return None
+    year, month, day = match.group(1), match.group(2) or "01", match.group(3) or "01"
+    return f"{year}-{month}-{day}T00:00:00Z"
+
+
 def _add_facts(subset: _Subset, inputs: SubsetInputs) -> None:
     for kind, path in inputs.fact_files():
         for sub, sub_label, relation, obj, obj_label, literal in _fact_rows(kind, path):
@@ -123,9 +133,10 @@ def _add_facts(subset: _Subset, inputs: SubsetInputs) -> None:
                 continue
             subset.labels.setdefault(sub, sub_label)
             if literal is not None:
-                if literal.isdigit():
+                when = wikidata_datetime(literal)
+                if when is not None:
                     subset.triples.add(f"{_iri(ENTITY, sub)} {_iri(DIRECT, relation)} "
-                                       f"{_literal(literal, datatype=XSD + 'gYear')} .")
+                                       f"{_literal(when, datatype=XSD + 'dateTime')} .")
                 continue
             if not is_valid_id(obj):
                 continue

@@ -39,7 +39,9 @@ def lama(tmp_path) -> SubsetInputs:
     _jsonl(root / "auto" / "P19" / "dev.jsonl", [_fact("Q13", "Cy", "Q20", "Paris")])
     _jsonl(root / "google" / "date_of_birth_test.jsonl", [
         {"pred": "/people/person/date_of_birth", "sub_w": "Q10", "sub_label": "Ada", "obj": "1815",
-         "obj_w": None, "obj_label": "1815"}])
+         "obj_w": None, "obj_label": "1815"},
+        {"pred": "/people/person/date_of_birth", "sub_w": "Q11", "sub_label": "Bob", "obj": "1816-12-10",
+         "obj_w": None, "obj_label": "1816"}])
     _jsonl(root / "relations.jsonl", [{"relation": "P19", "label": "place of birth", "description": "where\nborn"}])
     (root / "aliases.txt").write_text("Q20\tParis\tCity of Light\tParis 😀\nQ99\tOnly alias\n", encoding="utf-8")
     return SubsetInputs(trex_dir=root / "TREx", relations=root / "relations.jsonl", google_re_dir=root / "google",
@@ -52,7 +54,8 @@ def test_subset_is_wikidata_shaped_and_deterministic(lama, tmp_path):
     wd, wdt = "<http://www.wikidata.org/entity/", "<http://www.wikidata.org/prop/direct/"
     assert f"{wd}Q10> {wdt}P19> {wd}Q20> ." in text
     assert f"{wd}Q11> {wdt}P19> {wd}Q22> ." in text  # AutoPrompt facts are facts too
-    assert f'{wd}Q10> {wdt}P569> "1815"^^<http://www.w3.org/2001/XMLSchema#gYear> .' in text
+    assert f'{wd}Q10> {wdt}P569> "1815-01-01T00:00:00Z"^^<http://www.w3.org/2001/XMLSchema#dateTime> .' in text
+    assert f'{wd}Q11> {wdt}P569> "1816-12-10T00:00:00Z"^^<http://www.w3.org/2001/XMLSchema#dateTime> .' in text
     assert f'{wd}Q11> <http://www.w3.org/2000/01/rdf-schema#label> "Bob \\"the \\\\ builder\\""@en .' in text
     assert f'{wd}Q20> <http://www.w3.org/2004/02/skos/core#altLabel> "City of Light"@en .' in text
     assert f'{wd}Q20> <http://www.w3.org/2004/02/skos/core#altLabel> "Paris 😀"@en .' in text

@@ -25,7 +25,7 @@ from kbench.errors import UserError
 from kbench.io import stable_hash
 from kbench.sources.wikidata import DEFAULT_BATCH_SIZE, WikidataClient
 
-SUBSET_WRITER_VERSION = 1
+SUBSET_WRITER_VERSION = 2
 
 
 class SubsetFrom(BaseModel):

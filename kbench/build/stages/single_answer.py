@@ -27,6 +27,7 @@ from kbench.sources.wikidata import ID_PATTERN, PROPERTY_PATTERN
 @register_stage
 class SingleAnswer(Stage):
     name = "single_answer"
+    version = 2  # 2: Google-RE birth dates written as Wikidata dateTime literals in the subset
     Params = WikidataParams
 
     def input_files(self) -> list[Path]:

@@ -32,6 +32,7 @@ LABEL_COLUMNS = {"subject": "subject_id", "object": "object_id", "relation_label
 @register_stage
 class VerifyWikidata(Stage):
     name = "verify_wikidata"
+    version = 2  # 2: Google-RE birth dates written as Wikidata dateTime literals in the subset
 
     class Params(WikidataParams):
         literal_object_relations: list[str] = ["P569", "P570"]
