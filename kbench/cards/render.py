@@ -253,10 +253,15 @@ def render_card(folder: DatasetFolder, *, family: str | None = None, license_id:
 def write_card(root: str | Path, *, family: str | None = None, license_id: str | None = None,
                force: bool = False) -> Path:
     """Render, validate and atomically write DIR/README.md; returns its path."""
-    folder = load_folder(root)
-    ensure_file_hashes(folder)  # the card lists the checksums, so they must exist and match first
-    text = render_card(folder, family=family, license_id=license_id, force=force)
-    validate_card(text, folder.root)
-    target = folder.root / "README.md"
-    write_text(target, text)
+    from kbench.build.runner import run_lock
+
+    if not (Path(root) / "manifest.json").is_file():
+        load_folder(root)  # raises the precise error (no folder, no manifest) before any lock file is made
+    with run_lock(Path(root)):  # a build writing this folder at the same time would race the manifest
+        folder = load_folder(root)
+        ensure_file_hashes(folder)  # the card lists the checksums, so they must exist and match first
+        text = render_card(folder, family=family, license_id=license_id, force=force)
+        validate_card(text, folder.root)
+        target = folder.root / "README.md"
+        write_text(target, text)
     return target
