@@ -9,16 +9,10 @@ from __future__ import annotations
 
 import json
 import math
-import shutil
-import socket
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import polars as pl
 import pytest
-import requests
 
 from kbench.build.context import StageContext
 from kbench.build.stages.single_answer import SingleAnswer
@@ -29,22 +23,10 @@ from kbench.sources.wikidata import ENTITY, WikidataClient, label_lookup_query
 from kbench.sources.wikidata_store import open_cached_store
 
 from conftest import run_kbench
+from sparql_servers import oxigraph_server
 
 INJECTION = 'x" } ; DELETE WHERE { ?s ?p ?o } #'
 EXTRA = f'<{ENTITY}Q999999999991> <http://www.w3.org/2000/01/rdf-schema#label> "x\\" }} ; DELETE WHERE {{ ?s ?p ?o }} #"@en .\n'
-
-
-def _oxigraph_binary() -> str:
-    found = shutil.which("oxigraph") or str(Path(sys.executable).with_name("oxigraph"))
-    if not Path(found).exists():
-        pytest.fail("the `oxigraph` server binary is missing: pip install 'kbench[test]' (PyPI package oxigraph)")
-    return found
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
@@ -70,29 +52,8 @@ def cache_dir(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def endpoint(lama_store):
-    port = _free_port()
-    proc = subprocess.Popen([_oxigraph_binary(), "serve-read-only", "--location", str(lama_store[1]),
-                             "--bind", f"127.0.0.1:{port}"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    url = f"http://127.0.0.1:{port}/query"
-    try:
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                if requests.get(url, params={"query": "ASK {}"}, timeout=1).status_code == 200:
-                    break
-            except requests.ConnectionError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"oxigraph did not start: {proc.stderr.read().decode(errors='replace')[-500:]}")
-            time.sleep(0.1)
+    with oxigraph_server(lama_store[1]) as url:
         yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 @pytest.fixture(scope="module")

@@ -46,9 +46,11 @@ class WikidataParams(StageParams):
     subset_from: Optional[SubsetFrom] = None
     batch_size: int = Field(DEFAULT_BATCH_SIZE, ge=1, le=1000)
     cache: bool = True
-    #: HTTP only: seconds per request, and attempts per query before the build stops with an error.
+    #: HTTP only: seconds per request; attempts per query before the build stops with an error;
+    #: the first wait between attempts in seconds, doubled each time (a `Retry-After` wins).
     http_timeout: float = Field(60.0, gt=0)
     http_attempts: int = Field(5, ge=1, le=20)
+    http_backoff: float = Field(1.0, ge=0, le=60)
 
     @model_validator(mode="after")
     def _one_source(self):
@@ -110,7 +112,8 @@ def open_wikidata(params: WikidataParams, ctx: StageContext, on_batch=None) -> W
 
     endpoint = ctx.options.get("sparql_endpoint")
     if endpoint:
-        transport = HttpTransport(str(endpoint), timeout=params.http_timeout, max_attempts=params.http_attempts)
+        transport = HttpTransport(str(endpoint), timeout=params.http_timeout, max_attempts=params.http_attempts,
+                                  backoff=params.http_backoff)
     else:
         from kbench.sources.wikidata_store import open_cached_store
 
