@@ -41,6 +41,7 @@ from kbench.metrics.matching import exact_match, maple_correct
 RESULTS_SCHEMA = "results.kee.v1.json"
 SEED_A = 42
 PARTITION = "partition"
+FITTING_SPLITS = ("train", "dev")
 
 
 @dataclass(frozen=True)
@@ -54,7 +55,7 @@ class KeeSettings:
     sweep_max: int = 30                    # K = 1..sweep_max for the ranking-stability check
     temperatures: tuple[float, ...] = (0.7, 1.2)
     recite_runs: int = 20
-    fit_pool_limit: int = 200              # train-split items used to fit CAA / ITI
+    fit_pool_limit: int = 200              # train (or dev) split items used to fit CAA / ITI
     case_sensitive: bool = False
 
 
@@ -154,6 +155,19 @@ def _stability(techniques: Sequence[str], by_tech, partitions, ids, k: int, swee
     return out
 
 
+def _fitting_split(dataset: Path, settings: KeeSettings) -> str | None:
+    """The dataset's own split that CAA/ITI fit on: train, else dev; None means two folds."""
+    for name in FITTING_SPLITS:
+        if name == settings.split:
+            continue
+        try:
+            split_path(dataset, name, settings.config)
+        except UserError:
+            continue
+        return name
+    return None
+
+
 def run_kee(loaded, runner, dataset: Path, out: Path, settings: KeeSettings,
             progress: Callable[[str, int, int], None] | None = None) -> dict:
     """Evaluate, journal, finalise and report; return the results (also in out/results.json).
@@ -172,13 +186,10 @@ def run_kee(loaded, runner, dataset: Path, out: Path, settings: KeeSettings,
         raise UserError(f"{path}: the split has no items")
     items = [to_item(r) for r in rows]
     train_items: list[KeeItem] = []
-    if settings.split != "train":
-        try:
-            train_path = split_path(dataset, "train", settings.config)
-        except UserError:
-            train_path = None  # no train split: the fitted techniques use two folds of the items
-        if train_path is not None:
-            train_items = [to_item(r) for r in seeded_sample(read_rows(train_path), settings.fit_pool_limit, settings.seed)]
+    pool_split = _fitting_split(dataset, settings)
+    if pool_split is not None:
+        pool_rows = seeded_sample(read_rows(split_path(dataset, pool_split, settings.config)), settings.fit_pool_limit, settings.seed)
+        train_items = [to_item(r) for r in pool_rows]
     config = {"model": loaded.identity, "model_name": loaded.name, "dataset_file": sha256_file(path),
               **{k: v for k, v in asdict(settings).items() if k != "techniques"}}
     stages = [*settings.techniques, *(f"{PARTITION}@{t}" for t in settings.temperatures)]
@@ -214,7 +225,7 @@ def run_kee(loaded, runner, dataset: Path, out: Path, settings: KeeSettings,
             "schema": "results.kee.v1", "task": "kee",
             "model": {"name": loaded.name, "identity": loaded.identity, "dtype": loaded.dtype},
             "dataset": {"path": str(dataset), "file": str(path), "sha256": config["dataset_file"], "split": settings.split,
-                        "items": len(items), "fitting_pool": "train split" if train_items else "two folds of the items"},
+                        "items": len(items), "fitting_pool": f"{pool_split} split" if pool_split else "two folds of the items"},
             "settings": {**asdict(settings), "seed_a": SEED_A,
                          "technique_params": {n: get_technique(n, **_technique_params(n, settings)).params()
                                               for n in settings.techniques}},

@@ -2,7 +2,8 @@
 contrast pairs, batched activation reading, padded forward passes and the store of fitted
 tensors.
 
-Folds: when the dataset has a train split, it is the fitting pool for every evaluated item.
+Folds: when the dataset has a train (or else a dev) split, a seeded sample of it is the
+fitting pool for every evaluated item.
 Otherwise the evaluated items are cut into two folds by a hash of their id, and each fold is
 answered with what was fitted on the other one, so no item ever meets a vector or probe built
 from itself.

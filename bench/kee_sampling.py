@@ -1,0 +1,75 @@
+"""Benchmark: K = 20 temperature sampling vs one greedy pass, and items/s per KEE technique.
+
+    python bench/kee_sampling.py [--dataset /tmp/lama] [--items 40] [--k 20] [--techniques ...]
+
+Runs SmolLM2-135M (fp32, CPU unless --device) on the first `--items` questions of the
+dataset's test split, through the same `ModelRunner` the KEE evaluation uses, without a result
+cache so every number is a real computation. Sampling prefills each prompt once and expands its
+KV cache k times (`ModelRunner.sample`).
+
+Prints
+  greedy_seconds, sampling_seconds (k samples per item, the shallow/deep partition's workload),
+  sampling_cost_ratio: X   (= sampling_seconds / greedy_seconds; target <= 5 in issue #4),
+  items_per_second for each technique (answers + gold ranks; fitting included for CAA/ITI,
+  the retrieval-head search for DeCoRe).
+Build the dataset first: kbench build pipelines/lama-trex.toml --out /tmp/lama
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+from pathlib import Path
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--dataset", type=Path, default=Path("/tmp/lama"))
+    parser.add_argument("--model", default="smollm2-135m")
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--items", type=int, default=40)
+    parser.add_argument("--k", type=int, default=20)
+    parser.add_argument("--temperature", type=float, default=0.7)
+    parser.add_argument("--techniques", default="baseline,temp0.7,recite,genread,caa,iti,decore,activation_decoding")
+    parser.add_argument("--recite-runs", type=int, default=20)
+    args = parser.parse_args()
+
+    from kbench.evaluate.extraction import read_rows, split_path
+    from kbench.evaluate.kee import to_item
+    from kbench.evaluate.techniques import get_technique
+    from kbench.evaluate.techniques.base import ANSWER_STOP, MAX_ANSWER_TOKENS, KeeContext, answer_prompt
+    from kbench.models.loading import load_model
+    from kbench.models.runner import ModelRunner
+
+    if not (args.dataset / "data").is_dir():
+        raise SystemExit(f"{args.dataset} is not a dataset folder; build one: kbench build pipelines/lama-trex.toml --out {args.dataset}")
+    items = [to_item(r) for r in read_rows(split_path(args.dataset, "test", None))[: args.items]]
+    prompts = [answer_prompt(i.question) for i in items]
+    loaded = load_model(args.model, device=args.device)
+    runner = ModelRunner(loaded, cache=None)
+    runner.generate(prompts[:4], max_new_tokens=4, stop=ANSWER_STOP)  # warm-up: allocator, kernels
+
+    started = time.perf_counter()
+    runner.generate(prompts, max_new_tokens=MAX_ANSWER_TOKENS, stop=ANSWER_STOP)
+    greedy = time.perf_counter() - started
+    started = time.perf_counter()
+    runner.sample(prompts, k=args.k, temperature=args.temperature, seed=42, max_new_tokens=MAX_ANSWER_TOKENS, stop=ANSWER_STOP)
+    sampling = time.perf_counter() - started
+    print(f"model: {args.model} ({args.device}), items: {len(items)}, k: {args.k}, temperature: {args.temperature}")
+    print(f"greedy_seconds: {greedy:.2f}")
+    print(f"sampling_seconds: {sampling:.2f}")
+    print(f"sampling_cost_ratio: {sampling / greedy:.2f}")
+
+    with tempfile.TemporaryDirectory() as fits:
+        context = KeeContext(runner=runner, fit_dir=Path(fits))
+        for name in [n.strip() for n in args.techniques.split(",") if n.strip()]:
+            technique = get_technique(name, **({"runs": args.recite_runs} if name == "recite" else {}))
+            started = time.perf_counter()
+            technique.run(context, items)
+            seconds = time.perf_counter() - started
+            print(f"items_per_second[{name}]: {len(items) / seconds:.2f}  ({seconds:.1f} s; {technique.params()})")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,100 @@
+"""`kbench evaluate kee` through the real CLI on a tiny random Llama and a hand-made dataset:
+run folder contents, schema, metrics consistent with the rows, resume, user errors."""
+
+from __future__ import annotations
+
+import json
+
+import polars as pl
+import pytest
+from jsonschema import Draft202012Validator
+
+from kbench.metrics import kee as metrics
+from tests.conftest import REPO_ROOT, run_kbench
+from tests.fixtures_models import tiny_causal_dir  # noqa: F401
+
+FACTS = [("Paris", "France", "P36"), ("Berlin", "Germany", "P36"), ("Rome", "Italy", "P36"), ("Madrid", "Spain", "P36"),
+         ("Warsaw", "Marie Curie", "P19"), ("Ulm", "Albert Einstein", "P19"), ("Florence", "Dante", "P19")]
+TECHNIQUES = "temp0.7,caa,decore"
+
+
+def write_dataset(root):
+    rows = []
+    for n, (obj, subject, relation) in enumerate(FACTS):
+        question = f"What is the capital of {subject}?" if relation == "P36" else f"Where was {subject} born?"
+        rows.append({"id": f"f{n}", "relation": relation, "subject": subject, "object": obj, "answers": [obj, obj.upper()],
+                     "prompt_cloze": f"{subject} is in", "prompt_masked": f"{subject} is in [MASK].", "question": question,
+                     "frequency_bin": "head" if n < 4 else "tail"})
+    (root / "data" / "default").mkdir(parents=True)
+    pl.DataFrame(rows).write_parquet(root / "data" / "default" / "test.parquet")
+    return root
+
+
+@pytest.fixture(scope="module")
+def finished_run(tiny_causal_dir, tmp_path_factory):  # noqa: F811
+    root = tmp_path_factory.mktemp("kee")
+    dataset = write_dataset(root / "dataset")
+    args = ["evaluate", "kee", "--dataset", str(dataset), "--model", str(tiny_causal_dir), "--techniques", TECHNIQUES,
+            "--k", "3", "--sweep-max", "4", "--out", str(root / "run")]
+    first = run_kbench(*args)
+    assert first.returncode == 0, first.stderr
+    return root / "run", args, first
+
+
+def test_run_folder_schema_and_rows(finished_run):
+    run, _, first = finished_run
+    results = json.loads((run / "results.json").read_text())
+    schema = json.loads((REPO_ROOT / "schemas" / "results.kee.v1.json").read_text())
+    assert not list(Draft202012Validator(schema).iter_errors(results))
+    assert results["techniques"] == ["baseline", "temp0.7", "caa", "decore"]
+    assert results["dataset"]["fitting_pool"] == "two folds of the items"
+    assert set(results["per_frequency_bin"]) == {"head", "tail"}
+    assert set(results["ranking_stability"]["0.7"]["sgr"]) == {"1", "2", "3", "4"}
+    rows = pl.read_parquet(run / "items.parquet")
+    assert rows.height == len(FACTS) * (4 + 2)   # 4 techniques + 2 partition temperatures
+    assert sorted(rows["technique"].unique()) == ["baseline", "caa", "decore", "partition@0.7", "partition@1.2", "temp0.7"]
+    assert (run / "prs.png").read_bytes()[:4] == b"\x89PNG" and (run / "gain_loss.png").read_bytes()[:4] == b"\x89PNG"
+    assert "| caa |" in (run / "comparison.md").read_text() and "baseline" in first.stdout
+
+
+def test_metrics_match_the_rows(finished_run):
+    run, _, _ = finished_run
+    results = json.loads((run / "results.json").read_text())
+    rows = pl.read_parquet(run / "items.parquet")
+
+    def table(name, column):
+        part = rows.filter(pl.col("technique") == name)
+        return dict(zip(part["item_id"], part[column]))
+
+    base, base_rank = table("baseline", "correct"), table("baseline", "gold_rank")
+    for name in ("temp0.7", "caa", "decore"):
+        got = results["overall"][name]
+        assert got["accuracy"] == metrics.accuracy(table(name, "correct"))
+        assert got["gain"] == metrics.gain(base, table(name, "correct"))
+        assert got["loss"] == metrics.loss(base, table(name, "correct"))
+        assert got["prs"] == metrics.prs(base, table(name, "correct"), base_rank, table(name, "gold_rank")).as_dict()
+        shallow, deep = metrics.partition_failures(base, table("partition@0.7", "sample_correct"), 3)
+        assert (got["beyond_sampling"]["0.7"]["sgr"], got["beyond_sampling"]["0.7"]["dgr"]) == \
+            metrics.gain_rates(shallow, deep, table(name, "correct"))
+    # a random model answers nothing: no base success, so Loss is undefined -> null / "undefined"
+    if not any(base.values()):
+        assert results["overall"]["caa"]["loss"] is None
+        assert "undefined" in (run / "comparison.md").read_text()
+
+
+def test_rerun_resumes_without_recomputing(finished_run):
+    run, args, _ = finished_run
+    journal = (run / "journal.jsonl").read_bytes()
+    before = json.loads((run / "results.json").read_text())
+    again = run_kbench(*args)
+    assert again.returncode == 0, again.stderr
+    assert (run / "journal.jsonl").read_bytes() == journal     # no row was recomputed
+    after = json.loads((run / "results.json").read_text())
+    assert after["overall"] == before["overall"] and after["timing"] == {}
+
+
+def test_unknown_technique_is_a_user_error(tmp_path):
+    result = run_kbench("evaluate", "kee", "--dataset", str(tmp_path), "--model", "x", "--techniques", "baseline,cot")
+    assert result.returncode == 2
+    assert "unknown technique(s) cot; known techniques: baseline" in result.stderr
+    assert "Traceback" not in result.stderr
