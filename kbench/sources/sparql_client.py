@@ -42,11 +42,6 @@ class SparqlStats:
     cache_hits: int = 0
     retries: int = 0
 
-    def add(self, other: SparqlStats) -> None:
-        self.queries_sent += other.queries_sent
-        self.cache_hits += other.cache_hits
-        self.retries += other.retries
-
 
 SESSION_STATS = SparqlStats()
 

@@ -74,10 +74,6 @@ def validate_property(value: object) -> str:
     return value  # type: ignore[return-value]
 
 
-def entity_iri(entity_id: str) -> str:
-    return ENTITY + validate_id(entity_id)
-
-
 def id_from_iri(iri: str, base: str = ENTITY) -> str | None:
     """`http://www.wikidata.org/entity/Q42` -> `Q42` (or a `wdt:` IRI with base=DIRECT); None for any other IRI."""
     if iri.startswith(base) and is_valid_id(iri[len(base):]):

@@ -208,22 +208,53 @@ def rdf_format(path: Path):
     return getattr(RdfFormat, name)
 
 
-def import_rdf(rdf_file: str | Path, store_dir: str | Path) -> int:
-    """Load an N-Triples/Turtle file into the pyoxigraph store at `store_dir`; returns its triple count."""
+def _bulk_load(rdf_file: Path, store_dir: Path) -> int:
+    """Load a whole file into a new store folder (fast, not transactional); returns the triple count."""
     pyoxigraph = require("pyoxigraph", "the embedded Wikidata store", extra="wikidata")
-    rdf_file = Path(rdf_file)
-    if not rdf_file.is_file():
-        raise InputError(rdf_file, "file not found")
-    fmt = rdf_format(rdf_file)
     store = pyoxigraph.Store(str(store_dir))
     try:
-        store.bulk_load(path=str(rdf_file), format=fmt)
+        store.bulk_load(path=str(rdf_file), format=rdf_format(rdf_file))
     except SyntaxError as exc:
         raise InputError(rdf_file, f"invalid RDF: {exc}") from exc
-    store.flush()
+    finally:
+        store.flush()
     count = len(store)
     del store
     gc.collect()  # closes the RocksDB handle so another process (or a rename) can use the folder
+    return count
+
+
+def import_rdf(rdf_file: str | Path, store_dir: str | Path) -> int:
+    """Load an N-Triples/Turtle file into the pyoxigraph store at `store_dir`; returns its triple count.
+
+    All or nothing: a new store is built in a temporary folder and renamed into place; an existing
+    store gets the file in one transaction (which holds the file in memory).
+    """
+    pyoxigraph = require("pyoxigraph", "the embedded Wikidata store", extra="wikidata")
+    rdf_file, store_dir = Path(rdf_file), Path(store_dir)
+    if not rdf_file.is_file():
+        raise InputError(rdf_file, "file not found")
+    fmt = rdf_format(rdf_file)
+    if store_dir.is_dir() and any(store_dir.iterdir()):
+        store = pyoxigraph.Store(str(store_dir))
+        try:
+            store.load(path=str(rdf_file), format=fmt)
+        except SyntaxError as exc:
+            raise InputError(rdf_file, f"invalid RDF: {exc}") from exc
+        store.flush()
+        count = len(store)
+        del store
+        gc.collect()
+        return count
+    store_dir.parent.mkdir(parents=True, exist_ok=True)
+    building = Path(tempfile.mkdtemp(prefix=f".{store_dir.name}.", dir=store_dir.parent))
+    try:
+        count = _bulk_load(rdf_file, building)
+        if store_dir.is_dir():
+            store_dir.rmdir()  # empty, checked above
+        os.replace(building, store_dir)
+    finally:
+        shutil.rmtree(building, ignore_errors=True)
     return count
 
 
@@ -241,7 +272,7 @@ def open_cached_store(rdf_file: str | Path, cache_dir: str | Path):
         final.parent.mkdir(parents=True, exist_ok=True)
         building = Path(tempfile.mkdtemp(prefix=f".{digest[:12]}.", dir=final.parent))
         try:
-            import_rdf(rdf_file, building)
+            _bulk_load(Path(rdf_file), building)
             (building / ".kbench-complete").write_text(digest + "\n")
             shutil.rmtree(final, ignore_errors=True)  # a leftover without its completion mark
             try:
