@@ -34,8 +34,10 @@ def fmt(value: Any) -> str:
     if isinstance(value, dict) and "mean" in value:
         std = value.get("std")
         return fmt(value["mean"]) + (f" ± {fmt(std)}" if isinstance(std, (int, float)) else "")
-    if isinstance(value, bool) or value is None:
-        return "" if value is None else str(value)
+    if value is None:  # missing for this run, or undefined (an empty denominator)
+        return "—"
+    if isinstance(value, bool):
+        return str(value)
     if isinstance(value, int):
         return f"{value:,}"
     if isinstance(value, float):
@@ -54,12 +56,15 @@ def image(name: str | None, alt: str) -> str:
 
 
 _TECHNIQUE_COLUMNS = ("n", "acc", "accuracy", "exact_accuracy", "exact", "gain", "loss", "prs", "sgr", "dgr")
+_PRS_PARTS = ("improved", "tied", "worsened", "n")
 
 
-def _technique_column_order(column: str) -> tuple[int, str]:
-    """MAPLE's order (Acc, Gain, Loss, PRS, SGR, DGR), then anything else alphabetically."""
-    head = column.split(" ")[0].lower()
-    return (_TECHNIQUE_COLUMNS.index(head) if head in _TECHNIQUE_COLUMNS else len(_TECHNIQUE_COLUMNS), column)
+def _technique_column_order(column: str) -> tuple[int, int, str]:
+    """MAPLE's order (Acc, Gain, Loss, PRS improved/tied/worsened/n, SGR, DGR), then the rest."""
+    head, _, rest = column.lower().partition(" ")
+    group = _TECHNIQUE_COLUMNS.index(head) if head in _TECHNIQUE_COLUMNS else len(_TECHNIQUE_COLUMNS)
+    part = _PRS_PARTS.index(rest) if head == "prs" and rest in _PRS_PARTS else 0
+    return (group, part, column)
 
 
 def _metric_table(labels: list[str], tables: list[dict[str, Any]], first: str, keys: list[str]) -> str:

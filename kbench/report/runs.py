@@ -101,7 +101,7 @@ def flatten_metrics(metrics: dict[str, Any], prefix: str = "") -> dict[str, Any]
         if key == "beyond_sampling" and isinstance(value, dict):
             for temp, rates in value.items():
                 for rate, v in (rates or {}).items():
-                    flat[f"{rate.upper()} τ={temp}"] = v
+                    flat[f"{rate.upper() if rate in ('sgr', 'dgr') else rate} τ={temp}"] = v
         elif isinstance(value, dict) and "mean" not in value:
             flat.update(flatten_metrics(value, f"{prefix}{key} "))
         elif value is None or isinstance(value, (int, float, dict)) and not isinstance(value, bool):
@@ -157,8 +157,10 @@ def headline_metrics(results: dict[str, Any]) -> dict[str, float]:
     out = {}
     for scope in (results, results.get("overall"), results.get("headline"), results.get("metrics")):
         if isinstance(scope, dict):
+            # counts (n, n_facts), seeds and versions are sizes and labels, not scores
             out.update({k: float(v) for k, v in scope.items()
-                        if isinstance(v, (int, float)) and not isinstance(v, bool) and k not in ("seed", "n", "version")})
+                        if isinstance(v, (int, float)) and not isinstance(v, bool)
+                        and k not in ("seed", "n", "version") and not k.startswith("n_")})
     return out
 
 
