@@ -36,6 +36,18 @@ USER_AGENT = f"kbench/{__version__} (knowledge-probing benchmark builder; {PROJE
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 
 
+def user_agent() -> str:
+    """kbench's User-Agent; Wikimedia asks for a way to reach the operator, so `KBENCH_CONTACT`
+    (an email address or URL) is added when set."""
+    import os
+
+    import requests
+
+    contact = os.environ.get("KBENCH_CONTACT", "").strip()
+    agent = USER_AGENT if not contact else USER_AGENT[:-1] + f"; contact: {contact})"
+    return f"{agent} python-requests/{requests.__version__}"
+
+
 @dataclass
 class SparqlStats:
     queries_sent: int = 0
@@ -132,7 +144,7 @@ class HttpTransport:
         if self._session is None:
             self._session = requests.Session()
             self._session.headers.update({
-                "User-Agent": f"{USER_AGENT} python-requests/{requests.__version__}",
+                "User-Agent": user_agent(),
                 "Accept": "application/sparql-results+json",
             })
         return self._session.post(self.endpoint, data={"query": query}, timeout=self.timeout)

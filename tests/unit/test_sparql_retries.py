@@ -24,7 +24,8 @@ def _client(httpserver, waits: list[float], **kwargs) -> SparqlClient:
     return SparqlClient(transport)
 
 
-def test_request_shape_user_agent_and_json_results(httpserver):
+def test_request_shape_user_agent_and_json_results(httpserver, monkeypatch):
+    monkeypatch.setenv("KBENCH_CONTACT", "ops@example.org")
     seen: list[Request] = []
 
     def handler(request: Request) -> Response:
@@ -35,7 +36,7 @@ def test_request_shape_user_agent_and_json_results(httpserver):
     assert WikidataClient(_client(httpserver, [])).entities(["Q1", "Q2"]) == {"Q1": "one"}
     (request,) = seen
     assert request.headers["User-Agent"].startswith(f"kbench/{__version__} (")
-    assert "https://" in request.headers["User-Agent"]
+    assert "https://" in request.headers["User-Agent"] and "contact: ops@example.org)" in request.headers["User-Agent"]
     assert request.headers["Accept"] == "application/sparql-results+json"
     assert request.form["query"] == entities_query(["Q1", "Q2"])
     assert "SERVICE" not in request.form["query"]
