@@ -64,7 +64,10 @@ def _plan_dataset(root: Path) -> UploadPlan:
     readme = root / "README.md"
     if not readme.is_file():
         raise InputError(readme, f"no data card; write one with: kbench card {root}")
-    validate_card(readme.read_text(encoding="utf-8"), root)
+    try:
+        validate_card(readme.read_text(encoding="utf-8"), root)
+    except InputError as exc:
+        raise UserError(f"{exc}; regenerate the card with: kbench card {root}") from exc
     manifest = read_json(root / "manifest.json")
     recorded = manifest.get("files") if isinstance(manifest, dict) else None
     if not recorded:

@@ -134,7 +134,7 @@ def test_publish_refuses_a_card_that_fails_validation(lama_dir):
     write_card(lama_dir)
     readme = lama_dir / "README.md"
     readme.write_text(readme.read_text().replace("license: cc-by-nc-4.0\n", ""))
-    with pytest.raises(InputError, match="lacks license"):
+    with pytest.raises(UserError, match="lacks license.*kbench card"):
         plan_upload(lama_dir)
 
 
