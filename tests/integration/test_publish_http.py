@@ -25,6 +25,7 @@ REPO = "someone/lama-probe"
 class FakeHub:
     def __init__(self):
         self.requests: list[dict] = []
+        self.refuse_create = False  # answer repo creation as the Hub does for a token without write access
 
     def handle(self, request: Request) -> Response:
         body = request.get_data()
@@ -33,6 +34,9 @@ class FakeHub:
         self.requests.append({"method": request.method, "path": request.path, "url": request.url,
                               "headers": dict(request.headers), "body": body})
         path = request.path
+        if path == "/api/repos/create" and self.refuse_create:
+            return Response(json.dumps({"error": "You don't have the rights to create a dataset under this namespace"}),
+                            status=403, content_type="application/json")
         if path == "/api/repos/create":
             return _json({"url": f"{request.host_url}datasets/{REPO}", "name": REPO})
         if path == "/api/validate-yaml":  # the Hub checks README.md metadata before the upload
@@ -142,3 +146,15 @@ def test_publish_without_token_is_a_clear_error(tmp_path, shared_data):
     out = run_kbench("publish", str(folder), "--repo-id", REPO,
                      env={"HF_TOKEN": "", "HF_HOME": str(tmp_path / "empty-home"), "HF_ENDPOINT": "http://127.0.0.1:9"})
     assert out.returncode == 2 and "no Hugging Face token" in out.stderr
+
+
+def test_hub_refusal_is_one_clear_line_without_the_token(hub, tmp_path, shared_data):
+    fake, env = hub
+    fake.refuse_create = True
+    folder = make_lama_folder(tmp_path / "lama", shared_data)
+    assert run_kbench("card", str(folder)).returncode == 0
+    out = run_kbench("publish", str(folder), "--repo-id", REPO, env=env)
+    assert out.returncode == 2 and "publishing to someone/lama-probe failed" in out.stderr
+    assert "Traceback" not in out.stderr and TOKEN not in out.stdout + out.stderr
+    assert not fake.by_path("/preupload/") and not fake.by_path("/commit/")  # nothing uploaded after the refusal
+    fake.assert_token_only_in_authorization()
