@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO_ROOT, run_kbench
+from conftest import REPO_ROOT, run_kbench
 
 RECIPE = str(REPO_ROOT / "pipelines" / "lama-trex.toml")
 SMALL = ["--set", 'load.relations=["P19","P20"]', "--set", "load.max_per_relation=40"]
