@@ -55,7 +55,7 @@ class KeeSettings:
     sweep_max: int = 30                    # K = 1..sweep_max for the ranking-stability check
     temperatures: tuple[float, ...] = (0.7, 1.2)
     recite_runs: int = 20
-    fit_pool_limit: int = 200              # train (or dev) split items used to fit CAA / ITI
+    fit_pool_limit: int = 100              # train (or dev) split items used to fit CAA / ITI
     case_sensitive: bool = False
 
 

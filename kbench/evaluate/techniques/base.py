@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from kbench.evaluate.prompts import INSTRUCTION
+from kbench.metrics.matching import normalize_for_matching
 
 ANSWER_INSTRUCTION = INSTRUCTION   # one prompt wording for every task (kbench.evaluate.prompts)
 MAX_ANSWER_TOKENS = 16
@@ -75,11 +76,11 @@ def clean_answer(text: str) -> str:
 
 
 def majority_vote(answers: Sequence[str]) -> str:
-    """The most frequent answer (compared case- and space-insensitively); ties go to the answer
-    seen first, so the vote is deterministic."""
+    """The most frequent answer, answers compared after MAPLE normalisation (so "Paris" and
+    "paris." vote together); ties go to the answer seen first, so the vote is deterministic."""
     if not answers:
         return ""
-    keys = [" ".join(a.lower().split()) for a in answers]
+    keys = [normalize_for_matching(a) for a in answers]
     counts = Counter(keys)
     best = max(counts.values())
     winner = next(k for k in keys if counts[k] == best)

@@ -7,11 +7,12 @@ statements (answer prompt + " " + another item's answer). At inference the vecto
 multiplier is added to block l's output at every position.
 
 Layer choice (MAPLE / CAA): within each fitting pool, 80% builds one vector per layer and the
-held-out 20% picks the layer with the largest mean change Δp of the gold first token's
-probability under steering. Folds as in `fitting.py`, so no item is answered with a vector
+held-out 20% (at most `select_limit` items, which bounds the sweep's cost to layers × 20
+prompts) picks the layer with the largest mean change Δp of the gold first token's probability
+under steering. Folds as in `fitting.py`, so no item is answered with a vector
 built from itself.
 
-Parameters: multiplier = 1.0, held_out = 0.2, candidate layers = all.
+Parameters: multiplier = 1.0, held_out = 0.2, select_limit = 20, candidate layers = all.
 """
 
 from __future__ import annotations
@@ -36,11 +37,11 @@ def steering(layer: int, vector, multiplier: float) -> Intervention:
 class CAA(Technique):
     family = "steering"
 
-    def __init__(self, multiplier: float = 1.0, held_out: float = 0.2):
-        self.multiplier, self.held_out = multiplier, held_out
+    def __init__(self, multiplier: float = 1.0, held_out: float = 0.2, select_limit: int = 20):
+        self.multiplier, self.held_out, self.select_limit = multiplier, held_out, select_limit
 
     def params(self):
-        return {"multiplier": self.multiplier, "held_out": self.held_out}
+        return {"multiplier": self.multiplier, "held_out": self.held_out, "select_limit": self.select_limit}
 
     def fit(self, context, pool):
         """(layer, vector) fitted on `pool`; cached in the run's fit folder."""
@@ -53,6 +54,7 @@ class CAA(Technique):
         if found is not None:
             return int(found[1]["layer"]), found[0]["vector"]
         build, select = split_pool(pool, self.held_out)
+        select = select[: self.select_limit]
         true, false = contrast_texts(build, pool)
         if not true:
             raise ValueError("CAA needs at least two items with different answers in each fitting pool")
