@@ -1,7 +1,8 @@
 """Streaming benchmark: the row-wise tabular MAPLE stages on a synthetic triplet table.
 
-Runs `link_wikidata` -> `quality_filters` -> `triplets_to_facts` (lazy polars plans, written with
-`sink_parquet` exactly as the build runner writes a stage's output) over 100k and 1M synthetic
+Runs `link_wikidata` -> `quality_filters` -> `triplets_to_facts` (their lazy polars plans, written
+with `sink_parquet` as the build runner writes a stage's output, with smaller row groups: see
+below) over 100k and 1M synthetic
 triplets, each size in a fresh subprocess, and prints rows/s and peak RSS per size and
 
     rss_ratio_1m_over_100k: X
