@@ -101,15 +101,26 @@ def _literal(text: str, *, language: str | None = None, datatype: str | None = N
     return str(Literal(text))
 
 
+def _label_text(value: object) -> bool:
+    """Whether a source label can be written as an RDF string (non-empty text, valid UTF-8)."""
+    if not isinstance(value, str) or not value.strip():
+        return False
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate, from a JSON escape such as \ud800
+        return False
+    return True
+
+
 def _fact_rows(kind: str, path: Path) -> Iterator[tuple[str, str, str | None, str, str, str | None]]:
     """(subject id, subject label, relation, object id, object label, literal object) per line."""
     if kind == "google_re":
         for lineno, row in iter_jsonl(path, required=("pred", "sub_label", "obj_label")):
-            relation = GOOGLE_RE_PROPERTIES.get(row["pred"])
+            relation = GOOGLE_RE_PROPERTIES.get(row["pred"]) if isinstance(row["pred"], str) else None
             if relation is None:
                 raise InputError(path, f"unknown Google-RE predicate {row['pred']!r}; known: "
                                        f"{', '.join(GOOGLE_RE_PROPERTIES)}", line=lineno)
-            literal = str(row.get("obj", "")) if relation == "P569" else None
+            literal = row.get("obj") if relation == "P569" and isinstance(row.get("obj"), str) else None
             yield row.get("sub_w") or "", row["sub_label"], relation, row.get("obj_w") or "", row["obj_label"], literal
         return
     relation = path.stem if kind == "trex" else path.parent.name
@@ -131,7 +142,8 @@ def _add_facts(subset: _Subset, inputs: SubsetInputs) -> None:
         for sub, sub_label, relation, obj, obj_label, literal in _fact_rows(kind, path):
             if not (is_valid_id(sub) and is_valid_id(relation)):
                 continue
-            subset.labels.setdefault(sub, sub_label)
+            if _label_text(sub_label):
+                subset.labels.setdefault(sub, sub_label)
             if literal is not None:
                 when = wikidata_datetime(literal)
                 if when is not None:
@@ -140,7 +152,8 @@ def _add_facts(subset: _Subset, inputs: SubsetInputs) -> None:
                 continue
             if not is_valid_id(obj):
                 continue
-            subset.labels.setdefault(obj, obj_label)
+            if _label_text(obj_label):
+                subset.labels.setdefault(obj, obj_label)
             subset.triples.add(f"{_iri(ENTITY, sub)} {_iri(DIRECT, relation)} {_iri(ENTITY, obj)} .")
 
 
@@ -151,9 +164,11 @@ def _add_properties(subset: _Subset, inputs: SubsetInputs) -> None:
         for lineno, row in iter_jsonl(inputs.relations, required=("relation",)):
             if not is_valid_id(row["relation"]):
                 raise InputError(inputs.relations, f"invalid property id {row['relation']!r}", line=lineno)
-            properties[row["relation"]] = str(row.get("label") or properties.get(row["relation"], ""))
-            if row.get("description"):
-                descriptions[row["relation"]] = str(row["description"])
+            if _label_text(row.get("label")):
+                properties[row["relation"]] = row["label"]
+            properties.setdefault(row["relation"], "")
+            if _label_text(row.get("description")):
+                descriptions[row["relation"]] = row["description"]
     for pid, label in properties.items():
         node = _iri(ENTITY, pid)
         subset.triples.add(f"{node} {_iri(RDF, 'type')} {_iri(WIKIBASE, 'Property')} .")

@@ -189,3 +189,20 @@ def test_import_is_all_or_nothing(store_file, tmp_path):
     extra = tmp_path / "extra.ttl"
     extra.write_text('<http://www.wikidata.org/entity/Q77> <http://www.w3.org/2000/01/rdf-schema#label> "x"@en .\n')
     assert import_rdf(extra, tmp_path / "store") == count + 1
+
+
+def test_subset_skips_unusable_rows_instead_of_crashing(lama, tmp_path):
+    (lama.trex_dir / "P19.jsonl").write_text(
+        json.dumps(_fact("Q30", None, "Q31", 7)) + "\n"
+        + json.dumps(_fact("Q32", "lone \ud800 surrogate", "Q33", ["list"])) + "\n"
+        + json.dumps(_fact(["Q34"], "x", {"id": "Q35"}, "y")) + "\n", encoding="utf-8")
+    (lama.google_re_dir / "date_of_birth_test.jsonl").write_text(json.dumps(
+        {"pred": ["/people/person/date_of_birth"], "sub_w": "Q30", "sub_label": "a", "obj_label": "b"}) + "\n")
+    with pytest.raises(InputError, match=r"date_of_birth_test.jsonl:1.*unknown Google-RE predicate"):
+        write_lama_subset(lama, tmp_path / "x.nt")
+    lama.google_re_dir = None
+    write_lama_subset(lama, tmp_path / "x.nt")
+    text = (tmp_path / "x.nt").read_text(encoding="utf-8")
+    assert "entity/Q30> <http://www.wikidata.org/prop/direct/P19> <http://www.wikidata.org/entity/Q31>" in text
+    assert "Q30> <http://www.w3.org/2000/01/rdf-schema#label>" not in text and "surrogate" not in text
+    assert "Q34" not in text and "Q35" not in text
