@@ -1,0 +1,40 @@
+"""LEFT on the real SmolLM2-135M-Instruct through the CLI, as the acceptance commands run it:
+build the statements from ../shared/data, judge the first 40 dev statements in the prior and the
+open-book (MiniLM retrieval) settings, check the results against the schema and the recorded
+accuracies, then standardise the two runs."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from kbench.evaluate.rundir import validate_results
+from tests.conftest import REPO_ROOT, run_kbench
+
+pytestmark = pytest.mark.slow
+# Measured on this machine (SmolLM2-135M-Instruct Q4_1 GGUF de-quantised to fp32, CPU); a pair is 0.05.
+RECORDED = {"prior": 0.45, "open-book": 0.35}
+TOLERANCE = 0.051
+
+
+def test_truefalse_prior_and_open_book(tmp_path):
+    left = tmp_path / "left"
+    proc = run_kbench("build", str(REPO_ROOT / "pipelines" / "left-textbook.toml"), "--out", str(left))
+    assert proc.returncode == 0, proc.stderr
+    runs = {}
+    for setting, extra in (("prior", []), ("open-book", ["--retriever", "sbert"])):
+        out = tmp_path / f"tf-{setting}"
+        proc = run_kbench("evaluate", "truefalse", "--dataset", str(left), "--model", "smollm2-135m",
+                          "--setting", setting, *extra, "--limit", "40", "--out", str(out))
+        assert proc.returncode == 0, proc.stderr
+        results = json.loads((out / "results.json").read_text())
+        validate_results(results, "results.truefalse.v1.json")
+        assert results["overall"]["n"] == 40
+        assert results["overall"]["accuracy"] == pytest.approx(RECORDED[setting], abs=TOLERANCE), results["overall"]
+        runs[setting] = out
+    items = [json.loads(line) for line in (runs["open-book"] / "items.jsonl").read_text().splitlines()]
+    assert all(item["prompt"].startswith("Passage: ") and item["context_id"] for item in items)
+    proc = run_kbench("report", "standardize", str(runs["prior"]), str(runs["open-book"]), "--out", str(tmp_path / "std"))
+    assert proc.returncode == 0, proc.stderr
+    assert "truefalse:prior:dev:accuracy" in (tmp_path / "std" / "standardized.md").read_text()
