@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from kbench.build.context import StageContext
 
 #: Modules that define further frequency sources (imported lazily by `frequency_sources()`).
-SOURCE_MODULES: tuple[str, ...] = ("kbench.sources.pageviews", "kbench.sources.mention_counts")
+SOURCE_MODULES: tuple[str, ...] = ("kbench.sources.pageviews", "kbench.sources.mention_counts", "kbench.sources.corpus_index")
 
 
 class SourceOptions(BaseModel):

@@ -62,3 +62,14 @@ def test_same_document(tmp_path):
     kept, rejected = _run(tmp_path, mode="same_document")
     assert kept.select("subject", "object", "cooccurrence_docs").rows() == [("Paris", "France", 1), ("Paris", "Germany", 1)]
     assert rejected["reason"].to_list() == ["no_cooccurrence", "subject_not_in_corpus", "object_not_in_corpus"]
+
+
+def test_corpus_count_frequency_source(tmp_path):
+    from kbench.sources.frequency import make_source
+
+    _corpus(tmp_path)
+    ctx = StageContext(recipe_path=tmp_path / "r.toml", run_dir=tmp_path / "run", seed=0, cache_dir=tmp_path / "cache")
+    source = make_source("corpus_count", {"corpus": "corpus", "entity": "object"}, ctx)
+    assert [p.name for p in source.input_files()] == ["docs.jsonl"]
+    table = pl.LazyFrame({"object": ["France", "Paris", "Mars", None]})
+    assert source.frequency(table).collect()["frequency"].to_list() == [1.0, 3.0, 0.0, None]
