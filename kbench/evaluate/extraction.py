@@ -125,12 +125,15 @@ def lama_filter(rows: list[dict], prompts: list[Prompt], tokenizer, common_vocab
 
 def _item_rows(runner, rows: Sequence[dict], prompts: Sequence[Prompt], settings: ExtractionSettings,
                candidates: list[int] | None) -> list[dict]:
-    ranks = runner.rank_first_token([p.text for p in prompts], [p.gold for p in prompts], candidate_ids=candidates)
+    texts, golds = [p.text for p in prompts], [p.gold for p in prompts]
     if settings.protocol == "maple":
-        # One generate call per stop list (prompt forms share one), so batches stay full.
-        predictions = runner.generate([p.text for p in prompts], settings.max_new_tokens, stop=list(prompts[0].stop))
+        # One call per stop list (a prompt form has one), so batches stay full; the ranking
+        # reuses the generation's prefill.
+        both = runner.generate_and_rank(texts, golds, settings.max_new_tokens, stop=list(prompts[0].stop),
+                                        candidate_ids=candidates)
+        predictions, ranks = [t for t, _, _ in both], [(r, lp) for _, r, lp in both]
     else:
-        predictions = [None] * len(rows)
+        predictions, ranks = [None] * len(rows), runner.rank_first_token(texts, golds, candidate_ids=candidates)
     out = []
     for row, prompt, (rank, logprob), prediction in zip(rows, prompts, ranks, predictions):
         if prediction is None:

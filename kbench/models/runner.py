@@ -1,10 +1,11 @@
-"""The batched model runner: every evaluation reads model outputs through these four methods.
+"""The batched model runner: every evaluation reads model outputs through these methods.
 
     runner = ModelRunner(load_model("smollm2-135m"), cache=ResultCache(path))
     runner.rank_first_token(["Paris is the capital of"], [" France"])   -> [(1, -0.4)]
     runner.score_answers(["Paris is the capital of"], [" France"])      -> [(-1.2, [-0.4, -0.8])]
     runner.generate(["Q: ...\nA:"], max_new_tokens=16, stop=["\n"])     -> ["Paris"]
     runner.sample(["Q: ...\nA:"], k=20, temperature=0.7, seed=42)       -> [[20 strings]]
+    runner.generate_and_rank(prompts, golds, 16, stop=["\n"])         -> [("Paris", 1, -0.1)]
 
 Text contract (causal LMs): an answer / gold is the exact continuation of the prompt, leading
 space included (" France"). It is tokenised in context: the ids of prompt+answer after the
@@ -84,18 +85,11 @@ class ModelRunner:
         the log-softmax over the full vocabulary. One forward pass per batch, logits_to_keep=1."""
         _same_length(prompts, golds)
         encoded = [self._rank_item(p, g, i) for i, (p, g) in enumerate(zip(prompts, golds))]
-        candidates = None if candidate_ids is None else self.torch.tensor(sorted(set(candidate_ids)), device=self.device)
-        params = {"candidates": stable_hash(sorted(set(candidate_ids))) if candidate_ids is not None else None}
+        candidates, params = self._candidates(candidate_ids)
 
         def compute(batch: list[int]) -> list[list]:
-            ids = [encoded[i][0] for i in batch]
-            scores = self._next_token_scores(ids, [encoded[i][1] for i in batch], intervention)
-            log_probs = scores.log_softmax(-1)
-            golds_t = self.torch.tensor([encoded[i][2] for i in batch], device=self.device)
-            gold_scores = scores.gather(1, golds_t[:, None])
-            pool = scores if candidates is None else scores[:, candidates]
-            ranks = (pool > gold_scores).sum(1) + 1
-            return [[int(r), float(lp)] for r, lp in zip(ranks.tolist(), log_probs.gather(1, golds_t[:, None])[:, 0].tolist())]
+            scores = self._next_token_scores([encoded[i][0] for i in batch], [encoded[i][1] for i in batch], intervention)
+            return self._ranks(scores, [encoded[i][2] for i in batch], candidates)
 
         items = [{"prompt": p, "gold": g} for p, g in zip(prompts, golds)]
         values = self._cached("rank_first_token", params, items, [len(e[0]) for e in encoded], compute, intervention)
@@ -149,6 +143,45 @@ class ModelRunner:
         items = [{"prompt": p} for p in prompts]
         return self._cached("generate", params, items, [len(e) + max_new_tokens for e in encoded], compute, intervention)
 
+    def generate_and_rank(self, prompts: Sequence[str], golds: Sequence[str], max_new_tokens: int = 32,
+                          stop: Sequence[str] | None = None, *, candidate_ids: Sequence[int] | None = None,
+                          intervention: Intervention | None = None) -> list[tuple[str, int, float]]:
+        """(greedy text, rank, logprob) per prompt: `generate` and `rank_first_token` in one pass.
+        The ranking reads the scores the generation prefill computes anyway, so it costs no
+        forward pass of its own. Results and cache entries are those of the two methods."""
+        self._require_causal("generate_and_rank")
+        _same_length(prompts, golds)
+        stop = list(stop or [])
+        candidates, rank_params = self._candidates(candidate_ids)
+        gen_keys = self._keys("generate", {"max_new_tokens": max_new_tokens, "stop": stop},
+                              [{"prompt": p} for p in prompts], intervention)
+        rank_keys = self._keys("rank_first_token", rank_params,
+                               [{"prompt": p, "gold": g} for p, g in zip(prompts, golds)], intervention)
+        found = self.cache.get_many(gen_keys + rank_keys) if self.cache is not None else {}
+        first_of_pair: dict[tuple[str, str], int] = {}
+        for i, pair in enumerate(zip(gen_keys, rank_keys)):
+            if pair[0] not in found or pair[1] not in found:
+                first_of_pair.setdefault(pair, i)
+        encoded = {i: self._rank_item(prompts[i], golds[i], i) for i in first_of_pair.values()}
+
+        def compute(batch: list[int]) -> list[tuple[str, list]]:
+            prefill = []
+            texts = self._decode([encoded[i][0] for i in batch], 1, max_new_tokens, stop, None, intervention,
+                                 on_prefill=prefill.append)
+            return list(zip([t[0] for t in texts], self._ranks(prefill[0], [encoded[i][2] for i in batch], candidates)))
+
+        def store(batch: list[int], values: list) -> None:
+            fresh = {}
+            for i, (text, rank) in zip(batch, values):
+                fresh[gen_keys[i]], fresh[rank_keys[i]] = text, rank
+            found.update(fresh)
+            if self.cache is not None:
+                self.cache.put_many(fresh)
+
+        lengths = {i: len(e[0]) + max_new_tokens for i, e in encoded.items()}
+        self._compute_missing(sorted(encoded, key=lambda i: -lengths[i]), lengths, compute, store)
+        return [(found[g], int(found[r][0]), float(found[r][1])) for g, r in zip(gen_keys, rank_keys)]
+
     def sample(self, prompts: Sequence[str], k: int, temperature: float, seed: int, max_new_tokens: int = 32,
                stop: Sequence[str] | None = None, *, intervention: Intervention | None = None) -> list[list[str]]:
         """k sampled continuations per prompt at `temperature`, stopping as in `generate`.
@@ -177,19 +210,34 @@ class ModelRunner:
         return self._cached("sample", params, items, lengths, compute, intervention)
 
     # ------------------------------------------------------------------ caching and batching
-    def _cached(self, method: str, params: dict, items: list[dict], lengths: list[int],
-                compute: Callable[[list[int]], list], intervention: Intervention | None) -> list:
-        """Look every item up in the cache, compute the misses batch by batch (longest first),
-        store each batch as it finishes, and return the values in input order."""
+    def _keys(self, method: str, params: dict, items: list[dict], intervention: Intervention | None) -> list[str]:
         common = {"model": self.loaded.identity, "method": method, "params": params,
                   "intervention": intervention.key if intervention else None}
-        keys = [ResultCache.key(**common, item=item) for item in items]
+        return [ResultCache.key(**common, item=item) for item in items]
+
+    def _cached(self, method: str, params: dict, items: list[dict], lengths: list[int],
+                compute: Callable[[list[int]], list], intervention: Intervention | None) -> list:
+        """Look every item up in the cache, compute the misses, return values in input order."""
+        keys = self._keys(method, params, items, intervention)
         found = self.cache.get_many(keys) if self.cache is not None else {}
         first_of_key: dict[str, int] = {}
         for i, key in enumerate(keys):
             if key not in found:
                 first_of_key.setdefault(key, i)  # duplicates are computed once
-        pending = sorted(first_of_key.values(), key=lambda i: -lengths[i])
+
+        def store(batch: list[int], values: list) -> None:
+            fresh = {keys[i]: v for i, v in zip(batch, values)}
+            found.update(fresh)
+            if self.cache is not None:
+                self.cache.put_many(fresh)
+
+        self._compute_missing(sorted(first_of_key.values(), key=lambda i: -lengths[i]), lengths, compute, store)
+        return [found[k] for k in keys]
+
+    def _compute_missing(self, pending: list[int], lengths, compute: Callable[[list[int]], list],
+                         store: Callable[[list[int], list], None]) -> None:
+        """Run `compute` over `pending` (longest first) in batches, storing each batch as soon as
+        it finishes; on out-of-memory the batch is halved and retried."""
         while pending:
             size = self._batch_rows(lengths[pending[0]])
             batch = pending[:size]
@@ -203,12 +251,24 @@ class ModelRunner:
                 if self.device.type == "cuda":
                     self.torch.cuda.empty_cache()
                 continue
-            fresh = {keys[i]: v for i, v in zip(batch, values)}
-            found.update(fresh)
-            if self.cache is not None:
-                self.cache.put_many(fresh)
+            store(batch, values)
             pending = pending[size:]
-        return [found[k] for k in keys]
+
+    def _candidates(self, candidate_ids: Sequence[int] | None):
+        """(tensor of candidate ids or None, the cache-key params describing them)."""
+        if candidate_ids is None:
+            return None, {"candidates": None}
+        ids = sorted(set(candidate_ids))
+        return self.torch.tensor(ids, device=self.device), {"candidates": stable_hash(ids)}
+
+    def _ranks(self, scores, gold_ids: list[int], candidates) -> list[list]:
+        """[rank, logprob] of each row's gold id in [B, V] scores (rank over `candidates` if given)."""
+        golds = self.torch.tensor(gold_ids, device=scores.device)[:, None]
+        gold_scores = scores.gather(1, golds)
+        pool = scores if candidates is None else scores[:, candidates]
+        ranks = (pool > gold_scores).sum(1) + 1
+        log_probs = scores.log_softmax(-1).gather(1, golds)[:, 0]
+        return [[int(r), float(lp)] for r, lp in zip(ranks.tolist(), log_probs.tolist())]
 
     def _batch_rows(self, longest: int) -> int:
         if self.batch_size:
@@ -303,52 +363,62 @@ class ModelRunner:
         return scores
 
     def _decode(self, seqs: list[list[int]], copies: int, max_new_tokens: int, stop: list[str],
-                sampling: tuple[float, list] | None, intervention: Intervention | None) -> list[list[str]]:
+                sampling: tuple[float, list] | None, intervention: Intervention | None,
+                on_prefill: Callable[[Any], None] | None = None) -> list[list[str]]:
         """Prefill the prompts once, repeat each row's KV cache `copies` times, then decode
-        greedily (sampling=None) or by sampling row r from generator sampling[1][r]."""
+        greedily (sampling=None) or by sampling output row r from generator sampling[1][r].
+        `on_prefill(scores)` sees the prompts' next-token scores (after the logits processor).
+        Rows that finish leave the batch (and the KV cache), so later steps cost only the rows
+        still decoding; the logits processor sees those rows only."""
         from transformers import DynamicCache
 
         torch = self.torch
+        processor = intervention.logits_processor if intervention else None
         input_ids, mask, positions = self._pad_left(seqs)
         cache = DynamicCache()
         eos = set(_as_list(self.model.generation_config.eos_token_id) or _as_list(self.tokenizer.eos_token_id))
         with self._intervened(intervention):
             scores = self._forward(input_ids, mask, positions, cache=cache).logits[:, -1].float()
+            if processor:
+                scores = processor(input_ids, scores)
+            if on_prefill is not None:
+                on_prefill(scores)
             if copies > 1:
                 cache.batch_repeat_interleave(copies)
                 scores, input_ids, mask = (t.repeat_interleave(copies, 0) for t in (scores, input_ids, mask))
-            rows = input_ids.shape[0]
+            active = list(range(input_ids.shape[0]))   # batch row -> output row
+            generated: list[list[int]] = [[] for _ in active]
             next_pos = mask.sum(1, keepdim=True)
-            generated: list[list[int]] = [[] for _ in range(rows)]
-            finished = [False] * rows
-            for _ in range(max_new_tokens):
-                if intervention and intervention.logits_processor:
-                    scores = intervention.logits_processor(input_ids, scores)
+            for step in range(max_new_tokens):
+                if step and processor:
+                    scores = processor(input_ids, scores)
                 if sampling is None:
                     tokens = scores.argmax(-1)
                 else:
                     probs = (scores / sampling[0]).softmax(-1)
-                    tokens = torch.stack([torch.multinomial(probs[r], 1, generator=sampling[1][r])[0] for r in range(rows)])
-                token_list = tokens.tolist()
-                for r in range(rows):
-                    if finished[r]:
-                        token_list[r] = self.pad_id
+                    tokens = torch.stack([torch.multinomial(probs[b], 1, generator=sampling[1][r])[0]
+                                          for b, r in enumerate(active)])
+                still = []
+                for b, (r, token) in enumerate(zip(active, tokens.tolist())):
+                    if token in eos:
                         continue
-                    if token_list[r] in eos:
-                        finished[r] = True
-                        continue
-                    generated[r].append(token_list[r])
-                    if stop and any(s in self.tokenizer.decode(generated[r], skip_special_tokens=True) for s in stop):
-                        finished[r] = True
-                if all(finished):
+                    generated[r].append(token)
+                    if not (stop and any(s in self.tokenizer.decode(generated[r], skip_special_tokens=True) for s in stop)):
+                        still.append(b)
+                if not still or step == max_new_tokens - 1:
                     break
-                step = torch.tensor(token_list, device=self.device)[:, None]
-                input_ids = torch.cat([input_ids, step], 1)
-                mask = torch.cat([mask, torch.ones_like(step)], 1)
-                scores = self._forward(step, mask, next_pos, cache=cache).logits[:, -1].float()
+                if len(still) < len(active):
+                    keep = torch.tensor(still, device=self.device)
+                    cache.batch_select_indices(keep)
+                    input_ids, mask, next_pos, tokens = input_ids[keep], mask[keep], next_pos[keep], tokens[keep]
+                    active = [active[b] for b in still]
+                step_ids = tokens[:, None]
+                input_ids = torch.cat([input_ids, step_ids], 1)
+                mask = torch.cat([mask, torch.ones_like(step_ids)], 1)
+                scores = self._forward(step_ids, mask, next_pos, cache=cache).logits[:, -1].float()
                 next_pos = next_pos + 1
         texts = [_cut_at_stop(self.tokenizer.decode(g, skip_special_tokens=True), stop) for g in generated]
-        return [texts[i:i + copies] for i in range(0, rows, copies)]
+        return [texts[i:i + copies] for i in range(0, len(texts), copies)]
 
     def _intervened(self, intervention: Intervention | None):
         if intervention is None or intervention.hooks is None:

@@ -103,6 +103,25 @@ def test_greedy_matches_transformers_generate(causal):
         assert text == tok.decode(out[0, ids.shape[1]:], skip_special_tokens=True)
 
 
+def test_generate_and_rank_equals_the_two_methods_in_one_pass(causal, tmp_path):
+    cache = ResultCache(tmp_path / "results.sqlite")
+    with count_forwards(causal) as shapes:
+        both = ModelRunner(causal, cache=cache).generate_and_rank(PROMPTS, GOLDS, max_new_tokens=5, stop=["\n"])
+    assert sum(1 for s in shapes if s[1] > 1) == 1  # a single prefill serves generation and ranking
+    separate = ModelRunner(causal, batch_size=2)
+    texts = separate.generate(PROMPTS, max_new_tokens=5, stop=["\n"])
+    ranks = separate.rank_first_token(PROMPTS, GOLDS)
+    assert [t for t, _, _ in both] == texts
+    assert [r for _, r, _ in both] == [r for r, _ in ranks]
+    for (_, _, lp), (_, ref) in zip(both, ranks):
+        assert lp == pytest.approx(ref, abs=1e-4)
+    with count_forwards(causal) as shapes:  # the same cache entries as the two methods
+        cached = ModelRunner(causal, cache=cache)
+        assert cached.rank_first_token(PROMPTS, GOLDS) == [(r, lp) for _, r, lp in both]
+        assert cached.generate(PROMPTS, max_new_tokens=5, stop=["\n"]) == texts
+    assert shapes == []
+
+
 def test_stop_strings_cut_each_row(causal):
     runner = ModelRunner(causal)
     free = runner.generate(PROMPTS, max_new_tokens=10)
@@ -120,7 +139,8 @@ def test_sampling_reproducible_with_one_prefill_per_prompt(causal):
     with count_forwards(causal) as shapes:
         first = runner.sample(PROMPTS[:3], k=4, temperature=1.0, seed=42, max_new_tokens=5)
     assert shapes[0][0] == 3  # one prefill row per prompt, not per sample
-    assert all(shape == (12, 1) for shape in shapes[1:])
+    assert shapes[1] == (12, 1)  # then one row per sample; finished rows leave the batch
+    assert all(shape[1] == 1 and shape[0] <= 12 for shape in shapes[2:])
     assert len(first) == 3 and all(len(row) == 4 for row in first)
     again = ModelRunner(causal, batch_size=1).sample(PROMPTS[:3], k=4, temperature=1.0, seed=42, max_new_tokens=5)
     assert again == first
