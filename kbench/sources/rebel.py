@@ -43,13 +43,12 @@ def parse_rebel_output(text: str) -> list[ParsedTriplet]:
     found: list[ParsedTriplet] = []
     head = tail = relation = ""
     state = None  # which slot the next words belong to
-    parts = [p for p in _MARKERS.split(text)]
 
     def emit() -> None:
         if head and tail and relation:
             found.append(ParsedTriplet(head, tail, relation))
 
-    for part in parts:
+    for part in _MARKERS.split(text):
         if part == TRIPLET:
             if state == "relation":
                 emit()
