@@ -17,6 +17,11 @@ from typing import Any
 
 from kbench.errors import InputError, UserError
 
+# mkstemp creates files 0600; outputs should get the usual permissions (0666 minus the umask).
+_UMASK = os.umask(0)
+os.umask(_UMASK)
+FILE_MODE = 0o666 & ~_UMASK
+
 
 @contextlib.contextmanager
 def atomic_path(path: str | Path) -> Iterator[Path]:
@@ -25,6 +30,7 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        os.fchmod(fd, FILE_MODE)
         os.close(fd)
     except OSError as exc:
         raise UserError(f"cannot write to {path.parent}: {exc.strerror or exc}") from exc

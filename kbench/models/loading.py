@@ -165,12 +165,14 @@ def load_model(name_or_path: str, *, dtype: str = "float32", device: str = "cpu"
         raise UserError(f"unknown dtype {dtype!r}; choose float32, bfloat16 or float16")
     try:
         config = transformers.AutoConfig.from_pretrained(source, trust_remote_code=trust_remote_code)
-    except OSError as exc:
-        raise UserError(f"cannot load model {name_or_path!r}: {exc}") from exc
-    kind = kind or model_kind(config)
-    auto = transformers.AutoModelForMaskedLM if kind == "masked" else transformers.AutoModelForCausalLM
-    model = auto.from_pretrained(source, dtype=torch_dtype, trust_remote_code=trust_remote_code)
-    tokenizer = transformers.AutoTokenizer.from_pretrained(source, trust_remote_code=trust_remote_code)
+        kind = kind or model_kind(config)
+        auto = transformers.AutoModelForMaskedLM if kind == "masked" else transformers.AutoModelForCausalLM
+        model = auto.from_pretrained(source, dtype=torch_dtype, trust_remote_code=trust_remote_code)
+        tokenizer = transformers.AutoTokenizer.from_pretrained(source, trust_remote_code=trust_remote_code)
+    except (OSError, ValueError) as exc:  # missing files, unknown architectures, remote code refused
+        first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        hint = " (pass --trust-remote-code only if you trust it)" if "trust_remote_code" in str(exc) else ""
+        raise UserError(f"cannot load model {name_or_path!r}: {first_line}{hint}") from exc
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token or tokenizer.unk_token
     model.to(device)
