@@ -30,7 +30,7 @@ def _run(tmp_path, rows, **params):
     cls = stage_registry()["link_wikidata"]
     ctx = StageContext(recipe_path=tmp_path / "r.toml", run_dir=tmp_path / "run", seed=0, cache_dir=tmp_path / "cache")
     stage = cls(cls.Params(documents="docs.jsonl", property_table="props.tsv", **params), ctx)
-    assert {p.name for p in stage.input_files()} == {"docs.jsonl", "props.tsv"}
+    assert {"docs.jsonl", "props.tsv"} <= {p.name for p in stage.input_files()}
     out = stage.run(pl.DataFrame(rows, schema_overrides={"subject_id": pl.String, "object_id": pl.String,
                                                          "relation": pl.String}).lazy())
     return out.kept.collect(), out.rejected.collect()
@@ -60,3 +60,10 @@ def test_existing_ids_kept_or_replaced(tmp_path):
     assert kept.select("subject_id", "link_method").rows() == [("Q618370", "annotated")]
     kept, rejected = _run(tmp_path, [row], keep_existing_ids=False)
     assert kept.height == 0 and rejected["reason"].to_list() == ["self_loop"]
+
+
+def test_titles_table_wins_over_document_annotations(tmp_path):
+    (tmp_path / "titles.tsv").write_text("title\tqid\nParis_(Texas)\tQ830149\nParis\tQ167646\n", encoding="utf-8")
+    row = _row("Paris", "continent", "Antarctica")
+    kept, _ = _run(tmp_path, [row, _row("paris (texas)", "continent", "Antarctica")], titles_table="titles.tsv")
+    assert kept["subject_id"].to_list() == ["Q167646", "Q830149"]
