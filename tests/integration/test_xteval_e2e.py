@@ -2,11 +2,11 @@
 small dataset folder made of real LAMA T-REx facts: runs, resumes, writes schema-valid results."""
 
 import json
-import os
 
 import polars as pl
 import pytest
 
+from kbench.cli.main import main
 from kbench.evaluate.rundir import validate_results
 from tests.conftest import run_kbench
 from tests.fixtures_models import tiny_causal_dir, tiny_masked_dir  # noqa: F401
@@ -27,24 +27,40 @@ def _question(fact: dict, rel: dict, split: str) -> dict:
             "split": split}
 
 
-@pytest.fixture(scope="module")
-def lama_folder(shared_data, tmp_path_factory):
-    """data/default/test.parquet with PER_RELATION real facts of each relation, plus known_facts.parquet
-    naming all of them (random tiny models know nothing, so D^theta is given as an extraction run would)."""
+def write_lama_folder(shared_data, folder, relations=RELATIONS, per_relation=PER_RELATION):
+    """A dataset folder (data/default/test.parquet, Question rows) of the first `per_relation` real
+    LAMA T-REx facts of each relation."""
     rels = {}
     for line in (shared_data / "lama_trex" / "relations.jsonl").read_text().splitlines():
         row = json.loads(line)
         rels[row["relation"]] = row
     rows = []
-    for relation in RELATIONS:
+    for relation in relations:
         with open(shared_data / "lama_trex" / "TREx" / f"{relation}.jsonl") as fh:
-            for _, line in zip(range(PER_RELATION), fh):
+            for _, line in zip(range(per_relation), fh):
                 rows.append(_question(json.loads(line), rels[relation], "test"))
-    folder = tmp_path_factory.mktemp("lama-small")
     (folder / "data" / "default").mkdir(parents=True)
     pl.DataFrame(rows).write_parquet(folder / "data" / "default" / "test.parquet")
+    return rows
+
+
+@pytest.fixture(scope="module")
+def lama_folder(shared_data, tmp_path_factory):
+    """The small folder plus known_facts.parquet naming all its facts: random tiny models know
+    nothing, so D^theta is given the way an extraction run would give it."""
+    folder = tmp_path_factory.mktemp("lama-small")
+    rows = write_lama_folder(shared_data, folder)
     pl.DataFrame({"id": [r["id"] for r in rows], "correct": [True] * len(rows)}).write_parquet(folder / "known_facts.parquet")
     return folder
+
+
+def kbench_in_process(*args: str) -> int:
+    """The CLI's `main` in this process (no second torch import); returns the exit code."""
+    try:
+        main(list(args))
+    except SystemExit as exc:
+        return int(exc.code or 0)
+    return 0
 
 
 def _args(folder, model, out, *extra):
@@ -57,8 +73,7 @@ def _args(folder, model, out, *extra):
 def test_xteval_runs_resumes_and_writes_valid_results(model_fixture, request, lama_folder, tmp_path):
     model = request.getfixturevalue(model_fixture)
     out = tmp_path / "run"
-    first = run_kbench(*_args(lama_folder, model, out, "--split", "both"))
-    assert first.returncode == 0, first.stderr
+    assert kbench_in_process(*_args(lama_folder, model, out, "--split", "both")) == 0
     results = json.loads((out / "results.json").read_text())
     validate_results(results, "results.xteval.v1.json")
     assert set(results["settings"]) == {"iid", "ood"}
@@ -78,23 +93,23 @@ def test_xteval_runs_resumes_and_writes_valid_results(model_fixture, request, la
 
     # Rerun: every unit is reused (files untouched), results identical.
     stamps = {p: p.stat().st_mtime_ns for p in (out / "units").rglob("*.json")}
-    again = run_kbench(*_args(lama_folder, model, out, "--split", "both"))
-    assert again.returncode == 0, again.stderr
+    assert kbench_in_process(*_args(lama_folder, model, out, "--split", "both")) == 0
     assert {p: p.stat().st_mtime_ns for p in (out / "units").rglob("*.json")} == stamps
     assert json.loads((out / "results.json").read_text())["settings"] == results["settings"]
 
 
-def test_rerun_with_other_settings_is_refused_and_tiny_d_theta_is_explained(lama_folder, tiny_causal_dir, tmp_path):  # noqa: F811
+def test_rerun_with_other_settings_is_refused_and_tiny_d_theta_is_explained(lama_folder, tiny_causal_dir, tmp_path, capsys):  # noqa: F811
     out = tmp_path / "run"
-    first = run_kbench(*_args(lama_folder, tiny_causal_dir, out, "--limit", "12"))
-    assert first.returncode == 0, first.stderr
+    assert kbench_in_process(*_args(lama_folder, tiny_causal_dir, out, "--limit", "12")) == 0
+    # A real user's view (subprocess): other settings in the same folder -> exit 2, one clear line.
     other = run_kbench(*_args(lama_folder, tiny_causal_dir, out, "--limit", "12", "--lr", "3e-5"))
     assert other.returncode == 2 and "differs in: settings" in other.stderr and "Traceback" not in other.stderr
     # Discrete extraction through the extraction task: a random model knows (almost) nothing.
-    empty = run_kbench("evaluate", "xteval", "--dataset", str(lama_folder), "--model", str(tiny_causal_dir),
-                       "--out", str(tmp_path / "discrete"), "--epochs", "1", "--seeds", "1", "--device", "cpu")
-    assert empty.returncode == 2 and "D^theta holds" in empty.stderr, empty.stderr
+    capsys.readouterr()
+    code = kbench_in_process("evaluate", "xteval", "--dataset", str(lama_folder), "--model", str(tiny_causal_dir),
+                             "--out", str(tmp_path / "discrete"), "--epochs", "1", "--seeds", "1", "--device", "cpu")
+    assert code == 2 and "D^theta holds" in capsys.readouterr().err
     assert (tmp_path / "discrete" / "extraction" / "discrete" / "known_facts.parquet").exists()
-    bad = run_kbench("evaluate", "xteval", "--dataset", str(tmp_path), "--model", str(tiny_causal_dir), "--out",
-                     str(tmp_path / "x"))
-    assert bad.returncode == 2 and "not a dataset folder" in bad.stderr
+    code = kbench_in_process("evaluate", "xteval", "--dataset", str(tmp_path), "--model", str(tiny_causal_dir),
+                             "--out", str(tmp_path / "x"))
+    assert code == 2 and "not a dataset folder" in capsys.readouterr().err

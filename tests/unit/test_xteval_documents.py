@@ -87,3 +87,17 @@ def test_load_templates_from_lama_folder(shared_data):
     assert templates["P19"][0] == "[X] was born in [Y] ."
     assert len(templates["P19"]) >= 2   # paraphrases from prompt_variants/
     assert all("[X]" in t and "[Y]" in t for ts in templates.values() for t in ts)
+
+
+def test_iid_and_ood_splits():
+    from kbench.evaluate.xteval.pipeline import split_facts
+
+    facts = [Triple(f"h{i}", f"P{i % 5 + 1}", f"t{i}") for i in range(50)]
+    train, test = split_facts(facts, "iid", 0, 0.6)
+    assert len(train) == 30 and len(test) == 20 and set(train) | set(test) == set(facts)
+    assert split_facts(facts, "iid", 0, 0.6) == (train, test) and split_facts(facts, "iid", 1, 0.6) != (train, test)
+    train, test = split_facts(facts, "ood", 0, 0.6)
+    train_rel, test_rel = {f.relation for f in train}, {f.relation for f in test}
+    assert len(train_rel) == 3 and len(test_rel) == 2 and not train_rel & test_rel
+    with pytest.raises(UserError, match="at least 2 relations"):
+        split_facts(facts[:1], "ood", 0, 0.6)
