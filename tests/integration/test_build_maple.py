@@ -79,3 +79,13 @@ def test_resumes_after_kill_and_matches_an_uninterrupted_build(built, tmp_path):
     assert {"clean", "triplets", "link"} <= set(reused)
     expected = pl.read_parquet(built / "data" / "default" / "test.parquet")
     assert pl.read_parquet(out / "data" / "default" / "test.parquet").equals(expected)
+
+
+@pytest.mark.parametrize("override, message", [
+    ("clean.path=../nowhere", "nowhere"),
+    ("domains.mapping=mappings/missing.toml", "missing.toml"),
+    ("quality.max_object_word=3", "max_object_word"),
+])
+def test_bad_settings_exit_2_with_a_located_message(tmp_path, override, message):
+    done = run_kbench("build", RECIPE, "--out", str(tmp_path / "run"), "--set", override)
+    assert done.returncode == 2 and message in done.stderr and "Traceback" not in done.stderr
