@@ -35,7 +35,7 @@ from kbench.io import stable_hash
 from kbench.models.loading import LoadedModel
 from kbench.models.result_cache import ResultCache
 
-CPU_TOKENS_PER_BATCH = 4096   # beyond this, CPU matmuls gain nothing from bigger batches
+CPU_TOKENS_PER_BATCH = 512   # measured: bigger CPU batches pad more and spill caches (2x slower at 4096)
 MAX_BATCH = 256
 
 

