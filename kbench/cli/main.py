@@ -30,6 +30,7 @@ def _register() -> None:
     from kbench.cli import wikidata_cmd  # noqa: F401
     from kbench.cli import eval_truefalse  # noqa: F401
     from kbench.cli import read_cmd  # noqa: F401
+    from kbench.cli import eval_qa  # noqa: F401
     from kbench.cli import eval_xteval  # noqa: F401
     from kbench.cli import eval_kee  # noqa: F401
 
