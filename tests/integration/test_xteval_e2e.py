@@ -8,6 +8,7 @@ import pytest
 
 from kbench.cli.main import main
 from kbench.evaluate.rundir import validate_results
+from kbench.evaluate.xteval.pipeline import load_facts
 from tests.conftest import run_kbench
 from tests.fixtures_models import tiny_causal_dir, tiny_masked_dir  # noqa: F401
 
@@ -41,6 +42,14 @@ def write_lama_folder(shared_data, folder, relations=RELATIONS, per_relation=PER
                 rows.append(_question(json.loads(line), rels[relation], "test"))
     (folder / "data" / "default").mkdir(parents=True)
     pl.DataFrame(rows).write_parquet(folder / "data" / "default" / "test.parquet")
+    for split in ("train", "dev"):  # AutoPrompt facts of the same relations (soft-prompt training data)
+        extra = []
+        for relation in relations:
+            with open(shared_data / "lama_trex_autoprompt_splits" / relation / f"{split}.jsonl") as fh:
+                for i, line in zip(range(per_relation), fh):
+                    fact = {**json.loads(line), "uuid": f"{relation}-{split}-{i}"}
+                    extra.append(_question(fact, rels[relation], split))
+        pl.DataFrame(extra).write_parquet(folder / "data" / "default" / f"{split}.parquet")
     return rows
 
 
@@ -110,6 +119,15 @@ def test_rerun_with_other_settings_is_refused_and_tiny_d_theta_is_explained(lama
                              "--out", str(tmp_path / "discrete"), "--epochs", "1", "--seeds", "1", "--device", "cpu")
     assert code == 2 and "D^theta holds" in capsys.readouterr().err
     assert (tmp_path / "discrete" / "extraction" / "discrete" / "known_facts.parquet").exists()
+    # Soft extraction: one soft prompt per relation of D, trained on the dataset's train/dev splits, saved.
+    code = kbench_in_process("evaluate", "xteval", "--dataset", str(lama_folder), "--model", str(tiny_causal_dir),
+                             "--out", str(tmp_path / "soft"), "--extraction", "soft", "--limit", "6", "--epochs", "1",
+                             "--seeds", "1", "--prompt-train-limit", "4", "--device", "cpu")
+    extraction = json.loads((tmp_path / "soft" / "extraction" / "seed-0.json").read_text())
+    saved = {p.stem for p in (tmp_path / "soft" / "softprompts" / "seed-0").glob("*.safetensors")}
+    assert saved == {r["relation"] for r in load_facts(lama_folder, "test", 6)} and extraction["n_facts"] == 6
+    assert code in (0, 2)   # 2 when the random model knows fewer than 3 facts (said in one line)
+    capsys.readouterr()
     code = kbench_in_process("evaluate", "xteval", "--dataset", str(tmp_path), "--model", str(tiny_causal_dir),
                              "--out", str(tmp_path / "x"))
     assert code == 2 and "not a dataset folder" in capsys.readouterr().err
