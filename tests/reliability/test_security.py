@@ -111,3 +111,13 @@ def test_two_builds_on_one_folder_never_interleave(tmp_path):
     assert second.returncode == 2 and "another kbench process" in second.stderr and "Traceback" not in second.stderr
     again = run_kbench("build", RECIPE, "--out", str(out), *SMALL, env={"KBENCH_CACHE": str(tmp_path / "cache")})
     assert again.returncode == 0 and again.stderr.count("reused") == 9
+
+
+def test_two_evaluations_on_one_run_folder_are_refused(tmp_path):
+    from kbench.errors import UserError
+    from kbench.evaluate.rundir import RunDir
+
+    with RunDir(tmp_path / "run", "extraction", {"model": "m"}):
+        with pytest.raises(UserError):
+            with RunDir(tmp_path / "run", "extraction", {"model": "m"}):
+                pass
