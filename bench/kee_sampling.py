@@ -38,16 +38,18 @@ def main() -> None:
     from kbench.evaluate.extraction import read_rows, split_path
     from kbench.evaluate.kee import to_item
     from kbench.evaluate.techniques import get_technique
-    from kbench.evaluate.techniques.base import ANSWER_STOP, MAX_ANSWER_TOKENS, KeeContext, answer_prompt
+    from kbench.evaluate.techniques.base import ANSWER_STOP, MAX_ANSWER_TOKENS, KeeContext, use_chat
     from kbench.models.loading import load_model
     from kbench.models.runner import ModelRunner
 
     if not (args.dataset / "data").is_dir():
         raise SystemExit(f"{args.dataset} is not a dataset folder; build one: kbench build pipelines/lama-trex.toml --out {args.dataset}")
     items = [to_item(r) for r in read_rows(split_path(args.dataset, "test", None))[: args.items]]
-    prompts = [answer_prompt(i.question) for i in items]
     loaded = load_model(args.model, device=args.device)
     runner = ModelRunner(loaded, cache=None)
+    fits = tempfile.TemporaryDirectory()
+    context = KeeContext(runner=runner, fit_dir=Path(fits.name), chat=use_chat(loaded.tokenizer, "auto"))
+    prompts = [context.answer_prompt(i.question) for i in items]
     runner.generate(prompts[:4], max_new_tokens=4, stop=ANSWER_STOP)  # warm-up: allocator, kernels
 
     started = time.perf_counter()
@@ -61,14 +63,13 @@ def main() -> None:
     print(f"sampling_seconds: {sampling:.2f}")
     print(f"sampling_cost_ratio: {sampling / greedy:.2f}")
 
-    with tempfile.TemporaryDirectory() as fits:
-        context = KeeContext(runner=runner, fit_dir=Path(fits))
-        for name in [n.strip() for n in args.techniques.split(",") if n.strip()]:
-            technique = get_technique(name, **({"runs": args.recite_runs} if name == "recite" else {}))
-            started = time.perf_counter()
-            technique.run(context, items)
-            seconds = time.perf_counter() - started
-            print(f"items_per_second[{name}]: {len(items) / seconds:.2f}  ({seconds:.1f} s; {technique.params()})")
+    for name in [n.strip() for n in args.techniques.split(",") if n.strip()]:
+        technique = get_technique(name, **({"runs": args.recite_runs} if name == "recite" else {}))
+        started = time.perf_counter()
+        technique.run(context, items)
+        seconds = time.perf_counter() - started
+        print(f"items_per_second[{name}]: {len(items) / seconds:.2f}  ({seconds:.1f} s; {technique.params()})", flush=True)
+    fits.cleanup()
 
 
 if __name__ == "__main__":

@@ -24,6 +24,7 @@ def kee(
     limit: Optional[int] = typer.Option(None, "--limit", help="Evaluate a seeded sample of N items."),
     seed: int = typer.Option(0, "--seed", help="Seeds the --limit sample and the fitting-pool sample."),
     recite_runs: int = typer.Option(20, "--recite-runs", help="RECITE recite-and-answer runs (majority vote)."),
+    prompt: str = typer.Option("auto", "--prompt", help="auto (the chat template when the model has one) | chat | question."),
     case_sensitive: bool = typer.Option(False, "--case-sensitive", help="MAPLE matching keeps case."),
     out: Optional[Path] = typer.Option(None, "--out", help="Run directory (default: runs/kee-<settings hash>)."),
     batch_size: Optional[int] = typer.Option(None, "--batch-size", help="Rows per forward pass (default: automatic)."),
@@ -48,7 +49,8 @@ def kee(
     if recite_runs < 1:
         raise UserError(f"--recite-runs must be >= 1, got {recite_runs}")
     settings = KeeSettings(techniques=parse_techniques(techniques), split=split, config=config, limit=limit, seed=seed,
-                           k=k, sweep_max=sweep_max, recite_runs=recite_runs, case_sensitive=case_sensitive)
+                           k=k, sweep_max=sweep_max, recite_runs=recite_runs, case_sensitive=case_sensitive,
+                           prompt=prompt)
     run_dir = out or Path("runs") / f"kee-{stable_hash([str(dataset.resolve()), model, dtype, repr(settings)])[:10]}"
     console = Console(stderr=True)
     loaded = load_model(model, dtype=dtype, device=device, trust_remote_code=trust_remote_code)

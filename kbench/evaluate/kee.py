@@ -32,7 +32,7 @@ from kbench.errors import UserError
 from kbench.evaluate.extraction import read_rows, seeded_sample, split_path
 from kbench.evaluate.rundir import RunDir
 from kbench.evaluate.techniques import get_technique, known_techniques
-from kbench.evaluate.techniques.base import (ANSWER_STOP, MAX_ANSWER_TOKENS, KeeContext, KeeItem, answer_prompt,
+from kbench.evaluate.techniques.base import (ANSWER_STOP, MAX_ANSWER_TOKENS, KeeContext, KeeItem, use_chat,
                                              clean_answer)
 from kbench.io import sha256_file
 from kbench.metrics import kee as metrics
@@ -57,6 +57,7 @@ class KeeSettings:
     recite_runs: int = 20
     fit_pool_limit: int = 100              # train (or dev) split items used to fit CAA / ITI
     case_sensitive: bool = False
+    prompt: str = "auto"                   # auto (chat template when the model has one) | chat | question
 
 
 def parse_techniques(text: str) -> tuple[str, ...]:
@@ -95,9 +96,9 @@ def _output_rows(name: str, items: Sequence[KeeItem], outputs, case_sensitive: b
     return rows
 
 
-def _partition_rows(runner, items: Sequence[KeeItem], temperature: float, n_samples: int,
+def _partition_rows(context: KeeContext, items: Sequence[KeeItem], temperature: float, n_samples: int,
                     case_sensitive: bool) -> list[dict]:
-    samples = runner.sample([answer_prompt(i.question) for i in items], k=n_samples, temperature=temperature,
+    samples = context.runner.sample([context.answer_prompt(i.question) for i in items], k=n_samples, temperature=temperature,
                             seed=SEED_A, max_new_tokens=MAX_ANSWER_TOKENS, stop=ANSWER_STOP)
     name = f"{PARTITION}@{temperature}"
     rows = []
@@ -195,7 +196,8 @@ def run_kee(loaded, runner, dataset: Path, out: Path, settings: KeeSettings,
     stages = [*settings.techniques, *(f"{PARTITION}@{t}" for t in settings.temperatures)]
     timing: dict[str, dict] = {}
     with RunDir(out, "kee", config) as run:
-        context = KeeContext(runner=runner, fit_dir=out / "fits", train_items=train_items, seed=settings.seed)
+        context = KeeContext(runner=runner, fit_dir=out / "fits", train_items=train_items, seed=settings.seed,
+                             chat=use_chat(loaded.tokenizer, settings.prompt))
         for number, stage in enumerate(stages):
             done = run.done_ids()
             if all(f"{stage}::{i.id}" in done for i in items):
@@ -203,7 +205,7 @@ def run_kee(loaded, runner, dataset: Path, out: Path, settings: KeeSettings,
             started = time.perf_counter()
             if stage.startswith(PARTITION):
                 temperature = float(stage.split("@")[1])
-                new = _partition_rows(runner, items, temperature, settings.sweep_max, settings.case_sensitive)
+                new = _partition_rows(context, items, temperature, settings.sweep_max, settings.case_sensitive)
             else:
                 technique = get_technique(stage, **_technique_params(stage, settings))
                 new = _output_rows(stage, items, technique.run(context, items), settings.case_sensitive)
@@ -226,7 +228,7 @@ def run_kee(loaded, runner, dataset: Path, out: Path, settings: KeeSettings,
             "model": {"name": loaded.name, "identity": loaded.identity, "dtype": loaded.dtype},
             "dataset": {"path": str(dataset), "file": str(path), "sha256": config["dataset_file"], "split": settings.split,
                         "items": len(items), "fitting_pool": f"{pool_split} split" if pool_split else "two folds of the items"},
-            "settings": {**asdict(settings), "seed_a": SEED_A,
+            "settings": {**asdict(settings), "seed_a": SEED_A, "prompt_form": "chat" if context.chat else "question",
                          "technique_params": {n: get_technique(n, **_technique_params(n, settings)).params()
                                               for n in settings.techniques}},
             "techniques": list(settings.techniques),

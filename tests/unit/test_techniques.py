@@ -8,7 +8,7 @@ import torch
 
 from kbench.errors import UserError
 from kbench.evaluate.techniques import get_technique, known_techniques
-from kbench.evaluate.techniques.base import KeeContext, KeeItem, answer_prompt, majority_vote
+from kbench.evaluate.techniques.base import KeeContext, KeeItem, majority_vote
 from kbench.evaluate.techniques.fitting import fitting_plan
 from kbench.models.loading import load_model
 from kbench.models.result_cache import ResultCache
@@ -47,7 +47,7 @@ def test_registry_lists_all_and_rejects_unknown():
 
 
 def _prompt_scores(loaded):
-    batch = loaded.tokenizer([answer_prompt(i.question) for i in ITEMS[:2]], return_tensors="pt", padding=True)
+    batch = loaded.tokenizer([f"Question: {i.question}\nAnswer:" for i in ITEMS[:2]], return_tensors="pt", padding=True)
     with torch.no_grad():
         return loaded.model(**batch).logits
 

@@ -20,7 +20,7 @@ Parameters: alpha = 0.5, depth = 0.8125.
 from __future__ import annotations
 
 from kbench.evaluate.techniques import register_technique
-from kbench.evaluate.techniques.base import Technique, answer_prompt, greedy_answers
+from kbench.evaluate.techniques.base import Technique, greedy_answers
 from kbench.evaluate.techniques.fitting import forward_padded, real_token_mask
 from kbench.io import stable_hash
 from kbench.models import hooks
@@ -75,5 +75,5 @@ class ActivationDecoding(Technique):
         layer = info_layer(hooks.head_layout(model).num_layers, self.depth)
         intervention = Intervention(key=stable_hash(["activation_decoding", self.params(), layer]),
                                     logits_processor=sharpness_processor(model, context.runner.pad_id, layer, self.alpha))
-        return greedy_answers(context, [answer_prompt(i.question) for i in items], items, intervention,
+        return greedy_answers(context, [context.answer_prompt(i.question) for i in items], items, intervention,
                               detail=[{"info_layer": layer} for _ in items])

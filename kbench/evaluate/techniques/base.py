@@ -12,8 +12,9 @@ intervention (the input of PRS). Contract of `Technique.run(context, items)`:
   in `context.fit_dir` and reloaded on resume;
 - greedy decoding everywhere except where the technique is defined by sampling.
 
-Prompts are plain text ending in "Answer:" so the gold's first token is read at the same
-position where free generation starts; the gold continuation is " " + gold label.
+Prompts are worded in one place, `KeeContext` (chat template for instruct models, else plain
+text ending in "Answer:"), so the gold's first token is read at the very position where free
+generation starts.
 """
 
 from __future__ import annotations
@@ -55,20 +56,49 @@ class TechniqueOutput:
 
 @dataclass
 class KeeContext:
+    """What a technique runs with, and the one place prompts are worded.
+
+    `chat`: wrap every instruction in the tokenizer's chat template as a user turn (instruct
+    models; the answer then starts right after the generation prompt and the gold continues it
+    bare). Otherwise plain text ending in a cue ("Answer:") and the gold continues it as
+    " " + gold."""
+
     runner: Any                    # kbench.models.runner.ModelRunner
     fit_dir: Path                  # where fitted artefacts of this run live
     train_items: Sequence[KeeItem] = ()   # the dataset's train split, when it has one
     seed: int = 0
+    chat: bool = False
+
+    def _wrap(self, body: str, cue: str) -> str:
+        if self.chat:
+            return self.runner.tokenizer.apply_chat_template([{"role": "user", "content": body}], tokenize=False,
+                                                             add_generation_prompt=True)
+        return f"{body}\n{cue}:"
+
+    def task_prompt(self, instruction: str, question: str, cue: str) -> str:
+        """A stage prompt (recite a passage, write a background document) for `question`."""
+        return self._wrap(f"{instruction}\nQuestion: {question}", cue)
+
+    def answer_prompt(self, question: str, passage: str | None = None) -> str:
+        """The final answer prompt; a passage (recitation, background document) goes first."""
+        head = f"Passage: {passage.strip()}\n" if passage and passage.strip() else ""
+        return self._wrap(f"{head}{ANSWER_INSTRUCTION}\nQuestion: {question}", "Answer")
+
+    def gold(self, item: KeeItem) -> str:
+        """The gold label as the continuation of an answer prompt (its first token is ranked)."""
+        return item.gold if self.chat else " " + item.gold
 
 
-def answer_prompt(question: str, passage: str | None = None) -> str:
-    """The final answer prompt; a passage (recitation, background document) goes first."""
-    head = f"Passage: {passage.strip()}\n" if passage else ""
-    return f"{head}{ANSWER_INSTRUCTION}\nQuestion: {question}\nAnswer:"
+def use_chat(tokenizer, prompt: str) -> bool:
+    """--prompt auto|chat|question -> whether prompts go through the chat template."""
+    from kbench.errors import UserError
 
-
-def gold_continuation(item: KeeItem) -> str:
-    return " " + item.gold
+    has_template = bool(getattr(tokenizer, "chat_template", None))
+    if prompt == "chat" and not has_template:
+        raise UserError("--prompt chat: this model's tokenizer has no chat template; use --prompt question")
+    if prompt not in ("auto", "chat", "question"):
+        raise UserError(f"unknown --prompt {prompt!r}; choose auto, chat or question")
+    return prompt == "chat" or (prompt == "auto" and has_template)
 
 
 def clean_answer(text: str) -> str:
@@ -106,6 +136,6 @@ def greedy_answers(context: KeeContext, prompts: Sequence[str], items: Sequence[
     """Greedy answers plus the gold first-token rank on the same prompts, under one intervention."""
     runner = context.runner
     texts = runner.generate(prompts, max_new_tokens=MAX_ANSWER_TOKENS, stop=ANSWER_STOP, intervention=intervention)
-    ranks = runner.rank_first_token(prompts, [gold_continuation(i) for i in items], intervention=intervention)
+    ranks = runner.rank_first_token(prompts, [context.gold(i) for i in items], intervention=intervention)
     extra = detail or [{} for _ in items]
     return [TechniqueOutput(clean_answer(t), r, lp, d) for t, (r, lp), d in zip(texts, ranks, extra)]

@@ -6,7 +6,7 @@ Parameters: none. Every other technique is compared with this one (Gain, Loss, P
 from __future__ import annotations
 
 from kbench.evaluate.techniques import register_technique
-from kbench.evaluate.techniques.base import Technique, answer_prompt, greedy_answers
+from kbench.evaluate.techniques.base import Technique, greedy_answers
 
 
 @register_technique("baseline")
@@ -14,4 +14,4 @@ class Baseline(Technique):
     family = "baseline"
 
     def run(self, context, items):
-        return greedy_answers(context, [answer_prompt(i.question) for i in items], items)
+        return greedy_answers(context, [context.answer_prompt(i.question) for i in items], items)

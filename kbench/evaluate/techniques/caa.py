@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 
 from kbench.evaluate.techniques import register_technique
-from kbench.evaluate.techniques.base import Technique, answer_prompt, gold_continuation, greedy_answers
+from kbench.evaluate.techniques.base import Technique, greedy_answers
 from kbench.evaluate.techniques.fitting import (FitStore, contrast_texts, fitting_plan, last_token_activations,
                                                 split_pool)
 from kbench.io import stable_hash
@@ -55,7 +55,7 @@ class CAA(Technique):
             return int(found[1]["layer"]), found[0]["vector"]
         build, select = split_pool(pool, self.held_out)
         select = select[: self.select_limit]
-        true, false = contrast_texts(build, pool)
+        true, false = contrast_texts(context, build, pool)
         if not true:
             raise ValueError("CAA needs at least two items with different answers in each fitting pool")
         layers = list(range(hooks.head_layout(runner.model).num_layers))
@@ -65,8 +65,8 @@ class CAA(Technique):
                    - last_token_activations(runner, false, capture, read).mean(0))
         best_layer, best_gain = layers[0], -math.inf
         if select:
-            prompts = [answer_prompt(i.question) for i in select]
-            golds = [gold_continuation(i) for i in select]
+            prompts = [context.answer_prompt(i.question) for i in select]
+            golds = [context.gold(i) for i in select]
             base = [math.exp(lp) for _, lp in runner.rank_first_token(prompts, golds)]
             for layer in layers:
                 steered = runner.rank_first_token(prompts, golds,
@@ -81,7 +81,7 @@ class CAA(Technique):
         outputs = {}
         for pool, answered in fitting_plan(context, items):
             layer, vector = self.fit(context, pool)
-            prompts = [answer_prompt(i.question) for i in answered]
+            prompts = [context.answer_prompt(i.question) for i in answered]
             results = greedy_answers(context, prompts, answered, steering(layer, vector, self.multiplier),
                                      detail=[{"layer": layer} for _ in answered])
             outputs.update({i.id: r for i, r in zip(answered, results)})

@@ -20,7 +20,7 @@ Parameters: retrieval_heads = 10, trials = 8, needle = 16 tokens, filler = 48 to
 from __future__ import annotations
 
 from kbench.evaluate.techniques import register_technique
-from kbench.evaluate.techniques.base import Technique, answer_prompt, greedy_answers
+from kbench.evaluate.techniques.base import Technique, greedy_answers
 from kbench.evaluate.techniques.fitting import FitStore, forward_padded, real_token_mask
 from kbench.io import stable_hash
 from kbench.models import hooks
@@ -109,5 +109,5 @@ class DeCoRe(Technique):
         intervention = Intervention(key=stable_hash(["decore", self.params(), sorted(masked.items())]),
                                     logits_processor=entropy_contrast(context.runner.model, context.runner.pad_id, masked))
         detail = {"masked_heads": [[layer, head] for layer, heads in sorted(masked.items()) for head in heads]}
-        return greedy_answers(context, [answer_prompt(i.question) for i in items], items, intervention,
+        return greedy_answers(context, [context.answer_prompt(i.question) for i in items], items, intervention,
                               detail=[detail for _ in items])

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from kbench.evaluate.techniques.base import KeeContext, KeeItem, answer_prompt
+from kbench.evaluate.techniques.base import KeeContext, KeeItem
 from kbench.io import atomic_path, stable_hash
 
 ACTIVATION_BATCH = 16
@@ -53,7 +53,8 @@ def wrong_answer(item: KeeItem, pool: Sequence[KeeItem]) -> str | None:
     return candidates[0].gold if candidates else None
 
 
-def contrast_texts(items: Sequence[KeeItem], pool: Sequence[KeeItem] | None = None) -> tuple[list[str], list[str]]:
+def contrast_texts(context: KeeContext, items: Sequence[KeeItem],
+                   pool: Sequence[KeeItem] | None = None) -> tuple[list[str], list[str]]:
     """(true statements, false statements): the answer prompt continued by the gold and by a
     wrong answer drawn from `pool` (default: `items`). Items without any possible wrong answer
     are left out."""
@@ -61,9 +62,9 @@ def contrast_texts(items: Sequence[KeeItem], pool: Sequence[KeeItem] | None = No
     for item in items:
         wrong = wrong_answer(item, pool if pool is not None else items)
         if wrong is not None:
-            prompt = answer_prompt(item.question)
-            true.append(f"{prompt} {item.gold}")
-            false.append(f"{prompt} {wrong}")
+            prompt = context.answer_prompt(item.question)
+            true.append(prompt + context.gold(item))
+            false.append(prompt + context.gold(KeeItem(item.id, item.question, (wrong,))))
     return true, false
 
 

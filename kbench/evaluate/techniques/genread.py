@@ -10,13 +10,12 @@ Parameters: document_tokens = 96.
 from __future__ import annotations
 
 from kbench.evaluate.techniques import register_technique
-from kbench.evaluate.techniques.base import Technique, answer_prompt, greedy_answers
+from kbench.evaluate.techniques.base import Technique, greedy_answers
 
 DOCUMENT_STOP = ["\n\n", "Question:"]
 
 
-def background_prompt(question: str) -> str:
-    return f"Generate a background document from Wikipedia to answer the given question.\nQuestion: {question}\nDocument:"
+GENREAD_INSTRUCTION = "Generate a background document from Wikipedia to answer the given question."
 
 
 @register_technique("genread")
@@ -30,7 +29,7 @@ class GenRead(Technique):
         return {"document_tokens": self.document_tokens}
 
     def run(self, context, items):
-        documents = context.runner.generate([background_prompt(i.question) for i in items],
+        documents = context.runner.generate([context.task_prompt(GENREAD_INSTRUCTION, i.question, "Document") for i in items],
                                             max_new_tokens=self.document_tokens, stop=DOCUMENT_STOP)
-        prompts = [answer_prompt(i.question, d) for i, d in zip(items, documents)]
+        prompts = [context.answer_prompt(i.question, d) for i, d in zip(items, documents)]
         return greedy_answers(context, prompts, items, detail=[{"document": d} for d in documents])

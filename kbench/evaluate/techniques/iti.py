@@ -17,7 +17,7 @@ Parameters: alpha = 15; K = 48 heads for a 32×32-head model, scaled to the mode
 from __future__ import annotations
 
 from kbench.evaluate.techniques import register_technique
-from kbench.evaluate.techniques.base import Technique, answer_prompt, greedy_answers
+from kbench.evaluate.techniques.base import Technique, greedy_answers
 from kbench.evaluate.techniques.fitting import (FitStore, contrast_texts, fitting_plan, last_token_activations,
                                                 split_pool)
 from kbench.io import stable_hash
@@ -104,7 +104,7 @@ class ITI(Technique):
         build, select = split_pool(pool, self.held_out)
         acts = {}
         for name, part in (("build", build), ("select", select or build)):
-            true, false = contrast_texts(part, pool)
+            true, false = contrast_texts(context, part, pool)
             acts[name] = (last_token_activations(runner, true, capture, read),
                           last_token_activations(runner, false, capture, read))
 
@@ -128,7 +128,7 @@ class ITI(Technique):
         outputs = {}
         for pool, answered in fitting_plan(context, items):
             shifts, selected = self.fit(context, pool)
-            prompts = [answer_prompt(i.question) for i in answered]
+            prompts = [context.answer_prompt(i.question) for i in answered]
             results = greedy_answers(context, prompts, answered, head_intervention(shifts),
                                      detail=[{"heads": selected} for _ in answered])
             outputs.update({i.id: r for i, r in zip(answered, results)})

@@ -14,15 +14,12 @@ PRS rank: read on the answer prompt of the first run whose answer won the vote.
 from __future__ import annotations
 
 from kbench.evaluate.techniques import register_technique
-from kbench.evaluate.techniques.base import (ANSWER_STOP, MAX_ANSWER_TOKENS, Technique, TechniqueOutput,
-                                             answer_prompt, clean_answer, gold_continuation, majority_vote)
+from kbench.evaluate.techniques.base import (ANSWER_STOP, MAX_ANSWER_TOKENS, Technique, TechniqueOutput, clean_answer, majority_vote)
 
 PASSAGE_STOP = ["\n\n", "Question:"]
 
 
-def recitation_prompt(question: str) -> str:
-    return ("Recite a short passage from Wikipedia that contains the answer to the question.\n"
-            f"Question: {question}\nPassage:")
+RECITE_INSTRUCTION = "Recite a short passage from Wikipedia that contains the answer to the question."
 
 
 @register_technique("recite")
@@ -38,17 +35,17 @@ class Recite(Technique):
 
     def run(self, context, items):
         runner = context.runner
-        stage1 = [recitation_prompt(i.question) for i in items]
+        stage1 = [context.task_prompt(RECITE_INSTRUCTION, i.question, "Passage") for i in items]
         if self.runs == 1:
             recitations = [[t] for t in runner.generate(stage1, self.recitation_tokens, PASSAGE_STOP)]
         else:
             recitations = runner.sample(stage1, k=self.runs, temperature=self.recite_temperature, seed=self.seed,
                                         max_new_tokens=self.recitation_tokens, stop=PASSAGE_STOP)
-        prompts = [answer_prompt(item.question, passage) for item, passages in zip(items, recitations) for passage in passages]
+        prompts = [context.answer_prompt(item.question, passage) for item, passages in zip(items, recitations) for passage in passages]
         texts = runner.generate(prompts, max_new_tokens=MAX_ANSWER_TOKENS, stop=ANSWER_STOP)
         per_item = [[clean_answer(t) for t in texts[n * self.runs:(n + 1) * self.runs]] for n in range(len(items))]
         winners = [majority_vote(answers) for answers in per_item]
         chosen = [n * self.runs + answers.index(w) for n, (answers, w) in enumerate(zip(per_item, winners))]
-        ranks = runner.rank_first_token([prompts[c] for c in chosen], [gold_continuation(i) for i in items])
+        ranks = runner.rank_first_token([prompts[c] for c in chosen], [context.gold(i) for i in items])
         return [TechniqueOutput(w, r, lp, {"recitations": passages, "answers": answers})
                 for w, (r, lp), passages, answers in zip(winners, ranks, recitations, per_item)]

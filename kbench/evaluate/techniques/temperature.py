@@ -9,8 +9,7 @@ evaluation, not here.
 from __future__ import annotations
 
 from kbench.evaluate.techniques import register_technique
-from kbench.evaluate.techniques.base import (ANSWER_STOP, MAX_ANSWER_TOKENS, Technique, TechniqueOutput,
-                                             answer_prompt, clean_answer, gold_continuation, majority_vote)
+from kbench.evaluate.techniques.base import (ANSWER_STOP, MAX_ANSWER_TOKENS, Technique, TechniqueOutput, clean_answer, majority_vote)
 
 SEED_B = 0
 
@@ -27,10 +26,10 @@ class TemperatureSampling(Technique):
         return {"temperature": self.temperature, "votes": self.votes, "seed": self.seed}
 
     def run(self, context, items):
-        prompts = [answer_prompt(i.question) for i in items]
+        prompts = [context.answer_prompt(i.question) for i in items]
         samples = context.runner.sample(prompts, k=self.votes, temperature=self.temperature, seed=self.seed,
                                         max_new_tokens=MAX_ANSWER_TOKENS, stop=ANSWER_STOP)
-        ranks = context.runner.rank_first_token(prompts, [gold_continuation(i) for i in items])
+        ranks = context.runner.rank_first_token(prompts, [context.gold(i) for i in items])
         out = []
         for texts, (rank, logprob) in zip(samples, ranks):
             answers = [clean_answer(t) for t in texts]
