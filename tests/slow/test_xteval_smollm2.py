@@ -9,14 +9,14 @@ from kbench.evaluate.rundir import validate_results
 from tests.integration.test_xteval_e2e import kbench_in_process, write_lama_folder
 
 # Relations SmolLM2 often gets right (languages, countries), so D^theta is not tiny.
-RELATIONS = ("P103", "P1412", "P27", "P364", "P495", "P407")
+RELATIONS = ("P103", "P27", "P407", "P178", "P527")
 
 
 @pytest.mark.slow
 def test_smollm2_gap_figures(shared_data, tmp_path):
     folder = tmp_path / "lama"
     folder.mkdir()
-    write_lama_folder(shared_data, folder, RELATIONS, per_relation=20)
+    write_lama_folder(shared_data, folder, RELATIONS, per_relation=8)
     out = tmp_path / "run"
     code = kbench_in_process("evaluate", "xteval", "--dataset", str(folder), "--model", "smollm2-135m",
                              "--out", str(out), "--epochs", "1", "--seeds", "1", "--distractors-per-type", "5",

@@ -147,7 +147,7 @@ def _top1_accuracy(encoder: CrossEncoder, rows: Sequence[Candidates], cfg: Finet
     hits = 0
     for row in rows:
         scores = encoder.score_pairs(row.query, row.documents, cfg)
-        hits += int(max(range(len(scores)), key=scores.__getitem__) == 0)
+        hits += int(all(scores[0] > s for s in scores[1:]))  # strict, as at test time: a tie is a miss
     return hits / len(rows)
 
 
