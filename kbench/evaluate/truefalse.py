@@ -136,11 +136,14 @@ class Contexts:
             return [(None, None)] * len(rows)
         if self.settings.retriever == "gold":
             return [gold_paragraph(r["paragraphs"], r["paragraph_ids"], f"{r['question']} {r['correct_option']}") for r in rows]
-        out = []
-        for row in rows:
-            index = self._index(row["book"], row["chapter"])
-            pid, text, _ = index.top([row["statement"]])[0]
-            out.append((pid, text))
+        by_chapter: dict[tuple, list[int]] = defaultdict(list)
+        for i, row in enumerate(rows):
+            by_chapter[(row["book"], row["chapter"])].append(i)
+        out: list[tuple[str | None, str | None]] = [(None, None)] * len(rows)
+        for (book, chapter), positions in by_chapter.items():  # one embedding call per chapter
+            found = self._index(book, chapter).top([rows[i]["statement"] for i in positions])
+            for i, (pid, text, _) in zip(positions, found):
+                out[i] = (pid, text)
         return out
 
     def _index(self, book: str, chapter: int):
