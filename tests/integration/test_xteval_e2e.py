@@ -82,7 +82,12 @@ def _args(folder, model, out, *extra):
 def test_xteval_runs_resumes_and_writes_valid_results(model_fixture, request, lama_folder, tmp_path):
     model = request.getfixturevalue(model_fixture)
     out = tmp_path / "run"
+    assert kbench_in_process(*_args(lama_folder, model, out, "--split", "iid")) == 0
+    iid_unit = out / "units" / "iid" / "e0-s0-f0.json"
+    iid_stamp = iid_unit.stat().st_mtime_ns
+    # Adding the OOD setting to the same folder reuses the finished IID unit.
     assert kbench_in_process(*_args(lama_folder, model, out, "--split", "both")) == 0
+    assert iid_unit.stat().st_mtime_ns == iid_stamp
     results = json.loads((out / "results.json").read_text())
     validate_results(results, "results.xteval.v1.json")
     assert set(results["settings"]) == {"iid", "ood"}

@@ -111,11 +111,14 @@ class Run:
             return self._execute(loaded, accelerator, console)
 
     def _config(self, identity: str) -> dict:
-        """Everything that changes the results; a rerun with other values is refused by RunDir."""
+        """Everything that changes a unit's result; a rerun with other values is refused by RunDir.
+        The settings (iid/ood) and seed counts are left out: units are keyed by them, so a rerun
+        with `--split both` or more `--seeds` reuses every finished unit and adds the missing ones."""
         from kbench.evaluate.extraction import split_path
 
         dataset_file = split_path(self.dataset_dir, self.cfg.dataset_split, None)
-        return {"settings": self.cfg.model_dump(), "model": identity, "dataset_file": sha256_file(dataset_file),
+        unit_settings = self.cfg.model_dump(exclude={"settings", "extraction_seeds", "split_seeds", "finetune_seeds"})
+        return {"settings": unit_settings, "model": identity, "dataset_file": sha256_file(dataset_file),
                 "known_facts": sha256_file(self.known_facts) if self.known_facts else None,
                 "templates_dir": str(self.templates_dir) if self.templates_dir else None,
                 "prompt_train_dir": str(self.prompt_train_dir) if self.prompt_train_dir else None}
@@ -129,7 +132,7 @@ class Run:
         extraction_log = []
         with Progress(console=console, transient=False, disable=not accelerator.is_main_process) as progress:
             for e in range(extraction_seeds):
-                known = self._extraction_unit(loaded, e, progress, accelerator.is_main_process)
+                known = self._extraction_unit(loaded, e, progress, accelerator)
                 acc_d = len(known["known_ids"]) / len(self.rows)
                 extraction_log.append({"seed": e, "acc_D": acc_d, "n_known": len(known["known_ids"])})
                 facts = [self._triple(self.by_id[i]) for i in known["known_ids"]]
@@ -158,10 +161,21 @@ class Run:
         return results
 
     # ------------------------------------------------------------------ units
-    def _extraction_unit(self, loaded, seed: int, progress, is_main: bool) -> dict:
+    def _extraction_unit(self, loaded, seed: int, progress, accelerator) -> dict:
+        """D^theta of one extraction seed. Soft prompts train data parallel on every process; the
+        discrete and known-facts paths run on the main process while the others wait for its file."""
         path = self.out / "extraction" / f"seed-{seed}.json"
+        is_main = accelerator.is_main_process
         if path.exists():
             return read_json(path)
+        if self.cfg.extraction == "discrete" or self.known_facts is not None:
+            unit = self._compute_extraction(loaded, seed, progress, is_main) if is_main else None
+            accelerator.wait_for_everyone()
+            return unit if unit is not None else read_json(path)
+        return self._compute_extraction(loaded, seed, progress, is_main)
+
+    def _compute_extraction(self, loaded, seed: int, progress, is_main: bool) -> dict:
+        path = self.out / "extraction" / f"seed-{seed}.json"
         task = progress.add_task(f"extraction (seed {seed})", total=len(self.rows))
         advance = lambda n=1: progress.advance(task, n)  # noqa: E731
         if self.known_facts is not None:

@@ -34,7 +34,7 @@ def gap_chart(results: dict, path: Path) -> None:
     settings = list(results["settings"])
     layers = [("usable_knowledge", "usable knowledge", "#4c72b0"), ("gap2", "Gap 2 (not utilised)", "#dd8452"),
               ("gap1", "Gap 1 (not acquired)", "#c7c7c7")]
-    fig, ax = plt.subplots(figsize=(1.8 + 1.2 * len(settings), 3.6))
+    fig, ax = plt.subplots(figsize=(3.4 + 1.0 * len(settings), 3.6))
     bottom = [0.0] * len(settings)
     for key, label, colour in layers:
         values = [results["settings"][s][key]["mean"] for s in settings]
@@ -44,7 +44,7 @@ def gap_chart(results: dict, path: Path) -> None:
     ax.set_ylim(0, 1.05)
     ax.set_ylabel("fraction of facts")
     ax.set_title(results["model"], fontsize=9)
-    ax.legend(fontsize=7, loc="upper right")
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False)
     fig.tight_layout()
     with atomic_path(path) as tmp:
         fig.savefig(tmp, format="png", dpi=120)
