@@ -17,7 +17,9 @@ lm-eval only generates, with the same stop strings and token budget. The ranking
   ratio: X (kbench over lm-eval at its default), ratio_vs_batched_lmeval
   identical_answers against each lm-eval run
   matmul_peak_gflops, rank_gflops (useful FLOPs of real tokens only), peak_fraction: Y
-On a shared 2-core machine the numbers move with the load; read them as one measurement.
+kbench and batched lm-eval run --repeats times, alternating, and each keeps its best time (the
+machine is shared, so load comes and goes); lm-eval at batch_size=1 runs once. The matmul peak
+is the best of its measurements, each taken right after a ranking pass.
 """
 
 from __future__ import annotations
@@ -75,18 +77,22 @@ def rank_flops(model, token_counts: list[int]) -> float:
     return total
 
 
-def run_lmeval(folder: Path, prompts: list[str], batch_size: int) -> tuple[list[str], float]:
-    """lm-eval's HFLM.generate_until over the prompts: (answers, seconds)."""
+def lmeval_generator(folder: Path, batch_size: int):
+    """A function prompts -> (answers, seconds) running lm-eval's HFLM.generate_until."""
     from lm_eval.api.instance import Instance
     from lm_eval.models.huggingface import HFLM
 
     lm = HFLM(pretrained=str(folder), device="cpu", dtype="float32", batch_size=batch_size)
     gen_kwargs = {"until": STOP, "max_gen_toks": MAX_NEW_TOKENS, "do_sample": False}
-    requests = [Instance(request_type="generate_until", doc={}, arguments=(p, dict(gen_kwargs)), idx=i)
-                for i, p in enumerate(prompts)]
-    start = time.perf_counter()
-    answers = lm.generate_until(requests, disable_tqdm=True)
-    return answers, time.perf_counter() - start
+
+    def run(prompts: list[str]) -> tuple[list[str], float]:
+        requests = [Instance(request_type="generate_until", doc={}, arguments=(p, dict(gen_kwargs)), idx=i)
+                    for i, p in enumerate(prompts)]
+        start = time.perf_counter()
+        answers = lm.generate_until(requests, disable_tqdm=True)
+        return answers, time.perf_counter() - start
+
+    return run
 
 
 def main() -> None:
@@ -94,6 +100,7 @@ def main() -> None:
     parser.add_argument("--facts", type=int, default=200)
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's own choice)")
     parser.add_argument("--lmeval-batch-size", type=int, default=64)
+    parser.add_argument("--repeats", type=int, default=2, help="alternating timed runs; the best of each counts")
     parser.add_argument("--shared-data", type=Path, default=REPO.parent / "shared" / "data")
     args = parser.parse_args()
 
@@ -109,27 +116,34 @@ def main() -> None:
     print(f"facts: {len(facts)}  threads: {torch.get_num_threads()}", flush=True)
 
     loaded = load_model("smollm2-135m")
-    runner = ModelRunner(loaded)  # no result cache: every fact is computed
-    runner.rank_first_token(prompts[:4], golds[:4])  # warm-up (allocator, kernels)
-    start = time.perf_counter()
-    runner.rank_first_token(prompts, golds)  # the ranking pass alone, for peak_fraction
-    rank_seconds = time.perf_counter() - start
-    peak = matmul_peak_gflops(torch)  # right after the ranking, under the same machine load
-    start = time.perf_counter()
-    ours = [text for text, _, _ in runner.generate_and_rank(prompts, golds, MAX_NEW_TOKENS, stop=STOP)]
-    kbench_seconds = time.perf_counter() - start
-    print(f"kbench: extraction (rank + greedy answer) {kbench_seconds:.1f}s; ranking alone {rank_seconds:.1f}s", flush=True)
-
     folder, _ = resolve_source("smollm2-135m")
-    lmeval = {size: run_lmeval(folder, prompts, size) for size in (1, args.lmeval_batch_size)}
-    for size, (theirs, _) in lmeval.items():
+    batched_lmeval = lmeval_generator(folder, args.lmeval_batch_size)
+    ModelRunner(loaded).rank_first_token(prompts[:4], golds[:4])  # warm-up (allocator, kernels)
+    # The machine is shared: alternate the contenders and keep each one's best time.
+    rank_seconds = kbench_seconds = batched_seconds = float("inf")
+    peak = 0.0
+    for _ in range(args.repeats):
+        runner = ModelRunner(loaded)  # fresh, no result cache: every fact is computed
+        start = time.perf_counter()
+        runner.rank_first_token(prompts, golds)  # the ranking pass alone, for peak_fraction
+        rank_seconds = min(rank_seconds, time.perf_counter() - start)
+        peak = max(peak, matmul_peak_gflops(torch))
+        runner = ModelRunner(loaded)
+        start = time.perf_counter()
+        ours = [text for text, _, _ in runner.generate_and_rank(prompts, golds, MAX_NEW_TOKENS, stop=STOP)]
+        kbench_seconds = min(kbench_seconds, time.perf_counter() - start)
+        theirs_batched, seconds = batched_lmeval(prompts)
+        batched_seconds = min(batched_seconds, seconds)
+        print(f"kbench extraction {kbench_seconds:.1f}s (ranking alone {rank_seconds:.1f}s); "
+              f"lm-eval batch_size={args.lmeval_batch_size} {batched_seconds:.1f}s (best so far)", flush=True)
+    theirs_default, default_seconds = lmeval_generator(folder, 1)(prompts)  # slow: run once
+    for size, theirs in ((1, theirs_default), (args.lmeval_batch_size, theirs_batched)):
         same = sum(a == b for a, b in zip(ours, theirs))
         print(f"identical_answers (lm-eval batch_size={size}): {same}/{len(facts)}")
         for a, b, p in [(a, b, p) for a, b, p in zip(ours, theirs, prompts) if a != b][:5]:
             print(f"  differs: {p!r}: kbench {a!r} vs lm-eval {b!r}")
     tokens = [len(loaded.tokenizer(p)["input_ids"]) for p in prompts]
     achieved = rank_flops(loaded.model, tokens) / rank_seconds / 1e9
-    default_seconds, batched_seconds = lmeval[1][1], lmeval[args.lmeval_batch_size][1]
     print(f"kbench_facts_per_s: {len(facts) / kbench_seconds:.2f}")
     print(f"lmeval_facts_per_s: {len(facts) / default_seconds:.2f}   (batch_size=1, lm-eval's default)")
     print(f"lmeval_batched_facts_per_s: {len(facts) / batched_seconds:.2f}   (batch_size={args.lmeval_batch_size})")

@@ -35,7 +35,7 @@ from kbench.io import stable_hash
 from kbench.models.loading import LoadedModel
 from kbench.models.result_cache import ResultCache
 
-CPU_TOKENS_PER_BATCH = 512   # measured: bigger CPU batches pad more and spill caches (2x slower at 4096)
+CPU_TOKENS_PER_BATCH = 1024  # measured on SmolLM2: 4096-token batches pad more and spill caches (2x slower)
 MAX_BATCH = 256
 
 
@@ -141,7 +141,8 @@ class ModelRunner:
 
         params = {"max_new_tokens": max_new_tokens, "stop": stop}
         items = [{"prompt": p} for p in prompts]
-        return self._cached("generate", params, items, [len(e) + max_new_tokens for e in encoded], compute, intervention)
+        return self._cached("generate", params, items, [len(e) for e in encoded], compute, intervention,
+                            decode=(max_new_tokens, 1))
 
     def generate_and_rank(self, prompts: Sequence[str], golds: Sequence[str], max_new_tokens: int = 32,
                           stop: Sequence[str] | None = None, *, candidate_ids: Sequence[int] | None = None,
@@ -178,8 +179,8 @@ class ModelRunner:
             if self.cache is not None:
                 self.cache.put_many(fresh)
 
-        lengths = {i: len(e[0]) + max_new_tokens for i, e in encoded.items()}
-        self._compute_missing(sorted(encoded, key=lambda i: -lengths[i]), lengths, compute, store)
+        lengths = {i: len(e[0]) for i, e in encoded.items()}
+        self._compute_missing(sorted(encoded, key=lambda i: -lengths[i]), lengths, compute, store, (max_new_tokens, 1))
         return [(found[g], int(found[r][0]), float(found[r][1])) for g, r in zip(gen_keys, rank_keys)]
 
     def sample(self, prompts: Sequence[str], k: int, temperature: float, seed: int, max_new_tokens: int = 32,
@@ -206,8 +207,8 @@ class ModelRunner:
 
         params = {"k": k, "temperature": temperature, "seed": seed, "max_new_tokens": max_new_tokens, "stop": stop}
         items = [{"prompt": p} for p in prompts]
-        lengths = [(len(e) + max_new_tokens) * k for e in encoded]
-        return self._cached("sample", params, items, lengths, compute, intervention)
+        return self._cached("sample", params, items, [len(e) for e in encoded], compute, intervention,
+                            decode=(max_new_tokens, k))
 
     # ------------------------------------------------------------------ caching and batching
     def _keys(self, method: str, params: dict, items: list[dict], intervention: Intervention | None) -> list[str]:
@@ -216,8 +217,10 @@ class ModelRunner:
         return [ResultCache.key(**common, item=item) for item in items]
 
     def _cached(self, method: str, params: dict, items: list[dict], lengths: list[int],
-                compute: Callable[[list[int]], list], intervention: Intervention | None) -> list:
-        """Look every item up in the cache, compute the misses, return values in input order."""
+                compute: Callable[[list[int]], list], intervention: Intervention | None,
+                decode: tuple[int, int] = (0, 1)) -> list:
+        """Look every item up in the cache, compute the misses, return values in input order.
+        `lengths` are prompt tokens per item; `decode` = (new tokens, rows per prompt)."""
         keys = self._keys(method, params, items, intervention)
         found = self.cache.get_many(keys) if self.cache is not None else {}
         first_of_key: dict[str, int] = {}
@@ -231,15 +234,15 @@ class ModelRunner:
             if self.cache is not None:
                 self.cache.put_many(fresh)
 
-        self._compute_missing(sorted(first_of_key.values(), key=lambda i: -lengths[i]), lengths, compute, store)
+        self._compute_missing(sorted(first_of_key.values(), key=lambda i: -lengths[i]), lengths, compute, store, decode)
         return [found[k] for k in keys]
 
     def _compute_missing(self, pending: list[int], lengths, compute: Callable[[list[int]], list],
-                         store: Callable[[list[int], list], None]) -> None:
+                         store: Callable[[list[int], list], None], decode: tuple[int, int] = (0, 1)) -> None:
         """Run `compute` over `pending` (longest first) in batches, storing each batch as soon as
         it finishes; on out-of-memory the batch is halved and retried."""
         while pending:
-            size = self._batch_rows(lengths[pending[0]])
+            size = self._batch_rows(lengths[pending[0]], *decode)
             batch = pending[:size]
             try:
                 with self.torch.inference_mode():
@@ -270,18 +273,21 @@ class ModelRunner:
         log_probs = scores.log_softmax(-1).gather(1, golds)[:, 0]
         return [[int(r), float(lp)] for r, lp in zip(ranks.tolist(), log_probs.tolist())]
 
-    def _batch_rows(self, longest: int) -> int:
+    def _batch_rows(self, prompt_tokens: int, new_tokens: int = 0, copies: int = 1) -> int:
+        """Prompts per batch: `batch_size` when given; else on GPU what half the free memory holds
+        (KV cache and activations of prompt + new tokens, for every copy), on CPU a prefill of
+        about CPU_TOKENS_PER_BATCH tokens; never more than MAX_BATCH decoding rows."""
         if self.batch_size:
             return min(self.batch_size, self._oom_cap)
         if self.device.type == "cuda":
             cfg = self.model.config
             per_token = 4 * cfg.hidden_size * (getattr(cfg, "num_hidden_layers", 12) * 2 + 16)  # KV + activations, fp32 bound
-            per_row = longest * per_token + 8 * getattr(cfg, "vocab_size", 50000)
+            per_row = copies * ((prompt_tokens + new_tokens) * per_token + 8 * getattr(cfg, "vocab_size", 50000))
             free, _ = self.torch.cuda.mem_get_info(self.device)
             rows = int(free * 0.5 // max(per_row, 1))
         else:
-            rows = CPU_TOKENS_PER_BATCH // max(longest, 1)
-        return max(1, min(rows, MAX_BATCH, self._oom_cap))
+            rows = CPU_TOKENS_PER_BATCH // max(prompt_tokens, 1)
+        return max(1, min(rows, MAX_BATCH // copies, self._oom_cap))
 
     # ------------------------------------------------------------------ tokenisation
     def _encode(self, text: str, index: int) -> list[int]:
