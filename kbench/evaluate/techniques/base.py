@@ -133,9 +133,9 @@ class Technique:
 
 def greedy_answers(context: KeeContext, prompts: Sequence[str], items: Sequence[KeeItem],
                    intervention=None, detail: Sequence[dict] | None = None) -> list[TechniqueOutput]:
-    """Greedy answers plus the gold first-token rank on the same prompts, under one intervention."""
-    runner = context.runner
-    texts = runner.generate(prompts, max_new_tokens=MAX_ANSWER_TOKENS, stop=ANSWER_STOP, intervention=intervention)
-    ranks = runner.rank_first_token(prompts, [context.gold(i) for i in items], intervention=intervention)
+    """Greedy answers plus the gold first-token rank on the same prompts, under one intervention
+    (one prefill serves both: `ModelRunner.generate_and_rank`)."""
+    results = context.runner.generate_and_rank(prompts, [context.gold(i) for i in items], MAX_ANSWER_TOKENS,
+                                               ANSWER_STOP, intervention=intervention)
     extra = detail or [{} for _ in items]
-    return [TechniqueOutput(clean_answer(t), r, lp, d) for t, (r, lp), d in zip(texts, ranks, extra)]
+    return [TechniqueOutput(clean_answer(t), r, lp, d) for (t, r, lp), d in zip(results, extra)]

@@ -14,11 +14,10 @@ PRS rank: read on the answer prompt of the first run whose answer won the vote.
 from __future__ import annotations
 
 from kbench.evaluate.techniques import register_technique
-from kbench.evaluate.techniques.base import (ANSWER_STOP, MAX_ANSWER_TOKENS, Technique, TechniqueOutput, clean_answer, majority_vote)
+from kbench.evaluate.techniques.base import (ANSWER_STOP, MAX_ANSWER_TOKENS, Technique, TechniqueOutput, clean_answer,
+                                             majority_vote)
 
 PASSAGE_STOP = ["\n\n", "Question:"]
-
-
 RECITE_INSTRUCTION = "Recite a short passage from Wikipedia that contains the answer to the question."
 
 
@@ -41,11 +40,15 @@ class Recite(Technique):
         else:
             recitations = runner.sample(stage1, k=self.runs, temperature=self.recite_temperature, seed=self.seed,
                                         max_new_tokens=self.recitation_tokens, stop=PASSAGE_STOP)
-        prompts = [context.answer_prompt(item.question, passage) for item, passages in zip(items, recitations) for passage in passages]
-        texts = runner.generate(prompts, max_new_tokens=MAX_ANSWER_TOKENS, stop=ANSWER_STOP)
-        per_item = [[clean_answer(t) for t in texts[n * self.runs:(n + 1) * self.runs]] for n in range(len(items))]
-        winners = [majority_vote(answers) for answers in per_item]
-        chosen = [n * self.runs + answers.index(w) for n, (answers, w) in enumerate(zip(per_item, winners))]
-        ranks = runner.rank_first_token([prompts[c] for c in chosen], [context.gold(i) for i in items])
-        return [TechniqueOutput(w, r, lp, {"recitations": passages, "answers": answers})
-                for w, (r, lp), passages, answers in zip(winners, ranks, recitations, per_item)]
+        prompts = [context.answer_prompt(item.question, passage)
+                   for item, passages in zip(items, recitations) for passage in passages]
+        golds = [context.gold(item) for item in items for _ in range(self.runs)]
+        results = runner.generate_and_rank(prompts, golds, MAX_ANSWER_TOKENS, ANSWER_STOP)
+        out = []
+        for n, passages in enumerate(recitations):
+            runs = results[n * self.runs:(n + 1) * self.runs]
+            answers = [clean_answer(text) for text, _, _ in runs]
+            winner = majority_vote(answers)
+            _, rank, logprob = runs[answers.index(winner)]
+            out.append(TechniqueOutput(winner, rank, logprob, {"recitations": passages, "answers": answers}))
+        return out

@@ -9,7 +9,8 @@ evaluation, not here.
 from __future__ import annotations
 
 from kbench.evaluate.techniques import register_technique
-from kbench.evaluate.techniques.base import (ANSWER_STOP, MAX_ANSWER_TOKENS, Technique, TechniqueOutput, clean_answer, majority_vote)
+from kbench.evaluate.techniques.base import (ANSWER_STOP, MAX_ANSWER_TOKENS, Technique, TechniqueOutput, clean_answer,
+                                             majority_vote)
 
 SEED_B = 0
 
