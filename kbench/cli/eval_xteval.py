@@ -27,6 +27,7 @@ def xteval(
     known_facts: Optional[Path] = typer.Option(None, "--known-facts", help="D^theta from an extraction run (parquet/jsonl: id[, correct]) instead of step 1."),
     prompt_train_dir: Optional[Path] = typer.Option(None, "--prompt-train-dir", help="Soft-prompt data: <relation>/train.jsonl and dev.jsonl (AutoPrompt splits); default: the dataset's train/dev splits."),
     templates_dir: Optional[Path] = typer.Option(None, "--templates-dir", help="A LAMA folder (relations.jsonl, prompt_variants/) adding document templates."),
+    template_variants: str = typer.Option("LPAQA", "--template-variants", help="With --templates-dir: paraphrase files prompt_variants/<NAME>_relations.jsonl to add (comma list), or 'all'."),
     dataset_split: str = typer.Option("test", "--dataset-split", help="Which split of the dataset is D."),
     distractors: int = typer.Option(50, "--distractors-per-type", help="Test distractors per document type (paper: 50)."),
     negatives: int = typer.Option(4, "--negatives-per-type", help="Training negatives per hard type (paper: 4, 12 in all)."),
@@ -65,8 +66,9 @@ def xteval(
         first = exc.errors()[0]
         raise UserError(f"invalid option {'.'.join(str(p) for p in first['loc'])}: {first['msg']}") from exc
     console = Console(stderr=True)
+    variants = None if template_variants == "all" else tuple(v.strip() for v in template_variants.split(",") if v.strip())
     run = Run(dataset, model, out, cfg, device=device, dtype=dtype, known_facts=known_facts,
-              templates_dir=templates_dir, prompt_train_dir=prompt_train_dir)
+              templates_dir=templates_dir, template_variants=variants, prompt_train_dir=prompt_train_dir)
     results = run.execute(console)
     for setting, agg in results["settings"].items():
         console.print(f"{setting}: acc_D {agg['acc_D']['mean']:.3f}  downstream {agg['downstream_accuracy']['mean']:.3f}  "

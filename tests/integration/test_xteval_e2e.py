@@ -79,14 +79,16 @@ def _args(folder, model, out, *extra):
 
 
 @pytest.mark.parametrize("model_fixture", ["tiny_causal_dir", "tiny_masked_dir"])
-def test_xteval_runs_resumes_and_writes_valid_results(model_fixture, request, lama_folder, tmp_path):
+def test_xteval_runs_resumes_and_writes_valid_results(model_fixture, request, lama_folder, tmp_path, shared_data):
     model = request.getfixturevalue(model_fixture)
     out = tmp_path / "run"
-    assert kbench_in_process(*_args(lama_folder, model, out, "--split", "iid")) == 0
+    # The encoder run also draws documents from the LAMA paraphrases (relations.jsonl + LPAQA).
+    paraphrases = ("--templates-dir", str(shared_data / "lama_trex")) if model_fixture == "tiny_masked_dir" else ()
+    assert kbench_in_process(*_args(lama_folder, model, out, "--split", "iid", *paraphrases)) == 0
     iid_unit = out / "units" / "iid" / "e0-s0-f0.json"
     iid_stamp = iid_unit.stat().st_mtime_ns
     # Adding the OOD setting to the same folder reuses the finished IID unit.
-    assert kbench_in_process(*_args(lama_folder, model, out, "--split", "both")) == 0
+    assert kbench_in_process(*_args(lama_folder, model, out, "--split", "both", *paraphrases)) == 0
     assert iid_unit.stat().st_mtime_ns == iid_stamp
     results = json.loads((out / "results.json").read_text())
     validate_results(results, "results.xteval.v1.json")
@@ -107,7 +109,7 @@ def test_xteval_runs_resumes_and_writes_valid_results(model_fixture, request, la
 
     # Rerun: every unit is reused (files untouched), results identical.
     stamps = {p: p.stat().st_mtime_ns for p in (out / "units").rglob("*.json")}
-    assert kbench_in_process(*_args(lama_folder, model, out, "--split", "both")) == 0
+    assert kbench_in_process(*_args(lama_folder, model, out, "--split", "both", *paraphrases)) == 0
     assert {p: p.stat().st_mtime_ns for p in (out / "units").rglob("*.json")} == stamps
     assert json.loads((out / "results.json").read_text())["settings"] == results["settings"]
 

@@ -4,7 +4,7 @@ import random
 
 import pytest
 
-from kbench.errors import UserError
+from kbench.errors import InputError, UserError
 from kbench.evaluate.xteval.documents import (GOLD, INPUT_TYPES, DocumentGenerator, Triple, load_templates,
                                               render)
 
@@ -84,9 +84,13 @@ def test_missing_alternative_gives_none_and_missing_template_is_an_error():
 
 def test_load_templates_from_lama_folder(shared_data):
     templates = load_templates(shared_data / "lama_trex")
-    assert templates["P19"][0] == "[X] was born in [Y] ."
-    assert len(templates["P19"]) >= 2   # paraphrases from prompt_variants/
-    assert all("[X]" in t and "[Y]" in t for ts in templates.values() for t in ts)
+    assert templates["P19"] == ["[X] was born in [Y] ."]   # LPAQA's P19 prompt is the same, kept once
+    assert templates["P27"][0] == "[X] is [Y] citizen ." and len(templates["P27"]) == 2   # + the LPAQA paraphrase
+    every = load_templates(shared_data / "lama_trex", variants=None)
+    assert len(every["P27"]) == 3 and set(templates["P27"]) < set(every["P27"])   # + AutoPrompt's
+    assert all("[X]" in t and "[Y]" in t for ts in every.values() for t in ts)
+    with pytest.raises(InputError, match="Nope_relations.jsonl"):
+        load_templates(shared_data / "lama_trex", variants=("Nope",))
 
 
 def test_iid_and_ood_splits():

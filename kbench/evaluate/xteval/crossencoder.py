@@ -116,14 +116,14 @@ class Candidates:
 
 def training_candidates(facts: Sequence[Triple], generator: DocumentGenerator, per_type: int,
                         rng: random.Random) -> list[Candidates]:
-    """1 gold + `per_type` of each hard negative type per fact; rows with too few negatives are
-    padded by the score mask (see `_batch_scores`), never with the gold."""
+    """1 gold + `per_type` of each hard negative type per fact, distinct texts; rows with fewer
+    negatives are padded by the score mask (see `_batch_scores`), never with the gold."""
     out = []
     for fact in facts:
         gold = generator.sample(GOLD, fact, rng)
         negatives = [d.text for kind in TRAIN_NEGATIVE_TYPES for d in generator.sample_many(kind, fact, per_type, rng)]
-        negatives = [t for t in negatives if t != gold.text]
-        out.append(Candidates(generator.query(fact, rng), [gold.text, *negatives]))
+        distinct = list(dict.fromkeys(t for t in negatives if t != gold.text))  # a repeat adds no signal
+        out.append(Candidates(generator.query(fact, rng), [gold.text, *distinct]))
     return out
 
 

@@ -151,9 +151,12 @@ class DocumentGenerator:
         return rng.choice(options) if options else None
 
 
-def load_templates(lama_dir, extra: dict[str, list[str]] | None = None) -> dict[str, list[str]]:
-    """Templates per relation: `relations.jsonl` of a LAMA folder plus every paraphrase file in
-    its `prompt_variants/` (jsonl with `relation`, `template`), merged into `extra` (deduplicated)."""
+def load_templates(lama_dir, extra: dict[str, list[str]] | None = None,
+                   variants: tuple[str, ...] | None = ("LPAQA",)) -> dict[str, list[str]]:
+    """Templates per relation: `relations.jsonl` of a LAMA folder plus the paraphrase files
+    `prompt_variants/<name>_relations.jsonl` named in `variants` (None: every file there), merged
+    into `extra` and deduplicated. The default keeps LPAQA's natural-language paraphrases and
+    leaves out AutoPrompt's optimised token strings, which do not read as documents."""
     from pathlib import Path
 
     from kbench.errors import InputError
@@ -161,10 +164,14 @@ def load_templates(lama_dir, extra: dict[str, list[str]] | None = None) -> dict[
 
     lama_dir = Path(lama_dir)
     merged: dict[str, list[str]] = {r: list(ts) for r, ts in (extra or {}).items()}
-    files = [lama_dir / "relations.jsonl", *sorted((lama_dir / "prompt_variants").glob("*.jsonl"))]
-    if not files[0].exists():
-        raise InputError(files[0], "file not found (expected a LAMA folder with relations.jsonl)")
+    if variants is None:
+        variant_files = sorted((lama_dir / "prompt_variants").glob("*.jsonl"))
+    else:
+        variant_files = [lama_dir / "prompt_variants" / f"{name}_relations.jsonl" for name in variants]
+    files = [lama_dir / "relations.jsonl", *variant_files]
     for path in files:
+        if not path.exists():
+            raise InputError(path, "file not found (expected a LAMA folder: relations.jsonl, prompt_variants/)")
         for lineno, row in iter_jsonl(path, required=("relation", "template")):
             template = str(row["template"])
             if "[X]" not in template or "[Y]" not in template:

@@ -85,10 +85,10 @@ class Run:
 
     def __init__(self, dataset_dir: Path, model: str, out: Path, cfg: XtevalConfig, *, device: str = "auto",
                  dtype: str = "float32", known_facts: Path | None = None, templates_dir: Path | None = None,
-                 prompt_train_dir: Path | None = None):
+                 template_variants: tuple[str, ...] | None = ("LPAQA",), prompt_train_dir: Path | None = None):
         self.dataset_dir, self.model_name, self.out, self.cfg = Path(dataset_dir), model, Path(out), cfg
         self.device, self.dtype = device, dtype
-        self.known_facts, self.templates_dir = known_facts, templates_dir
+        self.known_facts, self.templates_dir, self.template_variants = known_facts, templates_dir, template_variants
         self.prompt_train_dir = prompt_train_dir
         self.rows = load_facts(self.dataset_dir, cfg.dataset_split, cfg.limit)
         if not self.rows:
@@ -121,6 +121,7 @@ class Run:
         return {"settings": unit_settings, "model": identity, "dataset_file": sha256_file(dataset_file),
                 "known_facts": sha256_file(self.known_facts) if self.known_facts else None,
                 "templates_dir": str(self.templates_dir) if self.templates_dir else None,
+                "template_variants": list(self.template_variants) if self.template_variants is not None else "all",
                 "prompt_train_dir": str(self.prompt_train_dir) if self.prompt_train_dir else None}
 
     def _execute(self, loaded, accelerator, console) -> dict:
@@ -261,4 +262,6 @@ class Run:
         for r in self.rows:
             if r.get("template") and r["template"] not in own[r["relation"]]:
                 own[r["relation"]].append(r["template"])
-        return load_templates(self.templates_dir, own) if self.templates_dir else dict(own)
+        if self.templates_dir is None:
+            return dict(own)
+        return load_templates(self.templates_dir, own, self.template_variants)
