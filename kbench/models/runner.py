@@ -16,8 +16,9 @@ the prompt holds "[MASK]" (or the tokenizer's mask token) and the gold is tokeni
 Batching: items are sorted by length, cut into batches (`batch_size`, or sized from free
 memory on GPU / a token budget on CPU, halved on out-of-memory), left-padded with explicit
 position ids for causal LMs (right-padded for masked LMs), and results come back in input
-order. Cache hits are never recomputed; each finished batch is stored at once, so an
-interrupted call loses at most one batch.
+order. `batch_size` counts prompts (in `sample` each prompt then decodes k rows). Batch
+composition changes results only by float rounding. Cache hits are never recomputed; each
+finished batch is stored at once, so an interrupted call loses at most one batch.
 
 Interventions (steering hooks, decoding changes) go through `Intervention` per call, so
 techniques reuse these batched paths instead of writing their own loops.
