@@ -16,7 +16,8 @@ loss per epoch), written last: a folder with `read.json` is complete.
 Resume by epoch: after each epoch the model, the AdamW moments (a safetensors file, no pickle)
 and `progress.json` go to `out/.kbench-read/epoch-<n>/`, renamed into place when complete. A
 rerun with the same settings continues after the last finished epoch, and a rerun with more
-`epochs` (or a larger `max_steps`) extends the training; other changed settings are a `UserError`.
+`epochs` extends the training; other changed settings are a `UserError`. An epoch cut short by
+`max_steps` counts as finished (a later run with more epochs starts the next one).
 """
 
 from __future__ import annotations
