@@ -84,13 +84,24 @@ def _with_hidden(output, hidden):
     return (hidden, *output[1:]) if isinstance(output, tuple) else hidden
 
 
-def add_to_residual(model, layer: int, vector, multiplier: float = 1.0):
+def _at_positions(base, delta, last_only: bool):
+    """base + delta at every position, or at the last position only (delta broadcasts)."""
+    if not last_only:
+        return base + delta
+    out = base.clone()
+    out[:, -1] = out[:, -1] + delta
+    return out
+
+
+def add_to_residual(model, layer: int, vector, multiplier: float = 1.0, last_only: bool = False):
     """Add `multiplier * vector` to the residual stream leaving decoder block `layer`, at every
-    position (prompt and generated tokens alike, as in CAA)."""
+    position, or (`last_only`) at the last position of each forward pass: with a KV cache that
+    is the prompt's last token, then each generated token, never the earlier prompt tokens."""
 
     def hook(_module, _inputs, output):
         hidden = _hidden_of(output)
-        return _with_hidden(output, hidden + (multiplier * vector).to(hidden.device, hidden.dtype))
+        delta = (multiplier * vector).to(hidden.device, hidden.dtype)
+        return _with_hidden(output, _at_positions(hidden, delta, last_only))
 
     return _registered([_layer(model, layer).register_forward_hook(hook)])
 
@@ -108,10 +119,11 @@ def _edit_heads(model, per_layer: Mapping[int, object], edit):
     return _registered(handles)
 
 
-def shift_heads(model, shifts: Mapping[int, object]):
+def shift_heads(model, shifts: Mapping[int, object], last_only: bool = False):
     """Add shifts[layer] (a (num_heads, head_dim) tensor, zero rows for untouched heads) to the
-    per-head attention outputs at every position."""
-    return _edit_heads(model, shifts, lambda heads, shift: heads + shift.to(heads.device, heads.dtype))
+    per-head attention outputs at every position, or at the last one only (as `add_to_residual`)."""
+    return _edit_heads(model, shifts,
+                       lambda heads, shift: _at_positions(heads, shift.to(heads.device, heads.dtype), last_only))
 
 
 def mask_heads(model, heads_by_layer: Mapping[int, Sequence[int]]):

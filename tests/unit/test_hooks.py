@@ -49,6 +49,21 @@ def test_shift_and_mask_heads_change_and_restore(tiny):
     assert torch.equal(_logits(model, batch), before)
 
 
+def test_last_only_changes_only_the_last_position(tiny):
+    model, batch = tiny
+    before = _logits(model, batch)
+    layout = hooks.head_layout(model)
+    vector = torch.randn(model.config.hidden_size, generator=torch.Generator().manual_seed(2))
+    shift = torch.full((layout.num_heads, layout.head_dim), 2.0)
+    for intervention in (hooks.add_to_residual(model, 1, vector, last_only=True),
+                         hooks.shift_heads(model, {1: shift}, last_only=True)):
+        with intervention:
+            after = _logits(model, batch)
+        assert torch.equal(after[:, :-1], before[:, :-1])      # causal: earlier positions see no change
+        assert not torch.allclose(after[:, -1], before[:, -1])
+    assert torch.equal(_logits(model, batch), before)
+
+
 def test_zero_shift_and_empty_mask_are_identity(tiny):
     model, batch = tiny
     before = _logits(model, batch)

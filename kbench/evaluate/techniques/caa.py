@@ -3,8 +3,9 @@ Activation Addition"; as configured in MAPLE, Appendix B).
 
 Steering vector at layer l: the mean residual-stream activation (output of decoder block l, at
 the last token) over true statements (answer prompt + " " + gold) minus the mean over false
-statements (answer prompt + " " + another item's answer). At inference the vector times the
-multiplier is added to block l's output at every position.
+statements (answer prompt + another item's answer). At inference the vector times the
+multiplier is added to block l's output from the end of the prompt on (the prompt's last token,
+then every generated token), as CAA steers only the positions after the instruction.
 
 Layer choice (MAPLE / CAA): within each fitting pool, 80% builds one vector per layer and the
 held-out 20% (at most `select_limit` items, which bounds the sweep's cost to layers × 20
@@ -29,8 +30,9 @@ from kbench.models.runner import Intervention
 
 
 def steering(layer: int, vector, multiplier: float) -> Intervention:
-    key = stable_hash(["caa", layer, multiplier, vector.tolist()])
-    return Intervention(key=key, hooks=lambda model: hooks.add_to_residual(model, layer, vector, multiplier))
+    key = stable_hash(["caa", "last", layer, multiplier, vector.tolist()])
+    return Intervention(key=key, hooks=lambda model: hooks.add_to_residual(model, layer, vector, multiplier,
+                                                                         last_only=True))
 
 
 @register_technique("caa")

@@ -8,7 +8,9 @@ item's answer (false), built from the train split or from the other fold (`fitti
 80% of the pool trains the probes, 20% ranks them by validation accuracy; the top K heads are
 shifted. Direction: ITI's default mass-mean direction (mean true − mean false activation of the
 head, unit length); shift = alpha × sigma × direction, sigma = standard deviation of the pool's
-activations projected on the direction. The shift is added at every position.
+activations projected on the direction. As in the reference code (start_edit_location "lt"),
+the shift is added at the last position of each forward pass: the prompt's last token, then
+every generated token.
 
 Parameters: alpha = 15; K = 48 heads for a 32×32-head model, scaled to the model's head count
 (round(48 × heads / 1024), at least 1); held_out = 0.2; probes: 200 Adam steps, lr 0.05, L2 1e-3.
@@ -72,8 +74,8 @@ def head_shifts(selected: list[tuple[int, int]], true_acts, false_acts, alpha: f
 
 
 def head_intervention(shifts: dict) -> Intervention:
-    key = stable_hash(["iti", {str(layer): s.tolist() for layer, s in sorted(shifts.items())}])
-    return Intervention(key=key, hooks=lambda model: hooks.shift_heads(model, shifts))
+    key = stable_hash(["iti", "last", {str(layer): s.tolist() for layer, s in sorted(shifts.items())}])
+    return Intervention(key=key, hooks=lambda model: hooks.shift_heads(model, shifts, last_only=True))
 
 
 @register_technique("iti")
