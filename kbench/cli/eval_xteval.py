@@ -41,7 +41,8 @@ def xteval(
 ) -> None:
     """Measure the acquisition-utilization gap (XTEVAL): acc(D), downstream retrieval, Gap 1 and Gap 2.
 
-    Multi-GPU: `accelerate launch -m kbench evaluate xteval ...` trains and tests data parallel."""
+    Multi-GPU: `accelerate launch -m kbench evaluate xteval ...` (or `torchrun --nproc_per_node N -m kbench ...`)
+    fine-tunes with DDP and splits the retrieval test between processes; on CPUs, set ACCELERATE_USE_CPU=1."""
     from rich.console import Console
 
     from kbench.errors import UserError
@@ -70,6 +71,10 @@ def xteval(
     run = Run(dataset, model, out, cfg, device=device, dtype=dtype, known_facts=known_facts,
               templates_dir=templates_dir, template_variants=variants, prompt_train_dir=prompt_train_dir)
     results = run.execute(console)
+    from accelerate import PartialState
+
+    if not PartialState().is_main_process:  # under `accelerate launch`, one process reports
+        return
     for setting, agg in results["settings"].items():
         console.print(f"{setting}: acc_D {agg['acc_D']['mean']:.3f}  downstream {agg['downstream_accuracy']['mean']:.3f}  "
                       f"usable {agg['usable_knowledge']['mean']:.3f}  gap1 {agg['gap1']['mean']:.3f}  "

@@ -9,8 +9,9 @@ Training: per query, 1 gold document and `negatives_per_type` documents of each 
 weight decay, polynomial decay with linear warm-up; the epoch with the best validation accuracy
 (gold ranked first among the same kind of candidates, drawn once with a fixed seed) is kept.
 
-Multi-GPU: the loop uses `accelerate.Accelerator`; under `accelerate launch` each process trains
-on its own shard of the queries (data parallel, gradients all-reduced by DDP) with no code change.
+Multi-GPU: the loop uses `accelerate.Accelerator`; under `accelerate launch` (or torchrun) each
+process trains on its own shard of the queries and DDP all-reduces the gradients, with no code
+change (checked on CPU with `ACCELERATE_USE_CPU=1 torchrun --nproc_per_node 2 -m kbench ...`).
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from __future__ import annotations
 import copy
 import random
 from collections.abc import Sequence
+
+import torch
 from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -46,30 +49,44 @@ class FinetuneConfig(BaseModel):
 def info_nce(scores, gold_index: int = 0):
     """InfoNCE: mean over rows of -log softmax(scores)[gold]; `scores` is [queries, candidates],
     padded candidates set to -inf are ignored by the softmax."""
-    import torch
-
     targets = torch.full((scores.shape[0],), gold_index, dtype=torch.long, device=scores.device)
     return torch.nn.functional.cross_entropy(scores, targets)
 
 
-class CrossEncoder:
-    """A language model body plus a fresh linear head giving one score per (query, document)."""
+class ScoringModel(torch.nn.Module):
+    """Body + fresh scalar head; `forward` returns one score per row. A real module (not a dict
+    of parts) so that DDP, when `accelerate launch` wraps it, sees every forward pass."""
 
-    def __init__(self, loaded, seed: int):
-        import torch
-
-        self.kind = loaded.kind
-        self.tokenizer = loaded.tokenizer
-        self.body = copy.deepcopy(loaded.model.base_model)
-        self.body.requires_grad_(True)
-        hidden = self.body.config.hidden_size
+    def __init__(self, body, kind: str, seed: int):
+        super().__init__()
+        self.body, self.kind = body, kind
+        self.head = torch.nn.Linear(body.config.hidden_size, 1)
         generator = torch.Generator().manual_seed(seed)
-        self.head = torch.nn.Linear(hidden, 1)
         with torch.no_grad():  # seeded init, independent of the global torch RNG
             self.head.weight.normal_(0.0, 0.02, generator=generator)
             self.head.bias.zero_()
-        self.head.to(next(self.body.parameters()).device)
-        self.modules = torch.nn.ModuleDict({"body": self.body, "head": self.head})
+        self.head.to(next(body.parameters()).device)
+
+    def forward(self, input_ids, attention_mask, token_type_ids=None):
+        extra = {} if token_type_ids is None else {"token_type_ids": token_type_ids}
+        hidden = self.body(input_ids=input_ids, attention_mask=attention_mask, **extra).last_hidden_state
+        if self.kind == "masked":
+            pooled = hidden[:, 0]
+        else:
+            last = attention_mask.sum(dim=1) - 1   # right padding: the last real token
+            pooled = hidden[torch.arange(hidden.shape[0], device=hidden.device), last]
+        return self.head(pooled).squeeze(-1)
+
+
+class CrossEncoder:
+    """The tokenizer-side of the cross-encoder plus its `ScoringModel` (`self.model`)."""
+
+    def __init__(self, loaded, seed: int):
+        self.kind = loaded.kind
+        self.tokenizer = loaded.tokenizer
+        body = copy.deepcopy(loaded.model.base_model)
+        body.requires_grad_(True)
+        self.model = ScoringModel(body, loaded.kind, seed)
 
     def encode(self, queries: Sequence[str], documents: Sequence[str], max_length: int):
         if self.kind == "masked":  # [CLS] q [SEP] d [SEP]
@@ -79,32 +96,20 @@ class CrossEncoder:
         return self.tokenizer(texts, padding=True, truncation=True, max_length=max_length, return_tensors="pt",
                               padding_side="right")
 
-    def scores(self, modules, batch):
-        """One scalar per row: the head on [CLS] (encoders) or on the last non-padding token."""
-        import torch
-
-        device = next(modules.parameters()).device
-        ids = batch["input_ids"].to(device)
-        mask = batch["attention_mask"].to(device)
-        extra = {"token_type_ids": batch["token_type_ids"].to(device)} if "token_type_ids" in batch else {}
-        hidden = modules["body"](input_ids=ids, attention_mask=mask, **extra).last_hidden_state
-        if self.kind == "masked":
-            pooled = hidden[:, 0]
-        else:
-            last = mask.sum(dim=1) - 1
-            pooled = hidden[torch.arange(hidden.shape[0], device=device), last]
-        return modules["head"](pooled).squeeze(-1)
+    @staticmethod
+    def scores(model, batch):
+        """One score per row of a tokenised batch, through `model` (maybe DDP-wrapped)."""
+        device = next(model.parameters()).device
+        return model(**{k: v.to(device) for k, v in batch.items() if k in ("input_ids", "attention_mask", "token_type_ids")})
 
     def score_pairs(self, query: str, documents: Sequence[str], cfg: FinetuneConfig) -> list[float]:
-        import torch
-
-        self.modules.eval()
+        self.model.eval()
         out: list[float] = []
         with torch.no_grad():
             for start in range(0, len(documents), cfg.score_batch_size):
                 chunk = documents[start:start + cfg.score_batch_size]
                 batch = self.encode([query] * len(chunk), chunk, cfg.max_length)
-                out.extend(self.scores(self.modules, batch).float().cpu().tolist())
+                out.extend(self.scores(self.model, batch).float().cpu().tolist())
         return out
 
 
@@ -127,13 +132,11 @@ def training_candidates(facts: Sequence[Triple], generator: DocumentGenerator, p
     return out
 
 
-def _batch_scores(encoder: CrossEncoder, modules, rows: Sequence[Candidates], max_length: int):
+def _batch_scores(encoder: CrossEncoder, model, rows: Sequence[Candidates], max_length: int):
     """[rows, max candidates] scores; missing candidates are -inf so InfoNCE ignores them."""
-    import torch
-
     queries = [r.query for r in rows for _ in r.documents]
     docs = [d for r in rows for d in r.documents]
-    flat = encoder.scores(modules, encoder.encode(queries, docs, max_length))
+    flat = encoder.scores(model, encoder.encode(queries, docs, max_length))
     width = max(len(r.documents) for r in rows)
     table = torch.full((len(rows), width), float("-inf"), device=flat.device, dtype=flat.dtype)
     start = 0
@@ -154,7 +157,6 @@ def _top1_accuracy(encoder: CrossEncoder, rows: Sequence[Candidates], cfg: Finet
 def finetune(loaded, train_facts: Sequence[Triple], generator: DocumentGenerator, cfg: FinetuneConfig, seed: int,
              progress=None) -> tuple[CrossEncoder, dict]:
     """Fine-tune a fresh cross-encoder; returns it holding the best epoch's weights, and a log."""
-    import torch
     from accelerate import Accelerator
     from transformers import get_polynomial_decay_schedule_with_warmup
 
@@ -178,11 +180,11 @@ def finetune(loaded, train_facts: Sequence[Triple], generator: DocumentGenerator
         shard = shard[:len(fit_facts) // accelerator.num_processes]
     steps_per_epoch = -(-len(shard) // cfg.batch_size)
     total_steps = steps_per_epoch * cfg.epochs
-    optimizer = torch.optim.AdamW(encoder.modules.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+    optimizer = torch.optim.AdamW(encoder.model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
     scheduler = get_polynomial_decay_schedule_with_warmup(
         optimizer, num_warmup_steps=int(cfg.warmup_ratio * total_steps), num_training_steps=total_steps,
         lr_end=min(cfg.lr_end, cfg.lr * 0.999), power=cfg.power)
-    modules, optimizer, scheduler = accelerator.prepare(encoder.modules, optimizer, scheduler)
+    model, optimizer, scheduler = accelerator.prepare(encoder.model, optimizer, scheduler)
 
     best = {"epoch": -1, "val_accuracy": -1.0}
     best_state = None
@@ -192,14 +194,14 @@ def finetune(loaded, train_facts: Sequence[Triple], generator: DocumentGenerator
         order = list(shard)
         epoch_rng.shuffle(order)
         rows = training_candidates(order, generator, cfg.negatives_per_type, epoch_rng)
-        modules.train()
+        model.train()
         epoch_loss = 0.0
         for start in range(0, len(rows), cfg.batch_size):
             batch = rows[start:start + cfg.batch_size]
             optimizer.zero_grad()
             for m in range(0, len(batch), cfg.micro_batch_size):
                 micro = batch[m:m + cfg.micro_batch_size]
-                loss = info_nce(_batch_scores(encoder, modules, micro, cfg.max_length)) * (len(micro) / len(batch))
+                loss = info_nce(_batch_scores(encoder, model, micro, cfg.max_length)) * (len(micro) / len(batch))
                 accelerator.backward(loss)
                 epoch_loss += float(loss.detach()) * len(batch)
             optimizer.step()
@@ -207,12 +209,12 @@ def finetune(loaded, train_facts: Sequence[Triple], generator: DocumentGenerator
             if progress is not None:
                 progress()
         losses.append(epoch_loss / max(1, len(rows)))
-        encoder.modules = accelerator.unwrap_model(modules)
+        encoder.model = accelerator.unwrap_model(model)
         val_acc = _top1_accuracy(encoder, val_rows, cfg)
         if val_acc > best["val_accuracy"]:
             best = {"epoch": epoch, "val_accuracy": val_acc}
-            best_state = {k: v.detach().to("cpu", copy=True) for k, v in encoder.modules.state_dict().items()}
-    encoder.modules.load_state_dict(best_state)
-    encoder.modules.eval()
+            best_state = {k: v.detach().to("cpu", copy=True) for k, v in encoder.model.state_dict().items()}
+    encoder.model.load_state_dict(best_state)
+    encoder.model.eval()
     return encoder, {"best_epoch": best["epoch"], "val_accuracy": best["val_accuracy"], "train_loss": losses,
                      "n_fit": len(fit_facts), "n_validation": len(val_facts)}
