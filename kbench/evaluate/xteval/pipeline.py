@@ -148,7 +148,7 @@ class Run:
             "schema": RESULTS_SCHEMA, "task": "xteval", "model": self.model_name, "model_identity": loaded.identity,
             "dataset": str(self.dataset_dir), "dataset_split": self.cfg.dataset_split, "n_facts": len(self.rows),
             "extraction": {"method": "known-facts file" if self.known_facts else self.cfg.extraction,
-                           "seeds": extraction_log},
+                           "criterion": self._criterion(loaded.kind), "seeds": extraction_log},
             "settings": {s: {**aggregate_runs(r), "runs": r} for s, r in runs.items()},
             "config": self.cfg.model_dump(),
         }
@@ -221,6 +221,15 @@ class Run:
         return unit
 
     # ------------------------------------------------------------------ helpers
+    def _criterion(self, kind: str) -> str:
+        """What "the model predicts the tail at top-1" meant in this run (stated in results.json)."""
+        if self.known_facts is not None:
+            return f"known facts from {self.known_facts}"
+        if self.cfg.extraction == "soft":
+            return "soft prompt: every gold token is the argmax (teacher-forced)"
+        return ("extraction task, maple protocol: greedy answer matches gold or alias" if kind == "causal"
+                else "extraction task, lama protocol: single-token gold ranked first")
+
     def _discrete_known(self, loaded, advance) -> list[str]:
         """D^theta from the extraction task (same split and sample), run inside this run directory."""
         from kbench.build.context import default_cache_dir
