@@ -94,3 +94,26 @@ def test_cross_encoder_head_reads_last_real_token(tiny_causal_dir):  # noqa: F81
     alone = enc.score_pairs("Paris is in", ["France"], cfg)
     padded = enc.score_pairs("Paris is in", ["France", "a much longer document about Germany and Italy"], cfg)
     assert alone[0] == pytest.approx(padded[0], abs=1e-5)   # right padding does not change the score
+
+
+def test_soft_slots_holding_template_embeddings_equal_the_discrete_prompt(tiny_causal_dir):  # noqa: F811
+    """The soft-prompt path is exact: vectors set to the template's own token embeddings give the
+    same loss and top-1 as the plain text prompt "The capital of Paris is France"."""
+    from kbench.evaluate.xteval.probes import Probe
+
+    loaded = load_model(str(tiny_causal_dir))
+    tok = loaded.tokenizer
+    before = tok("the capital of", add_special_tokens=False)["input_ids"]
+    after = tok(" is", add_special_tokens=False)["input_ids"]
+    vectors = loaded.model.get_input_embeddings().weight[torch.tensor(before + after)].detach()
+    soft, plain = [], []
+    for head, tail in PAIRS:
+        soft.append(soft_probe(tok, "causal", head, tail, len(before), len(after)))
+        prompt = tok(f"the capital of {head} is", add_special_tokens=False)["input_ids"]
+        gold = tok(" " + tail, add_special_tokens=False)["input_ids"]
+        plain.append(Probe(prompt + gold, [False] * (len(prompt) + len(gold)),
+                           [len(prompt) - 1 + i for i in range(len(gold))], gold))
+    with torch.no_grad():
+        soft_loss, soft_hit = run_probes(loaded.model, soft, tok.pad_token_id, vectors)
+        plain_loss, plain_hit = run_probes(loaded.model, plain, tok.pad_token_id, None)
+    assert torch.allclose(soft_loss, plain_loss, atol=1e-5) and torch.equal(soft_hit, plain_hit)
