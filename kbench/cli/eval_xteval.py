@@ -35,6 +35,7 @@ def xteval(
     prompt_lr: float = typer.Option(1e-4, "--prompt-lr", help="Soft-prompt learning rate (paper Table 2: 1e-4)."),
     batch_size: int = typer.Option(32, "--batch-size", help="Queries per fine-tuning step (paper: 32)."),
     micro_batch_size: int = typer.Option(8, "--micro-batch-size", help="Queries per forward pass (memory bound only)."),
+    prompt_init: str = typer.Option("random", "--prompt-init", help="Soft-prompt start: random (OptiPrompt default) or template (the relation's template words)."),
     prompt_train_limit: Optional[int] = typer.Option(None, "--prompt-train-limit", help="Cap soft-prompt training facts per relation (smoke runs)."),
     device: str = typer.Option("auto", "--device", help="auto (accelerate's choice), cpu, cuda, cuda:1 ..."),
     dtype: str = typer.Option("float32", "--dtype", help="float32, bfloat16 or float16."),
@@ -61,7 +62,8 @@ def xteval(
             limit=limit, distractors_per_type=distractors,
             finetune=FinetuneConfig(lr=lr, epochs=epochs, negatives_per_type=negatives, batch_size=batch_size,
                                     micro_batch_size=micro_batch_size),
-            softprompt=SoftPromptConfig(lr=prompt_lr, epochs=prompt_epochs or epochs, max_train_facts=prompt_train_limit),
+            softprompt=SoftPromptConfig(lr=prompt_lr, epochs=prompt_epochs or epochs, max_train_facts=prompt_train_limit,
+                                        init=prompt_init),
         )
     except ValidationError as exc:
         first = exc.errors()[0]

@@ -117,3 +117,15 @@ def test_soft_slots_holding_template_embeddings_equal_the_discrete_prompt(tiny_c
         soft_loss, soft_hit = run_probes(loaded.model, soft, tok.pad_token_id, vectors)
         plain_loss, plain_hit = run_probes(loaded.model, plain, tok.pad_token_id, None)
     assert torch.allclose(soft_loss, plain_loss, atol=1e-5) and torch.equal(soft_hit, plain_hit)
+
+
+def test_template_init_picks_the_words_around_the_head(tiny_causal_dir):  # noqa: F811
+    from kbench.evaluate.xteval.softprompt import template_init
+
+    tok = load_model(str(tiny_causal_dir)).tokenizer
+    before = tok("the capital of", add_special_tokens=False)["input_ids"]
+    is_ids = tok(" is", add_special_tokens=False)["input_ids"]
+    ids = template_init(tok, "the capital of [X] is [Y] .", 2, 3)
+    assert ids == before[-2:] + is_ids + [None] * (3 - len(is_ids))
+    assert template_init(tok, "[X] is [Y] .", 3, 1) == [None, None, None] + is_ids[:1]
+    assert template_init(tok, "[Y] participated in the [X] .", 3, 3) == [None] * 6   # object first: no init

@@ -43,7 +43,8 @@ def soft_known(loaded, rows: Sequence[dict], pairs: Callable[[str], tuple[list, 
         by_relation[r["relation"]].append(r)
     known: list[str] = []
     for relation in sorted(by_relation):
-        vectors = load_or_train(loaded, relation, pairs, save_dir, cfg, seed, write=write)
+        template = next((r["template"] for r in by_relation[relation] if r.get("template")), None)
+        vectors = load_or_train(loaded, relation, pairs, save_dir, cfg, seed, write=write, template=template)
         group = by_relation[relation]
         probes = [soft_probe(loaded.tokenizer, loaded.kind, r["subject"], r["object"], cfg.n_before, cfg.n_after)
                   for r in group]

@@ -18,6 +18,8 @@ import random
 from collections.abc import Callable
 from pathlib import Path
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from kbench.errors import InputError, UserError
@@ -37,6 +39,9 @@ class SoftPromptConfig(BaseModel):
     epochs: int = Field(20, ge=1)
     warmup_ratio: float = Field(0.06, ge=0, lt=1)
     max_train_facts: int | None = Field(None, ge=1)   # cap per relation (CPU smoke runs); None = all
+    # "random" (OptiPrompt's default) or "template": start from the embeddings of the relation's
+    # template words around [X] (OptiPrompt's manual-template init); slots beyond them stay random.
+    init: Literal["random", "template"] = "random"
 
 
 def read_split(path: Path) -> list[tuple[str, str]]:
@@ -56,8 +61,22 @@ def _accuracy(loaded, pairs, vectors, cfg: SoftPromptConfig) -> float:
     return hits / max(1, len(pairs))
 
 
+def template_init(tokenizer, template: str, n_before: int, n_after: int) -> list[int | None]:
+    """Token ids to start each soft slot from: the last `n_before` tokens of the template text
+    before [X] and the first `n_after` tokens between [X] and [Y]; None where the text is short."""
+    if "[X]" not in template or "[Y]" not in template or template.index("[X]") > template.index("[Y]"):
+        return [None] * (n_before + n_after)
+    before_text, rest = template.split("[X]", 1)
+    middle = rest.split("[Y]", 1)[0]
+    before = tokenizer(before_text.rstrip(), add_special_tokens=False)["input_ids"] if before_text.strip() else []
+    after = tokenizer(" " + middle.strip(), add_special_tokens=False)["input_ids"] if middle.strip() else []
+    before_ids = [None] * max(0, n_before - len(before)) + before[-n_before:] if n_before else []
+    after_ids = (after[:n_after] + [None] * max(0, n_after - len(after))) if n_after else []
+    return before_ids + after_ids
+
+
 def train_relation(loaded, train_pairs, dev_pairs, cfg: SoftPromptConfig, seed: int,
-                   progress: Callable[[], None] | None = None) -> tuple:
+                   progress: Callable[[], None] | None = None, template: str | None = None) -> tuple:
     """Train one relation's vectors; returns (best vectors [n_soft, hidden] on CPU, log dict)."""
     import torch
     from accelerate import Accelerator
@@ -72,6 +91,10 @@ def train_relation(loaded, train_pairs, dev_pairs, cfg: SoftPromptConfig, seed: 
         raise UserError("soft prompts need at least one vector (n_before + n_after > 0)")
     generator = torch.Generator().manual_seed(seed)
     init = torch.randn(n_soft, embeddings.shape[1], generator=generator) * float(embeddings.detach().float().std())
+    if cfg.init == "template" and template:
+        for slot, token in enumerate(template_init(loaded.tokenizer, template, cfg.n_before, cfg.n_after)):
+            if token is not None:
+                init[slot] = embeddings[token].detach().float().cpu()
 
     class SoftPrompt(torch.nn.Module):
         def __init__(self):
@@ -139,7 +162,8 @@ def split_dir_pairs(train_dir: Path) -> Callable[[str], tuple[list, list]]:
 
 
 def load_or_train(loaded, relation: str, pairs: Callable[[str], tuple[list, list]], save_dir: Path,
-                  cfg: SoftPromptConfig, seed: int, progress: Callable[[], None] | None = None, write: bool = True):
+                  cfg: SoftPromptConfig, seed: int, progress: Callable[[], None] | None = None, write: bool = True,
+                  template: str | None = None):
     """The relation's vectors from `save_dir` when saved for this model/config/seed, else trained on
     `pairs(relation)` = (train, dev) (subject, object) pairs and saved (when `write`)."""
     from safetensors import safe_open
@@ -156,7 +180,7 @@ def load_or_train(loaded, relation: str, pairs: Callable[[str], tuple[list, list
     train_pairs, dev_pairs = pairs(relation)
     if not train_pairs or not dev_pairs:
         raise UserError(f"relation {relation}: soft prompts need train and dev facts ({len(train_pairs)} / {len(dev_pairs)})")
-    vectors, log = train_relation(loaded, train_pairs, dev_pairs, cfg, seed, progress)
+    vectors, log = train_relation(loaded, train_pairs, dev_pairs, cfg, seed, progress, template)
     if write:
         with atomic_path(path) as tmp:
             save_file({"vectors": vectors.contiguous()}, str(tmp),
