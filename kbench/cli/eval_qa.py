@@ -7,6 +7,7 @@ from typing import Optional
 
 import typer
 
+from kbench.cli.common import BATCH_SIZE, CONFIG, DEVICE, DTYPE, TRUST_REMOTE_CODE, default_run_dir, open_runner
 from kbench.cli.main import evaluate_app
 
 
@@ -17,34 +18,27 @@ def qa(
     metric: str = typer.Option("official", "--metric", help="official (EvolvingQA scorer) | card (the evaluation card's variant)"),
     prompt: str = typer.Option("question", "--prompt", help="question | chat (the tokenizer's chat template)"),
     fewshot: int = typer.Option(0, "--fewshot", help="Solved examples from the Unchanged items before each question."),
-    config: Optional[str] = typer.Option(None, "--config", help="Dataset config (default: 'default' or the only one)."),
+    config: Optional[str] = CONFIG,
     limit: Optional[int] = typer.Option(None, "--limit", help="Evaluate a seeded sample of N items."),
     seed: int = typer.Option(0, "--seed", help="Seeds the --limit sample."),
     max_new_tokens: int = typer.Option(16, "--max-new-tokens"),
     out: Optional[Path] = typer.Option(None, "--out", help="Run directory (default: runs/qa-<settings hash>)."),
-    batch_size: Optional[int] = typer.Option(None, "--batch-size", help="Rows per forward pass (default: automatic)."),
-    dtype: str = typer.Option("float32", "--dtype"),
-    device: str = typer.Option("cpu", "--device"),
-    trust_remote_code: bool = typer.Option(False, "--trust-remote-code", help="Run code shipped with the model (off by default)."),
+    batch_size: Optional[int] = BATCH_SIZE,
+    dtype: str = DTYPE,
+    device: str = DEVICE,
+    trust_remote_code: bool = TRUST_REMOTE_CODE,
 ) -> None:
     """Answer the questions greedily and score EM/F1 per slice; rerunning resumes where it stopped."""
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
     from rich.table import Table
 
-    from kbench.build.context import default_cache_dir
     from kbench.errors import UserError
     from kbench.evaluate.qa import QASettings, run_qa
-    from kbench.io import stable_hash
     from kbench.metrics.qa import SCORERS
-    from kbench.models.loading import load_model
-    from kbench.models.result_cache import ResultCache
-    from kbench.models.runner import ModelRunner
 
     if metric not in SCORERS:
         raise UserError(f"unknown --metric {metric!r}; choose one of {', '.join(SCORERS)}")
-    if batch_size is not None and batch_size < 1:
-        raise UserError(f"--batch-size must be >= 1, got {batch_size}")
     if limit is not None and limit < 1:
         raise UserError(f"--limit must be >= 1, got {limit}")
     if max_new_tokens < 1:
@@ -52,10 +46,9 @@ def qa(
     if prompt not in ("question", "chat"):
         raise UserError(f"unknown --prompt {prompt!r}; choose question or chat")
     settings = QASettings(metric=metric, prompt=prompt, fewshot=fewshot, config=config, limit=limit, seed=seed, max_new_tokens=max_new_tokens)
-    run_dir = out or Path("runs") / f"qa-{stable_hash([str(dataset.resolve()), model, dtype, repr(settings)])[:10]}"
+    run_dir = out or default_run_dir("qa", dataset.resolve(), model, dtype, repr(settings))
     console = Console(stderr=True)
-    loaded = load_model(model, dtype=dtype, device=device, trust_remote_code=trust_remote_code)
-    runner = ModelRunner(loaded, batch_size=batch_size, cache=ResultCache(default_cache_dir() / "results.sqlite"))
+    loaded, runner = open_runner(model, dtype=dtype, device=device, trust_remote_code=trust_remote_code, batch_size=batch_size)
     with Progress(TextColumn("qa"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(), console=console) as bar:
         task = bar.add_task("items", total=None)
         results = run_qa(runner, dataset, run_dir, settings, progress=lambda n, total: bar.update(task, advance=n, total=total))

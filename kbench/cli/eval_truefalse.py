@@ -7,6 +7,7 @@ from typing import Optional
 
 import typer
 
+from kbench.cli.common import BATCH_SIZE, CONFIG, DEVICE, DTYPE, TRUST_REMOTE_CODE, default_run_dir, open_runner
 from kbench.cli.main import evaluate_app
 
 
@@ -18,14 +19,14 @@ def truefalse(
     retriever: Optional[str] = typer.Option(None, "--retriever", help="open-book: gold (section paragraph) | sbert (MiniLM top-1)."),
     checkpoint: Optional[Path] = typer.Option(None, "--checkpoint", help="closed-book: the folder written by `kbench read`."),
     split: str = typer.Option("dev", "--split", help="dev (chapters 1-8) | test"),
-    config: Optional[str] = typer.Option(None, "--config", help="Dataset config (default: 'default' or the only one)."),
+    config: Optional[str] = CONFIG,
     limit: Optional[int] = typer.Option(None, "--limit", help="The first N statements in dataset order (whole pairs)."),
     max_passage_words: int = typer.Option(150, "--max-passage-words", help="open-book: cut the paragraph to this many words."),
     out: Optional[Path] = typer.Option(None, "--out", help="Run directory (default: runs/truefalse-<settings hash>)."),
-    batch_size: Optional[int] = typer.Option(None, "--batch-size", help="Rows per forward pass (default: automatic)."),
-    dtype: str = typer.Option("float32", "--dtype"),
-    device: str = typer.Option("cpu", "--device"),
-    trust_remote_code: bool = typer.Option(False, "--trust-remote-code", help="Run code shipped with the model (off by default)."),
+    batch_size: Optional[int] = BATCH_SIZE,
+    dtype: str = DTYPE,
+    device: str = DEVICE,
+    trust_remote_code: bool = TRUST_REMOTE_CODE,
 ) -> None:
     """Judge statements true or false; rerunning the same command resumes where it stopped."""
     from rich.console import Console
@@ -34,13 +35,7 @@ def truefalse(
     from kbench.build.context import default_cache_dir
     from kbench.errors import UserError
     from kbench.evaluate.truefalse import TrueFalseSettings, check_settings, run_truefalse
-    from kbench.io import stable_hash
-    from kbench.models.loading import load_model
-    from kbench.models.result_cache import ResultCache
-    from kbench.models.runner import ModelRunner
 
-    if batch_size is not None and batch_size < 1:
-        raise UserError(f"--batch-size must be >= 1, got {batch_size}")
     if max_passage_words < 1:
         raise UserError(f"--max-passage-words must be >= 1, got {max_passage_words}")
     settings = TrueFalseSettings(setting=setting, retriever=retriever, split=split, config=config, limit=limit,
@@ -48,15 +43,14 @@ def truefalse(
     check_settings(settings, checkpoint is not None)
     if checkpoint is not None and not checkpoint.is_dir():
         raise UserError(f"--checkpoint {checkpoint}: not a folder (write one with `kbench read`)")
-    run_dir = out or Path("runs") / f"truefalse-{stable_hash([str(dataset.resolve()), model, str(checkpoint), dtype, repr(settings)])[:10]}"
+    run_dir = out or default_run_dir("truefalse", dataset.resolve(), model, checkpoint, dtype, repr(settings))
     console = Console(stderr=True)
-    cache = ResultCache(default_cache_dir() / "results.sqlite")
-    base = load_model(model, dtype=dtype, device=device, trust_remote_code=trust_remote_code)
-    base_runner = ModelRunner(base, batch_size=batch_size, cache=cache)
+    options = dict(dtype=dtype, device=device, trust_remote_code=trust_remote_code, batch_size=batch_size)
+    _, base_runner = open_runner(model, **options)
     runner, before = base_runner, None
     if checkpoint is not None:
-        judged = load_model(str(checkpoint), dtype=dtype, device=device, trust_remote_code=trust_remote_code)
-        runner, before = ModelRunner(judged, batch_size=batch_size, cache=cache), base_runner
+        _, judged_runner = open_runner(str(checkpoint), cache=base_runner.cache, **options)
+        runner, before = judged_runner, base_runner
 
     columns = [TextColumn(f"truefalse {setting}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn()]
     with Progress(*columns, console=console) as bar:

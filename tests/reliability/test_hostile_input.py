@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import io
 import json
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
