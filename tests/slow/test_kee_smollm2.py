@@ -1,4 +1,4 @@
-"""The KEE evaluation on the real SmolLM2-135M-Instruct: 32 LAMA T-REx facts (native language,
+"""The KEE evaluation on the real SmolLM2-135M-Instruct: 24 LAMA T-REx facts (native language,
 citizenship, country of origin, languages spoken; read from ../shared/data), the baseline and
 one technique of each family: GenRead (prompting; RECITE's sampled runs cost more), CAA
 (steering), Activation Decoding (decoding). Checks the run against the schema, the recorded baseline accuracy within a
@@ -19,10 +19,11 @@ from kbench.models.runner import ModelRunner
 
 pytestmark = pytest.mark.slow
 RELATIONS = ("P103", "P27", "P495", "P1412")
-PER_RELATION = 8
-# Measured on this fact set (SmolLM2-135M-Instruct Q4_1 GGUF de-quantised to fp32, CPU).
-RECORDED_BASELINE_ACCURACY = None
-TOLERANCE = 0.05
+PER_RELATION = 6
+# Measured on this fact set (SmolLM2-135M-Instruct Q4_1 GGUF de-quantised to fp32, CPU, chat
+# prompt): 6 of 24 answered correctly. Two items of slack for other CPU kernels.
+RECORDED_BASELINE_ACCURACY = 6 / 24
+TOLERANCE = 2 / 24 + 1e-9
 
 
 def lama_dataset(shared_data, root):
@@ -46,15 +47,14 @@ def test_kee_on_smollm2(shared_data, tmp_path):
     dataset = lama_dataset(shared_data, tmp_path / "dataset")
     loaded = load_model("smollm2-135m")
     runner = ModelRunner(loaded, cache=ResultCache(tmp_path / "cache.sqlite"))
-    settings = KeeSettings(techniques=("baseline", "genread", "caa", "activation_decoding"), k=5, sweep_max=5,
+    settings = KeeSettings(techniques=("baseline", "genread", "caa", "activation_decoding"), k=3, sweep_max=3,
                            temperatures=(0.7,))
     results = run_kee(loaded, runner, dataset, tmp_path / "run", settings)   # validated against the schema
     overall = results["overall"]
     print({name: {m: overall[name][m] for m in ("accuracy", "gain", "loss")} | {"prs": overall[name]["prs"]}
            for name in settings.techniques})
     assert results["dataset"]["items"] == len(RELATIONS) * PER_RELATION
-    if RECORDED_BASELINE_ACCURACY is not None:
-        assert overall["baseline"]["accuracy"] == pytest.approx(RECORDED_BASELINE_ACCURACY, abs=TOLERANCE)
+    assert overall["baseline"]["accuracy"] == pytest.approx(RECORDED_BASELINE_ACCURACY, abs=TOLERANCE)
     rows = pl.read_parquet(tmp_path / "run" / "items.parquet")
     base = rows.filter(pl.col("technique") == "baseline")["gold_logprob"].to_list()
     for name in ("genread", "caa", "activation_decoding"):
