@@ -7,6 +7,7 @@ from typing import Optional
 
 import typer
 
+from kbench.cli.common import BATCH_SIZE, CONFIG, DATASET, DEVICE, DTYPE, MODEL, TRUST_REMOTE_CODE, default_run_dir, open_runner
 from kbench.cli.main import evaluate_app
 
 ALL_TECHNIQUES = "baseline,temp0.7,temp1.2,recite,genread,caa,iti,decore,activation_decoding"
@@ -14,47 +15,39 @@ ALL_TECHNIQUES = "baseline,temp0.7,temp1.2,recite,genread,caa,iti,decore,activat
 
 @evaluate_app.command()
 def kee(
-    dataset: Path = typer.Option(..., "--dataset", help="A dataset folder built by `kbench build`."),
-    model: str = typer.Option(..., "--model", help="smollm2-135m, gemma3-270m, a .gguf file, a model folder or a hub id."),
+    dataset: Path = DATASET,
+    model: str = MODEL,
     techniques: str = typer.Option(ALL_TECHNIQUES, "--techniques", help="Comma-separated; the baseline always runs."),
     k: int = typer.Option(20, "--k", help="Seed-A samples that split base failures into shallow / deep."),
     sweep_max: int = typer.Option(30, "--sweep-max", help="Ranking stability is checked at K = 1..this."),
     split: str = typer.Option("test", "--split"),
-    config: Optional[str] = typer.Option(None, "--config", help="Dataset config (default: 'default' or the only one)."),
+    config: Optional[str] = CONFIG,
     limit: Optional[int] = typer.Option(None, "--limit", help="Evaluate a seeded sample of N items."),
     seed: int = typer.Option(0, "--seed", help="Seeds the --limit sample and the fitting-pool sample."),
     recite_runs: int = typer.Option(20, "--recite-runs", help="RECITE recite-and-answer runs (majority vote)."),
     prompt: str = typer.Option("auto", "--prompt", help="auto (the chat template when the model has one) | chat | question."),
     case_sensitive: bool = typer.Option(False, "--case-sensitive", help="MAPLE matching keeps case."),
     out: Optional[Path] = typer.Option(None, "--out", help="Run directory (default: runs/kee-<settings hash>)."),
-    batch_size: Optional[int] = typer.Option(None, "--batch-size", help="Rows per forward pass (default: automatic)."),
-    dtype: str = typer.Option("float32", "--dtype"),
-    device: str = typer.Option("cpu", "--device"),
-    trust_remote_code: bool = typer.Option(False, "--trust-remote-code", help="Run code shipped with the model (off by default)."),
+    batch_size: Optional[int] = BATCH_SIZE,
+    dtype: str = DTYPE,
+    device: str = DEVICE,
+    trust_remote_code: bool = TRUST_REMOTE_CODE,
 ) -> None:
     """Compare elicitation techniques with the baseline; rerunning the same command resumes."""
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from kbench.build.context import default_cache_dir
     from kbench.errors import UserError
     from kbench.evaluate.kee import KeeSettings, parse_techniques, run_kee
-    from kbench.io import stable_hash
-    from kbench.models.loading import load_model
-    from kbench.models.result_cache import ResultCache
-    from kbench.models.runner import ModelRunner
 
-    if batch_size is not None and batch_size < 1:
-        raise UserError(f"--batch-size must be >= 1, got {batch_size}")
     if recite_runs < 1:
         raise UserError(f"--recite-runs must be >= 1, got {recite_runs}")
     settings = KeeSettings(techniques=parse_techniques(techniques), split=split, config=config, limit=limit, seed=seed,
                            k=k, sweep_max=sweep_max, recite_runs=recite_runs, case_sensitive=case_sensitive,
                            prompt=prompt)
-    run_dir = out or Path("runs") / f"kee-{stable_hash([str(dataset.resolve()), model, dtype, repr(settings)])[:10]}"
+    run_dir = out or default_run_dir("kee", dataset.resolve(), model, dtype, repr(settings))
     console = Console(stderr=True)
-    loaded = load_model(model, dtype=dtype, device=device, trust_remote_code=trust_remote_code)
-    runner = ModelRunner(loaded, batch_size=batch_size, cache=ResultCache(default_cache_dir() / "results.sqlite"))
+    loaded, runner = open_runner(model, dtype=dtype, device=device, trust_remote_code=trust_remote_code, batch_size=batch_size)
     with Progress(TextColumn("kee {task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=console) as bar:
         task = bar.add_task("stages", total=None)
