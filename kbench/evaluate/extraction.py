@@ -1,7 +1,7 @@
 """`kbench evaluate extraction`: which facts of a dataset split does a model know?
 
 Input: a dataset folder written by `write_dataset` (`data/<config>/<split>.parquet`, Question
-columns of `kbench/records.py`). Per item, through the batched `ModelRunner`:
+columns of `schemas/question.v1.json`). Per item, through the batched `ModelRunner`:
 
 * protocol `maple` (default, causal LMs): a greedy answer (`prompts.STOPS`, at most
   `max_new_tokens`), judged by MAPLE matching (`correct`) and strict exact match (`exact`)

@@ -1,7 +1,7 @@
 """Prompt forms for probing a fact, shared by the evaluation tasks.
 
 `build_prompts(rows, form, tokenizer, kind, fewshot, train_rows, seed) -> list[Prompt]`, one
-per row (a row is a dict with the Question columns of `kbench/records.py`):
+per row (a row is a dict with the columns of `schemas/question.v1.json`):
 
 * `cloze`    - causal LMs continue `prompt_cloze` ("Alan Turing works in the field of");
                masked LMs read `prompt_masked` (the object is "[MASK]").

@@ -1,4 +1,4 @@
-"""Stage `to_questions`: turn facts into benchmark items (the `Question` record of records.py).
+"""Stage `to_questions`: turn facts into benchmark items (rows of `schemas/question.v1.json`).
 
 Per row (needs template, subject, object, relation, relation_label):
   * `prompt_masked`: the template with [X] = subject and [Y] = "[MASK]" (for masked LMs).
