@@ -15,6 +15,11 @@ A stage's resume key hashes its name, code version, parameters, the sha256 of th
 reads and the previous stage's key. So a changed parameter invalidates that stage and every
 stage after it. The marker (`done.json`) is written last, after the stage's outputs were renamed
 into place, so a `kill -9` at any moment leaves either a finished stage or none.
+
+A row-wise stage (`Stage.row_wise`) runs chunk by chunk: the previous output is read `CHUNK_ROWS`
+rows at a time, each chunk goes through `run` and its kept/rejected rows are appended to the
+outputs, so its memory does not grow with the table. Other stages get the whole table as one lazy
+plan. Every table is written in row groups of `ROW_GROUP_ROWS` rows.
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ import os
 import shutil
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
@@ -35,6 +40,14 @@ from kbench.build.context import StageContext, default_cache_dir
 from kbench.build.recipe import Recipe
 from kbench.errors import UserError
 from kbench.io import atomic_path, sha256_file, stable_hash, write_json
+
+#: Rows per chunk of a row-wise stage. Large enough that the fixed cost of one polars plan per
+#: chunk is small (a 1M-row table is 20 chunks), small enough that a chunk of a triplet table is a
+#: few tens of MB: the stage's peak memory is set by this number, not by the table's length.
+CHUNK_ROWS = 50_000
+#: Rows per parquet row group of every table the runner writes. Readers load (and polars' scanner
+#: prefetches) whole row groups, so small groups keep the next stage's read memory bounded too.
+ROW_GROUP_ROWS = 10_000
 
 TRACKED_PACKAGES = ("kbench", "polars", "pyarrow", "pyoxigraph", "datasets", "torch", "transformers", "spacy", "infini-gram")
 
@@ -103,18 +116,79 @@ def _write_table(frame, path: Path) -> None:
         try:
             if isinstance(frame, pl.LazyFrame):
                 try:
-                    frame.sink_parquet(tmp)
+                    frame.sink_parquet(tmp, row_group_size=ROW_GROUP_ROWS)
                 except Exception:
                     if _disk_nearly_full(path.parent):
                         raise
-                    frame.collect().write_parquet(tmp)  # some plans cannot stream; fall back to in-memory
+                    # some plans cannot stream; fall back to in-memory
+                    frame.collect().write_parquet(tmp, row_group_size=ROW_GROUP_ROWS)
             else:
-                frame.write_parquet(tmp)
+                frame.write_parquet(tmp, row_group_size=ROW_GROUP_ROWS)
         except Exception as exc:
             # polars reports a short write as a parquet/compute error, not as OSError(ENOSPC)
             if _disk_nearly_full(path.parent):
                 raise UserError(f"no space left on device while writing {path}") from exc
             raise
+
+
+def parquet_chunks(path: Path, rows: int) -> Iterator:
+    """The table at `path` as polars DataFrames of at most `rows` rows, in order. An empty table
+    gives one empty frame with its columns, so a stage run on it still produces its schema."""
+    import polars as pl
+    import pyarrow.parquet as pq
+
+    with pq.ParquetFile(path) as file:
+        empty = True
+        for batch in file.iter_batches(batch_size=rows):
+            empty = False
+            yield pl.from_arrow(batch)
+        if empty:
+            yield pl.from_arrow(file.schema_arrow.empty_table())
+
+
+class _ChunkWriter:
+    """Appends frames to one parquet file (atomically, on `files` closing), each cast to the first
+    frame's schema: chunks whose columns came out as different types would make an unreadable table."""
+
+    def __init__(self, files: ExitStack, path: Path, stage_id: str):
+        self.files, self.stage_id = files, stage_id
+        self.tmp = files.enter_context(atomic_path(path))
+        self.writer = None
+
+    def write(self, frame) -> None:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        table = frame.to_arrow()
+        if self.writer is None:
+            self.writer = self.files.enter_context(pq.ParquetWriter(self.tmp, table.schema))
+        elif table.schema != self.writer.schema:
+            try:
+                table = table.cast(self.writer.schema)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ValueError) as exc:
+                raise RuntimeError(f"stage {self.stage_id!r} gave chunks with different schemas (bug in the stage: "
+                                   f"give its columns explicit types):\n{self.writer.schema}\n---\n{table.schema}") from exc
+        self.writer.write_table(table, row_group_size=ROW_GROUP_ROWS)
+
+
+def _run_chunked(stage, stage_id: str, chunks: Iterator, kept_path: Path, rejected_path: Path) -> bool:
+    """Run a row-wise stage on each chunk, appending its kept and rejected rows; returns whether
+    it rejected (a stage that never returns `rejected` gets no rejected file)."""
+    import polars as pl
+
+    def collect(frame):
+        return frame.collect() if isinstance(frame, pl.LazyFrame) else frame
+
+    with ExitStack() as files:
+        kept = _ChunkWriter(files, kept_path, stage_id)
+        rejected = None
+        for chunk in chunks:
+            out = stage.run(chunk.lazy())
+            kept.write(collect(out.kept))
+            if out.rejected is not None:
+                rejected = rejected or _ChunkWriter(files, rejected_path, stage_id)
+                rejected.write(collect(out.rejected))
+        return rejected is not None
 
 
 def _disk_nearly_full(folder: Path, margin: int = 1 << 20) -> bool:
@@ -188,14 +262,22 @@ def run_recipe(
             report = _reuse(marker_path, output_path, key)
             if report is None:
                 started = time.perf_counter()
-                table = pl.scan_parquet(prev_output) if prev_output is not None else pl.LazyFrame()
                 rows_in = _count(prev_output) if prev_output is not None else 0
                 marker_path.unlink(missing_ok=True)
-                out = stage.run(table)
-                _write_table(out.kept, output_path)
+                if spec.stage_cls.row_wise:
+                    if spec.stage_cls.source:
+                        chunks = stage.source_chunks(CHUNK_ROWS)
+                    else:
+                        chunks = parquet_chunks(prev_output, CHUNK_ROWS) if prev_output else iter([pl.DataFrame()])
+                    rejects = _run_chunked(stage, spec.id, chunks, output_path, rejected_path)
+                else:
+                    out = stage.run(pl.scan_parquet(prev_output) if prev_output is not None else pl.LazyFrame())
+                    _write_table(out.kept, output_path)
+                    rejects = out.rejected is not None
+                    if rejects:
+                        _write_table(out.rejected, rejected_path)
                 dropped: dict[str, int] = {}
-                if out.rejected is not None:
-                    _write_table(out.rejected, rejected_path)
+                if rejects:
                     dropped = _drops(rejected_path)
                 else:
                     rejected_path.unlink(missing_ok=True)

@@ -21,6 +21,14 @@ Contract of `run`:
     rows_in == rows_out + rows_rejected is checked for non-source stages.
   * a stage that reads files lists them in `input_files()` so their sha256 joins the resume key
     and the manifest.
+
+Row-wise stages (`row_wise = True`): output rows depend only on each input row, plus fixed-size
+lookups (an index, a template file). No ranking, dedup, capping or grouping across rows. The runner
+then calls `run` once per chunk of the input (in order, on the same instance) and appends the
+chunks' outputs, so memory is bounded by the chunk size, not the table's length. Such a stage loads
+its expensive state (indexes, templates) once per instance (e.g. `functools.cached_property`), not
+in every `run`. A row-wise *source* stage also implements `source_chunks`: its own input, chunk by
+chunk, each passed to `run`.
 """
 
 from __future__ import annotations
@@ -33,6 +41,8 @@ from pydantic import BaseModel, ConfigDict
 
 if TYPE_CHECKING:  # polars is imported lazily to keep `kbench --help` fast
     import polars as pl
+
+    from collections.abc import Iterator
 
     from kbench.build.context import StageContext
 
@@ -54,6 +64,8 @@ class Stage:
     Params: ClassVar[type[StageParams]] = StageParams
     #: A source stage creates rows from files and ignores its input table.
     source: ClassVar[bool] = False
+    #: Output rows depend only on each input row, plus fixed-size lookups: the runner runs it chunk by chunk.
+    row_wise: ClassVar[bool] = False
     #: Bump when a code change alters the output, so old resume markers stop matching.
     version: ClassVar[int] = 1
 
@@ -71,6 +83,11 @@ class Stage:
         E.g. `{"sparql_endpoint": url}`: a build against another endpoint must not reuse the stage.
         """
         return {}
+
+    def source_chunks(self, rows: int) -> Iterator[pl.DataFrame]:  # pragma: no cover - interface
+        """A row-wise source stage's input, at most `rows` rows at a time, in order. An empty input
+        yields one empty frame with the input's columns, so the output still gets its schema."""
+        raise NotImplementedError
 
     def run(self, table: pl.LazyFrame) -> StageOutput:  # pragma: no cover - interface
         raise NotImplementedError

@@ -8,11 +8,13 @@ the file and line. A Q-id listed twice has its names merged.
 Contract: `subject_aliases` / `object_aliases` (created when missing) become the union of the
 aliases already in the row and the names of `subject_id` / `object_id` in the table, without
 the row's own label (`subject` / `object`), deduplicated and sorted. Rows are never dropped and
-keep their order; an id missing from the table (or null) just adds nothing.
+keep their order; an id missing from the table (or null) just adds nothing. Row-wise: the names
+table is read once per run and each row looks up its own ids.
 """
 
 from __future__ import annotations
 
+from functools import cached_property
 from pathlib import Path
 from typing import Optional
 
@@ -47,6 +49,7 @@ def read_alias_table(path: Path) -> dict[str, list[str]]:
 @register_stage
 class AttachAliases(Stage):
     name = "attach_aliases"
+    row_wise = True
 
     class Params(StageParams):
         aliases_file: str
@@ -61,12 +64,18 @@ class AttachAliases(Stage):
     def input_files(self) -> list[Path]:
         return [self._path()]
 
-    def run(self, table) -> StageOutput:
+    @cached_property
+    def _lookup(self):
         import polars as pl
 
         names = read_alias_table(self._path())
-        lookup = pl.LazyFrame({"__qid": list(names), "__names": list(names.values())},
-                              schema={"__qid": pl.Utf8, "__names": pl.List(pl.Utf8)})
+        return pl.DataFrame({"__qid": list(names), "__names": list(names.values())},
+                            schema={"__qid": pl.Utf8, "__names": pl.List(pl.Utf8)})
+
+    def run(self, table) -> StageOutput:
+        import polars as pl
+
+        lookup = self._lookup.lazy()
         columns = table.collect_schema().names()
         for side in ("subject", "object"):
             existing = f"{side}_aliases"

@@ -15,10 +15,13 @@ Rejected, first reason wins: `object_is_literal` (a date or quantity, no Q-id to
 `invalid_id` (an id that is not `^[QP][1-9][0-9]*$`), `subject_ambiguous` / `object_ambiguous` /
 `relation_ambiguous` (a name that two ids claim equally often), `subject_unlinked` / `object_unlinked`,
 `relation_unlinked`, `self_loop` (subject and object are the same entity).
+
+Row-wise: each row is linked on its own against the indexes, which are loaded once per run.
 """
 
 from __future__ import annotations
 
+from functools import cached_property
 from pathlib import Path
 
 from kbench.build.stage import Stage, StageOutput, StageParams, filter_with_reason, register_stage
@@ -28,6 +31,7 @@ from kbench.errors import UserError
 @register_stage
 class LinkWikidata(Stage):
     name = "link_wikidata"
+    row_wise = True
 
     class Params(StageParams):
         documents: str | None = None
@@ -47,15 +51,24 @@ class LinkWikidata(Stage):
         documents, titles, properties = self._paths()
         return (document_files(documents) if documents else []) + [p for p in (titles, properties) if p]
 
-    def run(self, table) -> StageOutput:
+    @cached_property
+    def _indexes(self):
+        """The entity and property indexes, found (or built) and read once, not once per chunk."""
         import polars as pl
 
-        from kbench.sources.link_index import build_indexes, normalise
+        from kbench.sources.link_index import build_indexes
 
         documents, titles, properties = self._paths()
         entity_path, property_path = build_indexes(self.ctx.cache_dir, documents=documents,
                                                    titles_table=titles, property_table=properties)
-        entities, props = pl.scan_parquet(entity_path), pl.scan_parquet(property_path)
+        return pl.read_parquet(entity_path), pl.read_parquet(property_path)
+
+    def run(self, table) -> StageOutput:
+        import polars as pl
+
+        from kbench.sources.link_index import normalise
+
+        entities, props = (index.lazy() for index in self._indexes)
         keep = self.params.keep_existing_ids
 
         def lookup(frame, name_col: str, id_col: str, index, prefix: str):

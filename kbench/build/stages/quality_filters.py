@@ -13,7 +13,7 @@ this order (the first that applies is the reason):
     that ratio exceeds `max_token_overlap` (default 0.0: any shared content word drops the row,
     e.g. "Chelopech Hill" / "Chelopech"). One side being a substring of the other also counts.
 
-Pure column expressions, so the stage streams on tables of any size.
+Pure column expressions on each row, so the stage is row-wise (the runner streams it in chunks).
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ DEFAULT_STOPWORDS = ["the", "a", "an", "of", "and", "in", "on", "at", "for", "to
 @register_stage
 class QualityFilters(Stage):
     name = "quality_filters"
+    row_wise = True
 
     class Params(StageParams):
         uninformative_relations: list[str] = DEFAULT_UNINFORMATIVE

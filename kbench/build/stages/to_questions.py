@@ -13,11 +13,13 @@ Per row (needs template, subject, object, relation, relation_label):
   * `answers`: the object label first, then `object_aliases` (deduplicated, order kept).
 Missing optional Question columns (aliases, frequency, frequency_bin) are added with empty
 values, so every output row satisfies `schemas/question.v1.json`. Rows are never dropped.
+Row-wise (the question templates are read once per run).
 """
 
 from __future__ import annotations
 
 import json
+from functools import cached_property
 from importlib import resources
 from pathlib import Path
 from typing import Optional
@@ -49,6 +51,7 @@ def load_question_templates(path: Path | None = None) -> dict[str, str]:
 @register_stage
 class ToQuestions(Stage):
     name = "to_questions"
+    row_wise = True
 
     class Params(StageParams):
         question_templates: Optional[str] = None
@@ -60,10 +63,14 @@ class ToQuestions(Stage):
         path = self._templates_path()
         return [path] if path else []
 
+    @cached_property
+    def _templates(self) -> dict[str, str]:
+        return load_question_templates(self._templates_path())
+
     def run(self, table) -> StageOutput:
         import polars as pl
 
-        templates = load_question_templates(self._templates_path())
+        templates = self._templates
         names = table.collect_schema().names()
         defaults = {"subject_aliases": pl.lit([], dtype=pl.List(pl.Utf8)), "object_aliases": pl.lit([], dtype=pl.List(pl.Utf8)),
                     "frequency": pl.lit(None, pl.Float64), "frequency_bin": pl.lit(None, pl.Utf8)}

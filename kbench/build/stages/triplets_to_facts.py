@@ -8,10 +8,12 @@ template with [X] (subject) and [Y] (object):
     relation;
   * else the generic "The <relation label> of [X] is [Y] ." built from the row's label.
 Every other column (domain, document and sentence provenance, spans) is kept. No row is dropped.
+Row-wise (the templates file is read once per run).
 """
 
 from __future__ import annotations
 
+from functools import cached_property
 from pathlib import Path
 
 from kbench.build.stage import Stage, StageOutput, StageParams, register_stage
@@ -32,6 +34,7 @@ def load_templates(path: Path) -> dict[str, str]:
 @register_stage
 class TripletsToFacts(Stage):
     name = "triplets_to_facts"
+    row_wise = True
 
     class Params(StageParams):
         templates: str | None = None
@@ -40,10 +43,14 @@ class TripletsToFacts(Stage):
     def input_files(self) -> list[Path]:
         return [self.ctx.resolve(self.params.templates)] if self.params.templates else []
 
+    @cached_property
+    def _templates(self) -> dict[str, str]:
+        return load_templates(self.ctx.resolve(self.params.templates)) if self.params.templates else {}
+
     def run(self, table) -> StageOutput:
         import polars as pl
 
-        templates = load_templates(self.ctx.resolve(self.params.templates)) if self.params.templates else {}
+        templates = self._templates
         generic = pl.lit("The ") + pl.col("relation_label") + pl.lit(" of [X] is [Y] .")
         source = (pl.lit(self.params.source_name) if self.params.source_name
                   else pl.lit("rebel_") + pl.col("origin"))
