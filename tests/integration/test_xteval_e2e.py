@@ -138,3 +138,26 @@ def test_rerun_with_other_settings_is_refused_and_tiny_d_theta_is_explained(lama
     code = kbench_in_process("evaluate", "xteval", "--dataset", str(tmp_path), "--model", str(tiny_causal_dir),
                              "--out", str(tmp_path / "x"))
     assert code == 2 and "not a dataset folder" in capsys.readouterr().err
+
+
+def test_data_parallel_launch_on_two_cpu_processes(lama_folder, tiny_causal_dir, tmp_path):  # noqa: F811
+    """The same command under a 2-process launcher (DDP over gloo on CPU): both processes train,
+    the main one writes the run folder, results are valid."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    launcher = shutil.which("accelerate", path=os.path.dirname(sys.executable))
+    out = tmp_path / "dp"
+    command = [launcher, "launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1",
+               "--mixed_precision", "no", "--dynamo_backend", "no", "-m", "kbench",
+               *_args(lama_folder, tiny_causal_dir, out, "--split", "iid")]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "ACCELERATE_USE_CPU": "1", "OMP_NUM_THREADS": "1"})
+    assert done.returncode == 0, done.stderr[-3000:]
+    results = json.loads((out / "results.json").read_text())
+    validate_results(results, "results.xteval.v1.json")
+    unit = json.loads((out / "units" / "iid" / "e0-s0-f0.json").read_text())
+    assert unit["processes"] == 2
+    assert len(unit["queries"]) == unit["n_test"]   # every test query answered once, gathered from both

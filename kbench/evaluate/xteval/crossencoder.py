@@ -11,7 +11,9 @@ weight decay, polynomial decay with linear warm-up; the epoch with the best vali
 
 Multi-GPU: the loop uses `accelerate.Accelerator`; under `accelerate launch` (or torchrun) each
 process trains on its own shard of the queries and DDP all-reduces the gradients, with no code
-change (checked on CPU with `ACCELERATE_USE_CPU=1 torchrun --nproc_per_node 2 -m kbench ...`).
+change. Tested on CPU (tests/integration/test_xteval_e2e.py) with
+`ACCELERATE_USE_CPU=1 accelerate launch --multi_gpu --num_processes 2 -m kbench evaluate xteval ...`
+(DDP over gloo; `accelerate launch --cpu` itself always starts a single process).
 """
 
 from __future__ import annotations
@@ -217,4 +219,4 @@ def finetune(loaded, train_facts: Sequence[Triple], generator: DocumentGenerator
     encoder.model.load_state_dict(best_state)
     encoder.model.eval()
     return encoder, {"best_epoch": best["epoch"], "val_accuracy": best["val_accuracy"], "train_loss": losses,
-                     "n_fit": len(fit_facts), "n_validation": len(val_facts)}
+                     "n_fit": len(fit_facts), "n_validation": len(val_facts), "processes": accelerator.num_processes}
