@@ -40,9 +40,9 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from pydantic import BaseModel, ConfigDict
 
 if TYPE_CHECKING:  # polars is imported lazily to keep `kbench --help` fast
-    import polars as pl
-
     from collections.abc import Iterator
+
+    import polars as pl
 
     from kbench.build.context import StageContext
 
