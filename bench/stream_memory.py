@@ -15,8 +15,8 @@ part of this claim. The link index is built beforehand in its own process, so it
 cost does not flatter the ratio.
 
 Measured on the 2-core dev machine while other benchmarks ran on it (polars 2.1, pyarrow 26):
-100k rows peak RSS 274 MB at 36,000 rows/s, 1M rows 258 MB at 62,000 rows/s, ratio 0.94 (the
-two sizes reach the same plateau; which is higher is noise). About 90 MB of it is the interpreter,
+100k rows peak RSS 274 / 268 MB (two runs) at 36,000-42,000 rows/s, 1M rows 258 / 270 MB at
+62,000 rows/s, ratio 0.94 / 1.01 (both sizes reach the same plateau; which is higher is noise). About 90 MB of it is the interpreter,
 polars and pyarrow. Before the runner ran row-wise stages in chunks (one lazy plan per stage,
 written with `sink_parquet`) the same measure was 170 MB vs 253 MB, ratio ~1.5. Usage:
 
