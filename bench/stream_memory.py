@@ -8,7 +8,7 @@ size and
     rss_ratio_1m_over_100k: X
 
 A ratio near 1 means memory stays flat as the table grows 10x. These stages are row-wise, so the
-runner reads each one's input `CHUNK_ROWS` (50,000) rows at a time and appends each chunk's output
+runner reads each one's input `CHUNK_ROWS` (20,000) rows at a time and appends each chunk's output
 (see kbench/build/runner.py): peak memory is set by the chunk size, not the table's length. Stages
 that must see every row at once (`frequency_bin`'s ranking, `relation_cap`'s sampling, ...) are not
 part of this claim. The link index is built beforehand in its own process, so its (size-independent)
@@ -16,9 +16,10 @@ cost does not flatter the ratio.
 
 Measured on the 2-core dev machine while other benchmarks ran on it (polars 2.1, pyarrow 26):
 100k rows peak RSS 274 / 268 MB (two runs) at 36,000-42,000 rows/s, 1M rows 258 / 270 MB at
-62,000 rows/s, ratio 0.94 / 1.01 (both sizes reach the same plateau; which is higher is noise). About 90 MB of it is the interpreter,
-polars and pyarrow. Before the runner ran row-wise stages in chunks (one lazy plan per stage,
-written with `sink_parquet`) the same measure was 170 MB vs 253 MB, ratio ~1.5. Usage:
+62,000 rows/s, ratio 0.94 / 1.01 (both sizes reach the same plateau; which is higher is noise).
+About 90 MB of it is the interpreter, polars and pyarrow. The previous version of this benchmark
+(the stages' whole-table lazy plans written with `sink_parquet`, without the runner or
+`to_questions`) measured 170 MB vs 253 MB, ratio ~1.5. Usage:
 
     python bench/stream_memory.py [--sizes 100000 1000000]
 """
