@@ -16,7 +16,7 @@ the prompt holds "[MASK]" (or the tokenizer's mask token) and the gold is tokeni
 Batching: items are sorted by length, cut into batches (`batch_size`, or sized from free
 memory on GPU / a token budget on CPU, halved on out-of-memory), left-padded with explicit
 position ids for causal LMs (right-padded for masked LMs), and results come back in input
-order. `batch_size` counts prompts (in `sample` each prompt then decodes k rows). Batch
+order. `batch_size` counts prompts (in `sample` each prompt then decodes up to k rows). Batch
 composition changes results only by float rounding. Cache hits are never recomputed; each
 finished batch is stored at once, so an interrupted call loses at most one batch.
 
@@ -33,6 +33,7 @@ from typing import Any
 
 from kbench.errors import UserError
 from kbench.io import stable_hash
+from kbench.models.decoding import decode
 from kbench.models.loading import LoadedModel
 from kbench.models.result_cache import ResultCache
 
@@ -138,7 +139,7 @@ class ModelRunner:
         encoded = [self._encode(p, i) for i, p in enumerate(prompts)]
 
         def compute(batch: list[int]) -> list[str]:
-            return [rows[0] for rows in self._decode([encoded[i] for i in batch], 1, max_new_tokens, stop, None, intervention)]
+            return [rows[0] for rows in decode(self, [encoded[i] for i in batch], 1, max_new_tokens, stop, None, intervention)]
 
         params = {"max_new_tokens": max_new_tokens, "stop": stop}
         items = [{"prompt": p} for p in prompts]
@@ -168,7 +169,7 @@ class ModelRunner:
 
         def compute(batch: list[int]) -> list[tuple[str, list]]:
             prefill = []
-            texts = self._decode([encoded[i][0] for i in batch], 1, max_new_tokens, stop, None, intervention,
+            texts = decode(self, [encoded[i][0] for i in batch], 1, max_new_tokens, stop, None, intervention,
                                  on_prefill=prefill.append)
             return list(zip([t[0] for t in texts], self._ranks(prefill[0], [encoded[i][2] for i in batch], candidates)))
 
@@ -188,9 +189,12 @@ class ModelRunner:
                stop: Sequence[str] | None = None, *, intervention: Intervention | None = None) -> list[list[str]]:
         """k sampled continuations per prompt at `temperature`, stopping as in `generate`.
 
-        Each prompt is prefilled once and its KV cache is expanded k times. Sample j of a prompt
-        draws from its own generator seeded by (seed, prompt, j), so results do not depend on
-        batching or on the other prompts, and the first k samples of a larger k are the same."""
+        Each prompt is prefilled once; its k samples share batch rows and KV cache rows for as
+        long as their tokens agree (`kbench.models.decoding`). Sample j of a prompt draws its
+        uniforms from its own generator seeded by (seed, prompt, j), so results do not depend on
+        batching or on the other prompts, and the first k samples of a larger k are the same.
+        Each step inverts the sample's cumulative distribution at its next uniform (exact
+        categorical sampling, vectorised over rows)."""
         self._require_causal("sample")
         if k < 1 or temperature <= 0:
             raise UserError(f"sample needs k >= 1 and temperature > 0 (got k={k}, temperature={temperature})")
@@ -198,15 +202,18 @@ class ModelRunner:
         encoded = [self._encode(p, i) for i, p in enumerate(prompts)]
 
         def compute(batch: list[int]) -> list[list[str]]:
-            gens = []
+            uniforms = []
             for i in batch:
                 for j in range(k):
-                    gen = self.torch.Generator(device=self.device)
+                    gen = self.torch.Generator()
                     gen.manual_seed(int(stable_hash([seed, prompts[i], j])[:15], 16))
-                    gens.append(gen)
-            return self._decode([encoded[i] for i in batch], k, max_new_tokens, stop, (temperature, gens), intervention)
+                    uniforms.append(self.torch.rand(max_new_tokens, generator=gen))
+            steps = self.torch.stack(uniforms).to(self.device)   # [rows, max_new_tokens]
+            return decode(self, [encoded[i] for i in batch], k, max_new_tokens, stop, (temperature, steps), intervention)
 
-        params = {"k": k, "temperature": temperature, "seed": seed, "max_new_tokens": max_new_tokens, "stop": stop}
+        # "sampler" names the draw scheme: a new scheme must not reuse samples cached by an old one
+        params = {"k": k, "temperature": temperature, "seed": seed, "max_new_tokens": max_new_tokens, "stop": stop,
+                  "sampler": "inverse-cdf"}
         items = [{"prompt": p} for p in prompts]
         return self._cached("sample", params, items, [len(e) for e in encoded], compute, intervention,
                             decode=(max_new_tokens, k))
@@ -369,64 +376,6 @@ class ModelRunner:
             scores = intervention.logits_processor(input_ids, scores)
         return scores
 
-    def _decode(self, seqs: list[list[int]], copies: int, max_new_tokens: int, stop: list[str],
-                sampling: tuple[float, list] | None, intervention: Intervention | None,
-                on_prefill: Callable[[Any], None] | None = None) -> list[list[str]]:
-        """Prefill the prompts once, repeat each row's KV cache `copies` times, then decode
-        greedily (sampling=None) or by sampling output row r from generator sampling[1][r].
-        `on_prefill(scores)` sees the prompts' next-token scores (after the logits processor).
-        Rows that finish leave the batch (and the KV cache), so later steps cost only the rows
-        still decoding; the logits processor sees those rows only."""
-        from transformers import DynamicCache
-
-        torch = self.torch
-        processor = intervention.logits_processor if intervention else None
-        input_ids, mask, positions = self._pad_left(seqs)
-        cache = DynamicCache()
-        eos = set(_as_list(self.model.generation_config.eos_token_id) or _as_list(self.tokenizer.eos_token_id))
-        with self._intervened(intervention):
-            scores = self._forward(input_ids, mask, positions, cache=cache).logits[:, -1].float()
-            if processor:
-                scores = processor(input_ids, scores)
-            if on_prefill is not None:
-                on_prefill(scores)
-            if copies > 1:
-                cache.batch_repeat_interleave(copies)
-                scores, input_ids, mask = (t.repeat_interleave(copies, 0) for t in (scores, input_ids, mask))
-            active = list(range(input_ids.shape[0]))   # batch row -> output row
-            generated: list[list[int]] = [[] for _ in active]
-            next_pos = mask.sum(1, keepdim=True)
-            for step in range(max_new_tokens):
-                if step and processor:
-                    scores = processor(input_ids, scores)
-                if sampling is None:
-                    tokens = scores.argmax(-1)
-                else:
-                    probs = (scores / sampling[0]).softmax(-1)
-                    tokens = torch.stack([torch.multinomial(probs[b], 1, generator=sampling[1][r])[0]
-                                          for b, r in enumerate(active)])
-                still = []
-                for b, (r, token) in enumerate(zip(active, tokens.tolist())):
-                    if token in eos:
-                        continue
-                    generated[r].append(token)
-                    if not (stop and any(s in self.tokenizer.decode(generated[r], skip_special_tokens=True) for s in stop)):
-                        still.append(b)
-                if not still or step == max_new_tokens - 1:
-                    break
-                if len(still) < len(active):
-                    keep = torch.tensor(still, device=self.device)
-                    cache.batch_select_indices(keep)
-                    input_ids, mask, next_pos, tokens = input_ids[keep], mask[keep], next_pos[keep], tokens[keep]
-                    active = [active[b] for b in still]
-                step_ids = tokens[:, None]
-                input_ids = torch.cat([input_ids, step_ids], 1)
-                mask = torch.cat([mask, torch.ones_like(step_ids)], 1)
-                scores = self._forward(step_ids, mask, next_pos, cache=cache).logits[:, -1].float()
-                next_pos = next_pos + 1
-        texts = [_cut_at_stop(self.tokenizer.decode(g, skip_special_tokens=True), stop) for g in generated]
-        return [texts[i:i + copies] for i in range(0, len(texts), copies)]
-
     def _intervened(self, intervention: Intervention | None):
         if intervention is None or intervention.hooks is None:
             return contextlib.nullcontext()
@@ -435,17 +384,6 @@ class ModelRunner:
     def _require_causal(self, method: str) -> None:
         if self.loaded.kind != "causal":
             raise UserError(f"{method} needs a causal LM; {self.loaded.name} is a {self.loaded.kind} LM")
-
-
-def _cut_at_stop(text: str, stop: list[str]) -> str:
-    cuts = [text.find(s) for s in stop if s and s in text]
-    return text[:min(cuts)] if cuts else text
-
-
-def _as_list(value) -> list:
-    if value is None:
-        return []
-    return list(value) if isinstance(value, (list, tuple, set)) else [value]
 
 
 def _same_length(prompts: Sequence[str], others: Sequence[str]) -> None:

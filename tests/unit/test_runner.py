@@ -139,8 +139,8 @@ def test_sampling_reproducible_with_one_prefill_per_prompt(causal):
     with count_forwards(causal) as shapes:
         first = runner.sample(PROMPTS[:3], k=4, temperature=1.0, seed=42, max_new_tokens=5)
     assert shapes[0][0] == 3  # one prefill row per prompt, not per sample
-    assert shapes[1] == (12, 1)  # then one row per sample; finished rows leave the batch
-    assert all(shape[1] == 1 and shape[0] <= 12 for shape in shapes[2:])
+    # then at most one row per sample (samples that drew the same tokens share one); finished rows leave
+    assert all(shape[1] == 1 and shape[0] <= 12 for shape in shapes[1:])
     assert len(first) == 3 and all(len(row) == 4 for row in first)
     again = ModelRunner(causal, batch_size=1).sample(PROMPTS[:3], k=4, temperature=1.0, seed=42, max_new_tokens=5)
     assert again == first
@@ -148,6 +148,46 @@ def test_sampling_reproducible_with_one_prefill_per_prompt(causal):
     assert alone[0][:4] == first[1]  # per-sample generators: independent of the batch and of k
     other = runner.sample(PROMPTS[:3], k=4, temperature=1.0, seed=0, max_new_tokens=5)
     assert other != first
+
+
+def test_samples_that_agree_share_one_batch_row(causal):
+    """Near-zero temperature: every sample is the greedy answer, so each prompt decodes a single
+    row however many samples it has, and the samples equal greedy decoding."""
+    runner = ModelRunner(causal, batch_size=8)
+    greedy = runner.generate(PROMPTS[:3], max_new_tokens=6)
+    with count_forwards(causal) as shapes:
+        samples = runner.sample(PROMPTS[:3], k=5, temperature=1e-4, seed=1, max_new_tokens=6)
+    assert samples == [[text] * 5 for text in greedy]
+    assert all(rows <= 3 for rows, _ in shapes)
+    # Sharing changes no result: each prompt sampled on its own, one sample per call, agrees.
+    mixed = runner.sample(PROMPTS[:3], k=4, temperature=1.5, seed=3, max_new_tokens=6)
+    alone = [ModelRunner(causal, batch_size=1).sample([p], k=1, temperature=1.5, seed=3, max_new_tokens=6)[0][0]
+             for p in PROMPTS[:3]]
+    assert [row[0] for row in mixed] == alone
+
+
+def test_sample_tokens_draws_exactly_the_tempered_distribution():
+    import torch
+
+    from kbench.models.decoding import sample_tokens
+
+    probs = torch.tensor([0.5, 0.0, 0.3, 0.2])
+    grid = (torch.arange(1000) + 0.5) / 1000        # evenly spread uniforms: counts are exact
+    tokens = sample_tokens(probs.log().expand(1000, 4), 1.0, grid)
+    assert torch.bincount(tokens, minlength=4).tolist() == [500, 0, 300, 200]
+    # temperature 0.5 squares the probabilities before normalising: [25, 0, 9, 4] / 38
+    tokens = sample_tokens(probs.log().expand(3800, 4), 0.5, (torch.arange(3800) + 0.5) / 3800)
+    assert torch.bincount(tokens, minlength=4).tolist() == [2500, 0, 900, 400]
+    assert sample_tokens(probs.log()[None], 1.0, torch.tensor([0.9999999])).item() == 3   # never past the end
+    # The two-level search equals a direct float64 inversion over the whole vocabulary.
+    generator = torch.Generator().manual_seed(0)
+    for vocab in (1000, 49152, 50257):   # one block, whole blocks, a padded last block
+        scores = torch.randn(64, vocab, generator=generator) * 3
+        scores[:, 1] = float("-inf")
+        uniforms = torch.rand(64, generator=generator)
+        cdf = (scores / 0.7).softmax(-1).double().cumsum(-1)
+        direct = torch.searchsorted(cdf, (uniforms.double() * cdf[:, -1])[:, None], right=True)[:, 0]
+        assert sample_tokens(scores, 0.7, uniforms).tolist() == direct.tolist()
 
 
 def test_cache_hits_recompute_nothing(causal, tmp_path):

@@ -43,7 +43,8 @@ def test_candidates(fact: Triple, generator: DocumentGenerator, test_pool: Seque
 def evaluate_retrieval(encoder: CrossEncoder, facts: Sequence[Triple], generator: DocumentGenerator,
                        per_type: int, seed: int, cfg: FinetuneConfig,
                        progress: Callable[[], None] | None = None) -> list[dict]:
-    """One row per test fact: the query, whether the gold ranked first, candidate counts."""
+    """One row per test fact: the query, whether the gold ranked first, the gold's rank among the
+    candidates (a near miss and a far miss differ even when accuracy is 0), candidate counts."""
     from accelerate import Accelerator
     from accelerate.utils import gather_object
 
@@ -55,9 +56,10 @@ def evaluate_retrieval(encoder: CrossEncoder, facts: Sequence[Triple], generator
             candidates, counts = test_candidates(fact, generator, facts, per_type, random.Random(f"{seed}-test-{index}"))
             scores = encoder.score_pairs(candidates.query, candidates.documents, cfg)
             gold_score = scores[0]
-            correct = all(gold_score > s for s in scores[1:])
+            at_least_as_high = sum(s >= gold_score for s in scores[1:])   # ties count against the gold
             rows.append({"index": index, "head": fact.head, "relation": fact.relation, "tail": fact.tail,
-                         "query": candidates.query, "correct": correct, "n_candidates": len(scores),
+                         "query": candidates.query, "correct": at_least_as_high == 0,
+                         "gold_rank": 1 + at_least_as_high, "n_candidates": len(scores),
                          "distractors": counts})
             if progress is not None:
                 progress()

@@ -1,0 +1,72 @@
+"""A KV cache for the runner's decoding loop that appends in place.
+
+transformers' `DynamicCache` appends each step's keys and values with `torch.cat`, which copies
+the whole cache of every layer at every decoding step: with k = 20 samples per prompt that copy
+was a fifth of the sampling time on CPU. `preallocated_cache(capacity)` is the same `Cache`
+with layers that hold their keys and values in buffers with room for `capacity` positions and
+write each step into the free part; `keys` / `values` are views of the filled part, which is all
+attention reads. A layer that runs out of room grows by concatenation, so a wrong capacity
+only costs speed, never correctness.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+
+import torch
+from transformers.cache_utils import Cache, DynamicLayer
+
+
+class PreallocatedLayer(DynamicLayer):
+    def __init__(self, capacity: int):
+        super().__init__()
+        self.capacity = capacity
+        self.length = 0
+
+    def lazy_initialization(self, key_states: torch.Tensor, value_states: torch.Tensor) -> None:
+        batch, heads, _, _ = key_states.shape
+        room = max(self.capacity, key_states.shape[-2])
+        self._keys = key_states.new_empty((batch, heads, room, key_states.shape[-1]))
+        self._values = value_states.new_empty((batch, value_states.shape[1], room, value_states.shape[-1]))
+        self.device = key_states.device
+        self.is_initialized = True
+
+    def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args, **kwargs):
+        if not self.is_initialized:
+            self.lazy_initialization(key_states, value_states)
+        end = self.length + key_states.shape[-2]
+        if end > self._keys.shape[-2]:   # out of room: grow (rare: only if the capacity was too small)
+            self._keys = torch.cat([self._keys[..., :self.length, :], key_states.new_empty(
+                (*key_states.shape[:2], end, key_states.shape[-1]))], dim=-2)
+            self._values = torch.cat([self._values[..., :self.length, :], value_states.new_empty(
+                (*value_states.shape[:2], end, value_states.shape[-1]))], dim=-2)
+        self._keys[..., self.length:end, :] = key_states
+        self._values[..., self.length:end, :] = value_states
+        self.length = end
+        self._refresh_views()
+        return self.keys, self.values
+
+    def get_seq_length(self) -> int:
+        return self.length
+
+    def batch_repeat_interleave(self, repeats: int) -> None:
+        if self.length:
+            self._keys = self._keys.repeat_interleave(repeats, dim=0)
+            self._values = self._values.repeat_interleave(repeats, dim=0)
+            self._refresh_views()
+
+    def batch_select_indices(self, indices: torch.Tensor) -> None:
+        if self.length:
+            # index_select, not advanced indexing: the same copy, several times faster on CPU
+            self._keys = self._keys.index_select(0, indices)
+            self._values = self._values.index_select(0, indices)
+            self._refresh_views()
+
+    def _refresh_views(self) -> None:
+        self.keys = self._keys[..., :self.length, :]
+        self.values = self._values[..., :self.length, :]
+
+
+def preallocated_cache(capacity: int) -> Cache:
+    """A cache whose layers have room for `capacity` positions (prompt + new tokens)."""
+    return Cache(layer_class_to_replicate=partial(PreallocatedLayer, capacity))
