@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import importlib.util
 import io
-import os
 import re
 from functools import lru_cache
 from pathlib import Path
@@ -57,7 +56,6 @@ class SentenceEmbedder:
     """all-MiniLM-L6-v2, offline. `encode(texts)` -> float32 [n, 384], L2-normalised."""
 
     def __init__(self, max_seq_length: int = 128, device: str = "cpu", batch_size: int = 32):
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the model is on disk; never ask the Hub
         st = require("sentence_transformers", "the sbert retriever", "text", package="sentence-transformers")
         from importlib import metadata
 

@@ -21,7 +21,11 @@ def test_gold_paragraph_picks_the_largest_word_overlap():
 
 
 def test_minilm_index_finds_the_paragraph_and_caches_embeddings(tmp_path):
-    embedder = SentenceEmbedder()
+    import os
+
+    offline = os.environ.get("HF_HUB_OFFLINE")
+    embedder = SentenceEmbedder()   # loads offline from the package folder, without switching the
+    assert os.environ.get("HF_HUB_OFFLINE") == offline   # whole process offline (that broke `kbench publish`)
     index = EmbeddingIndex(embedder, ["p1", "p2", "p3"], PARAGRAPHS, tmp_path)
     found = index.top(["Native peoples lived in cliff dwellings.", "Who founded the first American colonies?"])
     assert [f[0] for f in found] == ["p1", "p3"]
