@@ -26,8 +26,8 @@ from urllib.parse import urlparse
 
 from kbench.errors import UserError
 from kbench.io import atomic_path, sha256_file
+from kbench.sources.user_agent import user_agent
 
-USER_AGENT = "kbench/0.1 (knowledge-probing benchmark builder; https://github.com/kbench)"
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 _ARCHIVE_SUFFIXES = (".zip", ".tar.gz", ".tgz")
 _RETRIES = 3
@@ -62,7 +62,7 @@ def fetch(url: str, sha256: str | None, cache_dir: Path, *, key: str = "url", ti
         if attempt:
             time.sleep(0.5 * 2 ** (attempt - 1))
         try:
-            with requests.get(url, stream=True, timeout=timeout, headers={"User-Agent": USER_AGENT}) as resp:
+            with requests.get(url, stream=True, timeout=timeout, headers={"User-Agent": user_agent()}) as resp:
                 if resp.status_code >= 500 or resp.status_code == 429:
                     last_error = f"HTTP {resp.status_code}"
                     continue

@@ -29,13 +29,16 @@ from pathlib import Path
 from typing import Literal
 from urllib.parse import quote
 
-from kbench import __version__
 from kbench.errors import InputError, UserError
 from kbench.io import read_json, stable_hash, write_json
-from kbench.sources.frequency import FrequencySource, SourceOptions, register_frequency_source
+from kbench.sources.frequency import (
+    FrequencySource,
+    SourceOptions,
+    register_frequency_source,
+)
+from kbench.sources.user_agent import user_agent
 
 DEFAULT_BASE_URL = "https://wikimedia.org/api/rest_v1"
-USER_AGENT = f"kbench/{__version__} (knowledge-probing benchmark builder; https://github.com/kbench/kbench)"
 
 
 def month_window(start_month: str, months: int) -> list[tuple[int, int]]:
@@ -69,7 +72,7 @@ class PageviewsClient:
         self.min_interval_s, self.max_attempts, self.backoff_s, self.timeout_s = min_interval_s, max_attempts, backoff_s, timeout_s
         self.cache_dir = cache_dir / "pageviews"
         self.session = requests.Session()
-        self.session.headers["User-Agent"] = USER_AGENT
+        self.session.headers["User-Agent"] = user_agent()
         self.requests_sent = 0
         self.cache_hits = 0
         self._last_request = 0.0

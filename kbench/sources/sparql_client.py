@@ -27,25 +27,11 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Protocol
 
-from kbench import __version__
 from kbench.errors import UserError
 from kbench.sources.sparql_cache import QueryCache, Rows
+from kbench.sources.user_agent import user_agent
 
-PROJECT_URL = "https://github.com/kbench/kbench"
-USER_AGENT = f"kbench/{__version__} (knowledge-probing benchmark builder; {PROJECT_URL})"
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
-
-
-def user_agent() -> str:
-    """kbench's User-Agent; Wikimedia asks for a way to reach the operator, so `KBENCH_CONTACT`
-    (an email address or URL) is added when set."""
-    import os
-
-    import requests
-
-    contact = os.environ.get("KBENCH_CONTACT", "").strip()
-    agent = USER_AGENT if not contact else USER_AGENT[:-1] + f"; contact: {contact})"
-    return f"{agent} python-requests/{requests.__version__}"
 
 
 @dataclass
