@@ -1,4 +1,5 @@
-"""File helpers shared by every command: atomic writes, hashing, JSONL reading with locations.
+"""File helpers shared by every command: atomic writes, hashing, JSONL reading with locations,
+and the versioned JSON Schemas (`load_schema`).
 
 Every output kbench writes goes through `atomic_path`, so a reader never sees a half-written
 file: the data goes to a temporary file in the same folder, is flushed to disk, then renamed.
@@ -87,6 +88,19 @@ def sha256_file(path: str | Path, chunk: int = 1 << 20) -> str:
         while block := fh.read(chunk):
             digest.update(block)
     return digest.hexdigest()
+
+
+# Package data, so installs from a wheel have them too; the top-level `schemas/` is a link here.
+SCHEMA_DIR = Path(__file__).resolve().parent / "schemas"
+
+
+def load_schema(name: str) -> dict:
+    """A versioned JSON Schema of a record or result file (e.g. "question.v1.json")."""
+    path = SCHEMA_DIR / name
+    if not path.is_file():
+        known = ", ".join(sorted(p.name for p in SCHEMA_DIR.glob("*.json")))
+        raise UserError(f"unknown schema {name!r}; known schemas: {known}")
+    return read_json(path)
 
 
 def read_json(path: str | Path) -> Any:

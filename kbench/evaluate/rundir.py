@@ -26,15 +26,12 @@ from pathlib import Path
 from typing import Any
 
 from kbench.errors import UserError
-from kbench.io import read_json, write_json, write_jsonl, write_parquet
-
-SCHEMA_DIR = Path(__file__).resolve().parents[2] / "schemas"
-
+from kbench.io import load_schema, read_json, write_json, write_jsonl, write_parquet
 
 def validate_results(results: dict, schema_name: str) -> None:
     from jsonschema import Draft202012Validator
 
-    schema = read_json(SCHEMA_DIR / schema_name)
+    schema = load_schema(schema_name)
     error = next(Draft202012Validator(schema).iter_errors(results), None)
     if error is not None:
         where = ".".join(str(p) for p in error.absolute_path) or "(top)"

@@ -9,7 +9,7 @@ import pytest
 
 from kbench.build.context import StageContext
 from kbench.build.stages.to_questions import ToQuestions, load_question_templates
-from kbench.build.stages.write_dataset import load_schema
+from kbench.io import load_schema
 from kbench.errors import InputError
 
 

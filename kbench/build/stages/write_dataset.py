@@ -21,22 +21,10 @@ from pathlib import Path
 
 from kbench.build.stage import Stage, StageOutput, StageParams, register_stage
 from kbench.errors import InputError, UserError
-from kbench.io import read_json, write_parquet, write_text
+from kbench.io import load_schema, write_parquet, write_text
 
-SCHEMA_DIR = Path(__file__).resolve().parents[3] / "schemas"
 SPLIT_ORDER = ("train", "dev", "validation", "test")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
-
-
-def load_schema(name: str) -> dict:
-    """A versioned JSON Schema from `schemas/` (e.g. "question.v1.json")."""
-    path = SCHEMA_DIR / name
-    if not path.is_file():
-        known = ", ".join(sorted(p.name for p in SCHEMA_DIR.glob("*.json")))
-        raise UserError(f"unknown schema {name!r}; schemas in {SCHEMA_DIR}: {known}")
-    return read_json(path)
-
-
 _ROW_LEVEL_KEYWORDS = {"type", "required", "properties", "additionalProperties"}
 _ANNOTATIONS = {"$schema", "$id", "title", "description", "version"}
 

@@ -1,0 +1,28 @@
+"""A wheel install carries what the code reads at run time (not only the editable install)."""
+
+import subprocess
+import sys
+import zipfile
+
+import pytest
+
+from kbench.io import SCHEMA_DIR, load_schema
+from tests.conftest import REPO_ROOT
+
+
+def test_wheel_carries_the_schemas_and_templates(tmp_path):
+    built = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--quiet",
+                            "--wheel-dir", str(tmp_path), str(REPO_ROOT)], capture_output=True, text=True, timeout=300)
+    if built.returncode != 0:
+        pytest.fail(built.stderr[-2000:])
+    (wheel,) = tmp_path.glob("kbench-*.whl")
+    names = set(zipfile.ZipFile(wheel).namelist())
+    schemas = {p.name for p in SCHEMA_DIR.glob("*.json")}
+    assert "question.v1.json" in schemas and "results.kee.v1.json" in schemas
+    assert {f"kbench/schemas/{name}" for name in schemas} <= names
+    assert "kbench/build/question_templates.json" in names
+
+
+def test_top_level_schemas_folder_is_the_package_data():
+    assert (REPO_ROOT / "schemas").resolve() == SCHEMA_DIR
+    assert load_schema("question.v1.json")["type"] == "object"
