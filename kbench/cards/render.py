@@ -33,12 +33,14 @@ _PLACEHOLDER = re.compile(r"{{\s*([a-z_]+)\s*}}")
 _SIZE_BOUNDS = [(1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"), (1_000_000, "100K<n<1M"),
                 (10_000_000, "1M<n<10M"), (100_000_000, "10M<n<100M"), (1_000_000_000, "100M<n<1B")]
 MAX_RELATION_ROWS = 60
+SOURCE_PIPELINES = Path(__file__).resolve().parents[2] / "pipelines"   # absent in a wheel install
 
 
 def template_dir() -> Path:
-    """`data_cards/` of the source tree; `KBENCH_CARD_TEMPLATES` points elsewhere."""
+    """The packaged `kbench/data_cards/` (the top-level `data_cards/` links there);
+    `KBENCH_CARD_TEMPLATES` points elsewhere."""
     override = os.environ.get("KBENCH_CARD_TEMPLATES")
-    return Path(override) if override else Path(__file__).resolve().parents[2] / "data_cards"
+    return Path(override) if override else Path(__file__).resolve().parents[1] / "data_cards"
 
 
 def split_front_matter(path: Path) -> tuple[dict[str, Any], str]:
@@ -181,7 +183,7 @@ def _crosstab(table, keys: list[str], split_names: list[str], limit: int | None 
 def _rebuild(folder: DatasetFolder) -> str:
     recipe_file = folder.manifest.get("recipe_file", "RECIPE.toml")
     command = folder.manifest.get("command") or f"kbench build {recipe_file}"
-    if (template_dir().parent / "pipelines" / recipe_file).is_file():  # a recipe shipped with kbench
+    if (SOURCE_PIPELINES / recipe_file).is_file():  # a recipe of kbench's own source tree
         command = command.replace(f"kbench build {recipe_file}", f"kbench build pipelines/{recipe_file}", 1)
     if "--out" not in command:
         command += f" --out {folder.root.name}"
