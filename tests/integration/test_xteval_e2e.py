@@ -153,7 +153,7 @@ def test_data_parallel_launch_on_two_cpu_processes(lama_folder, tiny_causal_dir,
     command = [launcher, "launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1",
                "--mixed_precision", "no", "--dynamo_backend", "no", "-m", "kbench",
                *_args(lama_folder, tiny_causal_dir, out, "--split", "iid")]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=600,
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300,
                           env={**os.environ, "ACCELERATE_USE_CPU": "1", "OMP_NUM_THREADS": "1"})
     assert done.returncode == 0, done.stderr[-3000:]
     results = json.loads((out / "results.json").read_text())

@@ -167,6 +167,9 @@ class Run:
         discrete and known-facts paths run on the main process while the others wait for its file."""
         path = self.out / "extraction" / f"seed-{seed}.json"
         is_main = accelerator.is_main_process
+        # Every process looks at the folder at the same moment: one that arrived late would see the
+        # file the main process just wrote, skip the barrier below, and deadlock the next collective.
+        accelerator.wait_for_everyone()
         if path.exists():
             return read_json(path)
         if self.cfg.extraction == "discrete" or self.known_facts is not None:
