@@ -258,3 +258,18 @@ def test_masked_lm_ranks_at_the_mask(masked):
         assert logprob == pytest.approx(float(scores.log_softmax(-1)[gold_id]), abs=1e-4)
     with pytest.raises(Exception, match="causal"):
         ModelRunner(masked).generate(prompts)
+
+
+def test_preallocated_cache_layer_appends_in_place_and_grows_past_its_capacity():
+    import torch
+
+    from kbench.models.kv_cache import PreallocatedLayer
+
+    layer = PreallocatedLayer(capacity=3)
+    steps = [torch.randn(2, 1, n, 4) for n in (2, 1, 2)]   # the third update needs more room than 3
+    for k in steps:
+        keys, values = layer.update(k, -k)
+    assert torch.equal(keys, torch.cat(steps, dim=-2)) and torch.equal(values, -keys)
+    assert layer.get_seq_length() == 5
+    layer.batch_select_indices(torch.tensor([1]))
+    assert torch.equal(layer.keys, torch.cat(steps, dim=-2)[1:])
