@@ -15,7 +15,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from kbench.models.kv_cache import preallocated_cache
+from kbench.models.kv_cache import cache_of_prompts, preallocated_cache
+from kbench.models.packing import last_token_logits, pack
 
 
 def decode(runner, seqs: list[list[int]], copies: int, max_new_tokens: int, stop: list[str],
@@ -32,13 +33,17 @@ def decode(runner, seqs: list[list[int]], copies: int, max_new_tokens: int, stop
 
     processor = intervention.logits_processor if intervention else None
     input_ids, mask, positions = runner._pad_left(seqs)
-    cache = preallocated_cache(input_ids.shape[1] + max_new_tokens)
+    capacity = input_ids.shape[1] + max_new_tokens
     eos = set(_as_list(runner.model.generation_config.eos_token_id) or _as_list(runner.tokenizer.eos_token_id))
     generated: list[list[int]] = [[] for _ in range(len(seqs) * copies)]
     active = list(range(len(generated)))                  # output rows still decoding
     row_of = [r // copies for r in active]                # output row -> its batch row (prefill: its prompt)
     with runner._intervened(intervention):
-        scores = runner._forward(input_ids, mask, positions, cache=cache).logits[:, -1].float()
+        if runner._packs(intervention):
+            scores, cache = _packed_prefill(runner, seqs, capacity)
+        else:
+            cache = preallocated_cache(capacity)
+            scores = runner._forward(input_ids, mask, positions, cache=cache).logits[:, -1].float()
         if processor:
             scores = processor(input_ids, scores)
         if on_prefill is not None:
@@ -77,6 +82,27 @@ def decode(runner, seqs: list[list[int]], copies: int, max_new_tokens: int, stop
             next_pos = next_pos + 1
     texts = [_cut_at_stop(runner.tokenizer.decode(g, skip_special_tokens=True), stop) for g in generated]
     return [texts[i:i + copies] for i in range(0, len(texts), copies)]
+
+
+def _packed_prefill(runner, seqs: list[list[int]], capacity: int):
+    """Next-token scores of `seqs` and a left-padded KV cache of them (room for `capacity`
+    positions), computed by packed forward passes of at most `runner.prefill_tokens` tokens."""
+    import torch
+    from transformers.cache_utils import Cache, DynamicLayer
+
+    budget = runner.prefill_tokens or sum(len(s) for s in seqs)
+    chunks, scores, start = [], [], 0
+    while start < len(seqs):
+        end, tokens = start + 1, len(seqs[start])
+        while end < len(seqs) and tokens + len(seqs[end]) <= budget:
+            tokens += len(seqs[end])
+            end += 1
+        packed = pack(runner.model, seqs[start:end], runner.pad_id, runner.device)
+        chunk_cache = Cache(layer_class_to_replicate=DynamicLayer)
+        scores.append(last_token_logits(runner.model, packed, chunk_cache))
+        chunks.append((chunk_cache, range(start, end), packed.spans))
+        start = end
+    return torch.cat(scores), cache_of_prompts(chunks, [len(s) for s in seqs], capacity)
 
 
 def sample_tokens(scores, temperature: float, uniforms, block: int = 1024):

@@ -23,6 +23,15 @@ class PreallocatedLayer(DynamicLayer):
         self.capacity = capacity
         self.length = 0
 
+    @classmethod
+    def holding(cls, keys: torch.Tensor, values: torch.Tensor, length: int) -> "PreallocatedLayer":
+        """A layer whose buffers already hold `length` positions."""
+        layer = cls(keys.shape[-2])
+        layer._keys, layer._values, layer.length = keys, values, length
+        layer.device, layer.is_initialized = keys.device, True
+        layer._refresh_views()
+        return layer
+
     def lazy_initialization(self, key_states: torch.Tensor, value_states: torch.Tensor) -> None:
         batch, heads, _, _ = key_states.shape
         room = max(self.capacity, key_states.shape[-2])
@@ -70,3 +79,33 @@ class PreallocatedLayer(DynamicLayer):
 def preallocated_cache(capacity: int) -> Cache:
     """A cache whose layers have room for `capacity` positions (prompt + new tokens)."""
     return Cache(layer_class_to_replicate=partial(PreallocatedLayer, capacity))
+
+
+def cache_of_prompts(chunks, lengths: list[int], capacity: int) -> Cache:
+    """A preallocated cache holding every prompt's keys and values left-padded to the longest
+    prompt, as one padded prefill of all of them would leave it (pad slots hold zeros, which the
+    attention mask hides). `chunks` are the packed prefills: (the chunk's filled cache, the
+    indices in `lengths` of its prompts, their spans (row, start, length) in the chunk's rows)."""
+    width, room = max(lengths), max(capacity, max(lengths))
+    moves = []   # per chunk: (its cache, (source rows, source columns), (target rows, target columns))
+    for chunk_cache, indices, spans in chunks:
+        source, target = ([], []), ([], [])
+        for i, (row, start, n) in zip(indices, spans):
+            source[0].extend([row] * n)
+            source[1].extend(range(start, start + n))
+            target[0].extend([i] * n)
+            target[1].extend(range(width - n, width))
+        device = chunk_cache.layers[0].keys.device
+        moves.append((chunk_cache, [torch.tensor(x, device=device) for x in source + target]))
+    layers = []
+    for index in range(len(chunks[0][0].layers)):
+        buffers = []
+        for name in ("keys", "values"):
+            like = getattr(chunks[0][0].layers[index], name)
+            buffer = like.new_empty((len(lengths), like.shape[1], room, like.shape[-1]))
+            buffer[:, :, :width].zero_()
+            for chunk_cache, (src_rows, src_cols, dst_rows, dst_cols) in moves:
+                buffer[dst_rows, :, dst_cols] = getattr(chunk_cache.layers[index], name)[src_rows, :, src_cols]
+            buffers.append(buffer)
+        layers.append(PreallocatedLayer.holding(*buffers, width))
+    return Cache(layers=layers)

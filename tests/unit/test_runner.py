@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from kbench.models.loading import load_model
+from kbench.models.packing import packing_works
 from kbench.models.result_cache import ResultCache
 from kbench.models.runner import Intervention, ModelRunner
 from tests.fixtures_models import tiny_causal_dir, tiny_masked_dir  # noqa: F401
@@ -43,10 +44,17 @@ def _reference_rank(loaded, prompt: str, gold: str) -> tuple[int, float]:
 
 @contextlib.contextmanager
 def count_forwards(loaded):
-    """Record the input_ids shape of every forward call of the model's decoder stack."""
-    shapes: list[tuple[int, ...]] = []
-    handle = loaded.model.model.register_forward_pre_hook(
-        lambda module, args, kwargs: shapes.append(tuple(kwargs["input_ids"].shape)), with_kwargs=True)
+    """Record (rows, width, tokens that are not padding) of every forward call of the model's
+    decoder stack (after the runner's one-off packing check, which is not the call's work)."""
+    pad = ModelRunner(loaded).pad_id
+    packing_works(loaded.model, pad)
+    shapes: list[tuple[int, int, int]] = []
+
+    def record(_module, _args, kwargs):
+        ids = kwargs["input_ids"]
+        shapes.append((*ids.shape, int((ids != pad).sum())))
+
+    handle = loaded.model.model.register_forward_pre_hook(record, with_kwargs=True)
     try:
         yield shapes
     finally:
@@ -138,7 +146,8 @@ def test_sampling_reproducible_with_one_prefill_per_prompt(causal):
     runner = ModelRunner(causal, batch_size=8)
     with count_forwards(causal) as shapes:
         first = runner.sample(PROMPTS[:3], k=4, temperature=1.0, seed=42, max_new_tokens=5)
-    assert shapes[0][0] == 3  # one prefill row per prompt, not per sample
+    prompt_tokens = sum(len(causal.tokenizer(p)["input_ids"]) for p in PROMPTS[:3])
+    assert shapes[0][2] == prompt_tokens  # one prefill holding each prompt once, not once per sample
     # then at most one row per sample (samples that drew the same tokens share one); finished rows leave
     assert all(shape[1] == 1 and shape[0] <= 12 for shape in shapes[1:])
     assert len(first) == 3 and all(len(row) == 4 for row in first)
@@ -158,7 +167,7 @@ def test_samples_that_agree_share_one_batch_row(causal):
     with count_forwards(causal) as shapes:
         samples = runner.sample(PROMPTS[:3], k=5, temperature=1e-4, seed=1, max_new_tokens=6)
     assert samples == [[text] * 5 for text in greedy]
-    assert all(rows <= 3 for rows, _ in shapes)
+    assert all(rows <= 3 for rows, _, _ in shapes)
     # Sharing changes no result: each prompt sampled on its own, one sample per call, agrees.
     mixed = runner.sample(PROMPTS[:3], k=4, temperature=1.5, seed=3, max_new_tokens=6)
     alone = [ModelRunner(causal, batch_size=1).sample([p], k=1, temperature=1.5, seed=3, max_new_tokens=6)[0][0]
@@ -201,7 +210,7 @@ def test_cache_hits_recompute_nothing(causal, tmp_path):
     assert cache.hits == len(PROMPTS)
     with count_forwards(causal) as shapes:  # one new prompt: only it is computed
         runner.rank_first_token(PROMPTS + ["Berlin is the capital of"], GOLDS + [" Germany"])
-    assert shapes == [(1, len(causal.tokenizer("Berlin is the capital of")["input_ids"]))]
+    assert [tokens for _, _, tokens in shapes] == [len(causal.tokenizer("Berlin is the capital of")["input_ids"])]
 
 
 def test_tampered_cache_row_is_recomputed(causal, tmp_path):
@@ -273,3 +282,42 @@ def test_preallocated_cache_layer_appends_in_place_and_grows_past_its_capacity()
     assert layer.get_seq_length() == 5
     layer.batch_select_indices(torch.tensor([1]))
     assert torch.equal(layer.keys, torch.cat(steps, dim=-2)[1:])
+
+
+def test_prefill_in_several_packed_chunks_decodes_as_one(causal, monkeypatch):
+    """Prompts prefilled in separate packed chunks share one left-padded KV cache: the greedy
+    answers and first-token ranks are those of each prompt run alone."""
+    import kbench.models.runner as runner_module
+
+    monkeypatch.setattr(runner_module, "CPU_PACKED_TOKENS", 12)  # a few prompts per chunk
+    runner = ModelRunner(causal)
+    with count_forwards(causal) as shapes:
+        both = runner.generate_and_rank(PROMPTS, GOLDS, max_new_tokens=6)
+    assert sum(1 for s in shapes if s[1] > 1) >= 3 and max(s[2] for s in shapes if s[1] > 1) <= 12
+    tok = causal.tokenizer
+    for (text, rank, logprob), prompt, gold in zip(both, PROMPTS, GOLDS):
+        ids = torch.tensor([tok(prompt)["input_ids"]])
+        with torch.no_grad():
+            out = causal.model.generate(ids, max_new_tokens=6, do_sample=False, pad_token_id=tok.pad_token_id)
+        assert text == tok.decode(out[0, ids.shape[1]:], skip_special_tokens=True)
+        assert (rank, logprob) == pytest.approx(_reference_rank(causal, prompt, gold), abs=1e-4)
+
+
+def test_models_that_mix_packed_prompts_are_run_padded(tiny_causal_dir):
+    """A model that drops the attention mask and position ids lets packed prompts see each
+    other: the packing check catches it and the runner pads instead."""
+    from transformers import LlamaForCausalLM
+
+    class PackingBlind(LlamaForCausalLM):
+        def forward(self, input_ids=None, attention_mask=None, position_ids=None, **kwargs):
+            return super().forward(input_ids=input_ids, **kwargs)
+
+    good = ModelRunner(load_model(str(tiny_causal_dir)))
+    assert good._packs(None)
+    assert not good._packs(Intervention("hooked", hooks=lambda model: contextlib.nullcontext()))
+    blind = load_model(str(tiny_causal_dir))
+    blind.model.__class__ = PackingBlind
+    runner = ModelRunner(blind, batch_size=1)
+    assert not runner._packs(None)
+    for (rank, logprob), prompt, gold in zip(runner.rank_first_token(PROMPTS, GOLDS), PROMPTS, GOLDS):
+        assert (rank, logprob) == pytest.approx(_reference_rank(blind, prompt, gold), abs=1e-4)
