@@ -97,9 +97,11 @@ def test_resume_computes_only_unfinished_items(causal, dataset, tmp_path):
     journal = out / "journal.jsonl"
     lines = journal.read_text().splitlines(keepends=True)
     journal.write_text("".join(lines[:5]) + lines[5][:20])  # a crash in the middle of line 6
-    seen: list[int] = []
+    seen: list[int] = []   # prompts per prefill: tokens at position 0 that are not padding
+    pad = ModelRunner(causal).pad_id
     handle = causal.model.model.register_forward_pre_hook(
-        lambda m, a, kw: seen.append(kw["input_ids"].shape[0]) if kw["input_ids"].shape[1] > 1 else None, with_kwargs=True)
+        lambda m, a, kw: seen.append(int(((kw["position_ids"] == 0) & (kw["input_ids"] != pad)).sum()))
+        if kw["input_ids"].shape[1] > 1 else None, with_kwargs=True)
     try:
         again = run_extraction(causal, ModelRunner(causal), dataset, out, settings)
     finally:
