@@ -24,7 +24,7 @@ from typing import Any
 
 import torch
 
-MIN_ROW_WIDTH = 64  # rows at least this wide: few fill slots; attention cost grows with the width
+MIN_ROW_WIDTH = 32  # rows at least this wide: few fill slots; attention cost grows with the width
 _WORKS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 

@@ -94,7 +94,7 @@ class ModelRunner:
         vocabulary, or over `candidate_ids` when given (LAMA's restricted vocabulary); logprob is
         the log-softmax over the full vocabulary. One forward pass per batch, logits_to_keep=1."""
         _same_length(prompts, golds)
-        encoded = [self._rank_item(p, g, i) for i, (p, g) in enumerate(zip(prompts, golds))]
+        encoded = self._rank_items(prompts, golds)
         candidates, params = self._candidates(candidate_ids)
 
         def compute(batch: list[int]) -> list[list]:
@@ -112,7 +112,7 @@ class ModelRunner:
         teacher-forced in one forward pass per batch."""
         self._require_causal("score_answers")
         _same_length(prompts, answers)
-        pairs = [self._split_continuation(p, a, i) for i, (p, a) in enumerate(zip(prompts, answers))]
+        pairs = self._split_continuations(prompts, answers)
 
         def compute(batch: list[int]) -> list[list]:
             seqs = [pairs[i][0] + pairs[i][1] for i in batch]
@@ -145,7 +145,7 @@ class ModelRunner:
         string; the text is cut before the first stop string."""
         self._require_causal("generate")
         stop = list(stop or [])
-        encoded = [self._encode(p, i) for i, p in enumerate(prompts)]
+        encoded = self._encode(prompts)
 
         def compute(batch: list[int]) -> list[str]:
             return [rows[0] for rows in decode(self, [encoded[i] for i in batch], 1, max_new_tokens, stop, None, intervention)]
@@ -174,7 +174,8 @@ class ModelRunner:
         for i, pair in enumerate(zip(gen_keys, rank_keys)):
             if pair[0] not in found or pair[1] not in found:
                 first_of_pair.setdefault(pair, i)
-        encoded = {i: self._rank_item(prompts[i], golds[i], i) for i in first_of_pair.values()}
+        todo = list(first_of_pair.values())
+        encoded = dict(zip(todo, self._rank_items([prompts[i] for i in todo], [golds[i] for i in todo], todo)))
 
         def compute(batch: list[int]) -> list[tuple[str, list]]:
             prefill = []
@@ -209,7 +210,7 @@ class ModelRunner:
         if k < 1 or temperature <= 0:
             raise UserError(f"sample needs k >= 1 and temperature > 0 (got k={k}, temperature={temperature})")
         stop = list(stop or [])
-        encoded = [self._encode(p, i) for i, p in enumerate(prompts)]
+        encoded = self._encode(prompts)
 
         def compute(batch: list[int]) -> list[list[str]]:
             uniforms = []
@@ -339,39 +340,56 @@ class ModelRunner:
         return max(1, min(rows, MAX_BATCH // copies, self._oom_cap))
 
     # ------------------------------------------------------------------ tokenisation
-    def _encode(self, text: str, index: int) -> list[int]:
-        ids = self.tokenizer(text, add_special_tokens=True)["input_ids"]
-        bos = self.tokenizer.bos_token_id
-        if bos is not None and len(ids) > 1 and ids[0] == ids[1] == bos:
-            ids = ids[1:]  # chat templates already write the BOS token in the text
-        if not ids:
-            raise UserError(f"prompt {index} is empty after tokenisation: {text!r}")
-        return ids
+    def _encode(self, texts: Sequence[str], indices: Sequence[int] | None = None) -> list[list[int]]:
+        """Token ids of each text, in one batched tokenizer call; `indices` name the texts in errors."""
+        indices = range(len(texts)) if indices is None else indices
+        out = []
+        for index, text, ids in zip(indices, texts, self.tokenizer(list(texts), add_special_tokens=True)["input_ids"]
+                                    if texts else []):
+            bos = self.tokenizer.bos_token_id
+            if bos is not None and len(ids) > 1 and ids[0] == ids[1] == bos:
+                ids = ids[1:]  # chat templates already write the BOS token in the text
+            if not ids:
+                raise UserError(f"prompt {index} is empty after tokenisation: {text!r}")
+            out.append(ids)
+        return out
 
-    def _split_continuation(self, prompt: str, answer: str, index: int) -> tuple[list[int], list[int]]:
-        context = self._encode(prompt, index)
-        whole = self._encode(prompt + answer, index)
-        if whole[:len(context)] == context and len(whole) > len(context):
-            cont = whole[len(context):]
-        else:
-            cont = self.tokenizer(answer, add_special_tokens=False)["input_ids"]
-        if not cont:
-            raise UserError(f"answer {index} is empty after tokenisation: {answer!r}")
-        return context, cont
+    def _split_continuations(self, prompts: Sequence[str], answers: Sequence[str],
+                             indices: Sequence[int] | None = None) -> list[tuple[list[int], list[int]]]:
+        """(prompt ids, answer ids) per pair: the answer tokenised in context (the ids of
+        prompt + answer after the prompt's own), or alone where the tokeniser merges across the
+        boundary."""
+        indices = range(len(prompts)) if indices is None else indices
+        contexts = self._encode(prompts, indices)
+        wholes = self._encode([p + a for p, a in zip(prompts, answers)], indices)
+        pairs = []
+        for index, answer, context, whole in zip(indices, answers, contexts, wholes):
+            if whole[:len(context)] == context and len(whole) > len(context):
+                cont = whole[len(context):]
+            else:
+                cont = self.tokenizer(answer, add_special_tokens=False)["input_ids"]
+            if not cont:
+                raise UserError(f"answer {index} is empty after tokenisation: {answer!r}")
+            pairs.append((context, cont))
+        return pairs
 
-    def _rank_item(self, prompt: str, gold: str, index: int) -> tuple[list[int], int | None, int]:
-        """(prompt ids, position to read or None for the last, gold's first token id)."""
+    def _rank_items(self, prompts: Sequence[str], golds: Sequence[str],
+                    indices: Sequence[int] | None = None) -> list[tuple[list[int], int | None, int]]:
+        """(prompt ids, position to read or None for the last, gold's first token id) per item."""
+        indices = range(len(prompts)) if indices is None else indices
         if self.loaded.kind == "causal":
-            context, cont = self._split_continuation(prompt, gold, index)
-            return context, None, cont[0]
+            return [(context, None, cont[0]) for context, cont in self._split_continuations(prompts, golds, indices)]
         mask = self.tokenizer.mask_token
-        ids = self._encode(prompt.replace("[MASK]", mask) if mask else prompt, index)
-        if self.tokenizer.mask_token_id not in ids:
-            raise UserError(f"prompt {index} has no mask token ({mask}) for the masked LM: {prompt!r}")
-        gold_ids = self.tokenizer(gold, add_special_tokens=False)["input_ids"]
-        if not gold_ids:
-            raise UserError(f"gold {index} is empty after tokenisation: {gold!r}")
-        return ids, ids.index(self.tokenizer.mask_token_id), gold_ids[0]
+        items = []
+        encoded = self._encode([p.replace("[MASK]", mask) if mask else p for p in prompts], indices)
+        for index, prompt, ids, gold in zip(indices, prompts, encoded, golds):
+            if self.tokenizer.mask_token_id not in ids:
+                raise UserError(f"prompt {index} has no mask token ({mask}) for the masked LM: {prompt!r}")
+            gold_ids = self.tokenizer(gold, add_special_tokens=False)["input_ids"]
+            if not gold_ids:
+                raise UserError(f"gold {index} is empty after tokenisation: {gold!r}")
+            items.append((ids, ids.index(self.tokenizer.mask_token_id), gold_ids[0]))
+        return items
 
     # ------------------------------------------------------------------ forward passes
     def _pad_left(self, seqs: list[list[int]]):

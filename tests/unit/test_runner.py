@@ -321,3 +321,10 @@ def test_models_that_mix_packed_prompts_are_run_padded(tiny_causal_dir):
     assert not runner._packs(None)
     for (rank, logprob), prompt, gold in zip(runner.rank_first_token(PROMPTS, GOLDS), PROMPTS, GOLDS):
         assert (rank, logprob) == pytest.approx(_reference_rank(blind, prompt, gold), abs=1e-4)
+
+
+def test_empty_answer_is_named_in_the_error(causal):
+    from kbench.errors import UserError
+
+    with pytest.raises(UserError, match="answer 1 is empty"):
+        ModelRunner(causal).score_answers(PROMPTS[:2], [" France", ""])
