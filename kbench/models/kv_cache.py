@@ -24,7 +24,7 @@ class PreallocatedLayer(DynamicLayer):
         self.length = 0
 
     @classmethod
-    def holding(cls, keys: torch.Tensor, values: torch.Tensor, length: int) -> "PreallocatedLayer":
+    def holding(cls, keys: torch.Tensor, values: torch.Tensor, length: int) -> PreallocatedLayer:
         """A layer whose buffers already hold `length` positions."""
         layer = cls(keys.shape[-2])
         layer._keys, layer._values, layer.length = keys, values, length

@@ -7,11 +7,8 @@
     runner.sample(["Q: ...\nA:"], k=20, temperature=0.7, seed=42)       -> [[20 strings]]
     runner.generate_and_rank(prompts, golds, 16, stop=["\n"])         -> [("Paris", 1, -0.1)]
 
-Text contract (causal LMs): an answer / gold is the exact continuation of the prompt, leading
-space included (" France"). It is tokenised in context: the ids of prompt+answer after the
-prompt's own ids; when the tokeniser merges across the boundary (the prompt's ids are not a
-prefix), the answer is tokenised on its own instead. Masked LMs (only `rank_first_token`):
-the prompt holds "[MASK]" (or the tokenizer's mask token) and the gold is tokenised alone.
+Text contract: an answer / gold is the exact continuation of its prompt, leading space
+included (" France"); `kbench.models.encoding` turns texts into token ids by it.
 
 Batching: items are sorted by length, cut into batches (`batch_size`, or sized from free
 memory on GPU / a token budget on CPU, halved on out-of-memory), and results come back in input
@@ -38,6 +35,7 @@ from kbench.errors import UserError
 from kbench.io import stable_hash
 from kbench.models.cpu_allocator import keep_freed_memory
 from kbench.models.decoding import decode
+from kbench.models.encoding import PromptEncoder
 from kbench.models.loading import LoadedModel
 from kbench.models.packing import last_token_logits, pack, packing_works
 from kbench.models.result_cache import ResultCache
@@ -83,6 +81,7 @@ class ModelRunner:
         self.device = torch.device(loaded.device)
         self._oom_cap = MAX_BATCH
         self.pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
+        self.encoder = PromptEncoder(self.tokenizer, loaded.kind)
         if self.device.type == "cpu":
             keep_freed_memory()
 
@@ -94,7 +93,7 @@ class ModelRunner:
         vocabulary, or over `candidate_ids` when given (LAMA's restricted vocabulary); logprob is
         the log-softmax over the full vocabulary. One forward pass per batch, logits_to_keep=1."""
         _same_length(prompts, golds)
-        encoded = self._rank_items(prompts, golds)
+        encoded = self.encoder.rank_items(prompts, golds)
         candidates, params = self._candidates(candidate_ids)
 
         def compute(batch: list[int]) -> list[list]:
@@ -112,7 +111,7 @@ class ModelRunner:
         teacher-forced in one forward pass per batch."""
         self._require_causal("score_answers")
         _same_length(prompts, answers)
-        pairs = self._split_continuations(prompts, answers)
+        pairs = self.encoder.continuations(prompts, answers)
 
         def compute(batch: list[int]) -> list[list]:
             seqs = [pairs[i][0] + pairs[i][1] for i in batch]
@@ -145,7 +144,7 @@ class ModelRunner:
         string; the text is cut before the first stop string."""
         self._require_causal("generate")
         stop = list(stop or [])
-        encoded = self._encode(prompts)
+        encoded = self.encoder.encode(prompts)
 
         def compute(batch: list[int]) -> list[str]:
             return [rows[0] for rows in decode(self, [encoded[i] for i in batch], 1, max_new_tokens, stop, None, intervention)]
@@ -175,7 +174,7 @@ class ModelRunner:
             if pair[0] not in found or pair[1] not in found:
                 first_of_pair.setdefault(pair, i)
         todo = list(first_of_pair.values())
-        encoded = dict(zip(todo, self._rank_items([prompts[i] for i in todo], [golds[i] for i in todo], todo)))
+        encoded = dict(zip(todo, self.encoder.rank_items([prompts[i] for i in todo], [golds[i] for i in todo], todo)))
 
         def compute(batch: list[int]) -> list[tuple[str, list]]:
             prefill = []
@@ -210,7 +209,7 @@ class ModelRunner:
         if k < 1 or temperature <= 0:
             raise UserError(f"sample needs k >= 1 and temperature > 0 (got k={k}, temperature={temperature})")
         stop = list(stop or [])
-        encoded = self._encode(prompts)
+        encoded = self.encoder.encode(prompts)
 
         def compute(batch: list[int]) -> list[list[str]]:
             uniforms = []
@@ -338,58 +337,6 @@ class ModelRunner:
         else:
             rows = CPU_TOKENS_PER_BATCH // max(prompt_tokens, 1)
         return max(1, min(rows, MAX_BATCH // copies, self._oom_cap))
-
-    # ------------------------------------------------------------------ tokenisation
-    def _encode(self, texts: Sequence[str], indices: Sequence[int] | None = None) -> list[list[int]]:
-        """Token ids of each text, in one batched tokenizer call; `indices` name the texts in errors."""
-        indices = range(len(texts)) if indices is None else indices
-        out = []
-        for index, text, ids in zip(indices, texts, self.tokenizer(list(texts), add_special_tokens=True)["input_ids"]
-                                    if texts else []):
-            bos = self.tokenizer.bos_token_id
-            if bos is not None and len(ids) > 1 and ids[0] == ids[1] == bos:
-                ids = ids[1:]  # chat templates already write the BOS token in the text
-            if not ids:
-                raise UserError(f"prompt {index} is empty after tokenisation: {text!r}")
-            out.append(ids)
-        return out
-
-    def _split_continuations(self, prompts: Sequence[str], answers: Sequence[str],
-                             indices: Sequence[int] | None = None) -> list[tuple[list[int], list[int]]]:
-        """(prompt ids, answer ids) per pair: the answer tokenised in context (the ids of
-        prompt + answer after the prompt's own), or alone where the tokeniser merges across the
-        boundary."""
-        indices = range(len(prompts)) if indices is None else indices
-        contexts = self._encode(prompts, indices)
-        wholes = self._encode([p + a for p, a in zip(prompts, answers)], indices)
-        pairs = []
-        for index, answer, context, whole in zip(indices, answers, contexts, wholes):
-            if whole[:len(context)] == context and len(whole) > len(context):
-                cont = whole[len(context):]
-            else:
-                cont = self.tokenizer(answer, add_special_tokens=False)["input_ids"]
-            if not cont:
-                raise UserError(f"answer {index} is empty after tokenisation: {answer!r}")
-            pairs.append((context, cont))
-        return pairs
-
-    def _rank_items(self, prompts: Sequence[str], golds: Sequence[str],
-                    indices: Sequence[int] | None = None) -> list[tuple[list[int], int | None, int]]:
-        """(prompt ids, position to read or None for the last, gold's first token id) per item."""
-        indices = range(len(prompts)) if indices is None else indices
-        if self.loaded.kind == "causal":
-            return [(context, None, cont[0]) for context, cont in self._split_continuations(prompts, golds, indices)]
-        mask = self.tokenizer.mask_token
-        items = []
-        encoded = self._encode([p.replace("[MASK]", mask) if mask else p for p in prompts], indices)
-        for index, prompt, ids, gold in zip(indices, prompts, encoded, golds):
-            if self.tokenizer.mask_token_id not in ids:
-                raise UserError(f"prompt {index} has no mask token ({mask}) for the masked LM: {prompt!r}")
-            gold_ids = self.tokenizer(gold, add_special_tokens=False)["input_ids"]
-            if not gold_ids:
-                raise UserError(f"gold {index} is empty after tokenisation: {gold!r}")
-            items.append((ids, ids.index(self.tokenizer.mask_token_id), gold_ids[0]))
-        return items
 
     # ------------------------------------------------------------------ forward passes
     def _pad_left(self, seqs: list[list[int]]):
