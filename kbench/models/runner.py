@@ -290,8 +290,9 @@ class ModelRunner:
         golds = self.torch.tensor(gold_ids, device=scores.device)[:, None]
         gold_scores = scores.gather(1, golds)
         pool = scores if candidates is None else scores[:, candidates]
-        ranks = (pool > gold_scores).sum(1) + 1
-        log_probs = scores.log_softmax(-1).gather(1, golds)[:, 0]
+        # count_nonzero and logsumexp: no [B, V] temporaries (a bool sum converts to int64 first)
+        ranks = self.torch.count_nonzero(pool > gold_scores, dim=1) + 1
+        log_probs = gold_scores[:, 0] - scores.logsumexp(-1)
         return [[int(r), float(lp)] for r, lp in zip(ranks.tolist(), log_probs.tolist())]
 
     def _batch_size(self, pending: list[int], lengths, decode: tuple[int, int], packed: bool) -> int:
