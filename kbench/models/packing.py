@@ -13,7 +13,8 @@ embeddings gathers them), as `logits_to_keep=1` does for a padded batch.
 
 A model whose attention ignores the mask or whose positions ignore `position_ids` would mix
 prompts silently, so `packing_works(model)` compares a packed pass with separate ones once per
-model, and the runner pads instead where it fails.
+model, and the runner pads instead where it fails. Layers other than full and sliding-window
+attention are not packed at all.
 """
 
 from __future__ import annotations
@@ -39,8 +40,6 @@ class Packed:
 def pack(model, seqs: list[list[int]], pad_id: int, device) -> Packed:
     """Pack token sequences into rows of width max(MIN_ROW_WIDTH, longest), longest first,
     each into the first row with room."""
-    from transformers.masking_utils import create_causal_mask
-
     width = max(MIN_ROW_WIDTH, max(len(s) for s in seqs))
     free: list[int] = []                       # room left per row
     spans: list[tuple[int, int, int]] = [(0, 0, 0)] * len(seqs)
@@ -58,10 +57,25 @@ def pack(model, seqs: list[list[int]], pad_id: int, device) -> Packed:
         input_ids[row, start:start + n] = torch.tensor(seq)
         positions[row, start:start + n] = torch.arange(n)
     input_ids, positions = input_ids.to(device), positions.to(device)
-    shape_only = torch.empty((len(free), width, 1), dtype=model.dtype, device=device)
-    mask = create_causal_mask(config=model.config, inputs_embeds=shape_only, attention_mask=None, cache=None,
-                              position_ids=positions, allow_is_causal_skip=False)
-    return Packed(input_ids, positions, mask, spans)
+    return Packed(input_ids, positions, _block_diagonal_mask(model, positions), spans)
+
+
+def _block_diagonal_mask(model, positions: torch.Tensor):
+    """The model's attention mask for packed rows: transformers' own mask functions, given the
+    restarted positions, mask each prompt off from the others. Models that mix full and
+    sliding-window layers (Gemma 3) take one mask per layer type."""
+    from transformers.masking_utils import create_causal_mask, create_sliding_window_causal_mask
+
+    shape_only = torch.empty((*positions.shape, 1), dtype=model.dtype, device=positions.device)
+    args = {"config": model.config, "inputs_embeds": shape_only, "attention_mask": None, "cache": None,
+            "position_ids": positions, "allow_is_causal_skip": False}
+    if "sliding_attention" not in _layer_types(model):
+        return create_causal_mask(**args)
+    return {"full_attention": create_causal_mask(**args), "sliding_attention": create_sliding_window_causal_mask(**args)}
+
+
+def _layer_types(model) -> set[str]:
+    return set(getattr(model.config, "layer_types", None) or ["full_attention"])
 
 
 def last_token_logits(model, packed: Packed, cache=None) -> torch.Tensor:
@@ -85,6 +99,8 @@ def last_token_logits(model, packed: Packed, cache=None) -> torch.Tensor:
 
 def packing_works(model, pad_id: int) -> bool:
     """Whether a packed pass gives each prompt the scores it gets alone (checked once per model)."""
+    if model not in _WORKS and _layer_types(model) - {"full_attention", "sliding_attention"}:
+        _WORKS[model] = False   # other attention kinds (chunked, linear...): no packed mask for them here
     if model not in _WORKS:
         vocab = model.get_output_embeddings().weight.shape[0]
         probe = [[(97 * i + 11) % vocab for i in range(1, 8)], [(89 * i + 5) % vocab for i in range(1, 5)]]

@@ -62,3 +62,22 @@ def test_cache_of_prompts_right_aligns_each_prompts_keys_and_values(model):
                 assert torch.allclose(layer.keys[i, :, width - len(seq):], reference.keys[0], atol=1e-5)
                 assert torch.allclose(layer.values[i, :, width - len(seq):], reference.values[0], atol=1e-5)
                 assert not layer.keys[i, :, :width - len(seq)].any()  # pad slots hold zeros
+
+
+@pytest.mark.parametrize("attention", ["sdpa", "eager"])
+def test_sliding_window_layers_get_their_own_packed_mask(attention):
+    """Gemma 3 mixes sliding-window and full layers; prompts longer than the window must see
+    only the window in the sliding layers, packed as alone (and in the eager implementation's
+    additive mask format as well as sdpa's boolean one)."""
+    from transformers import Gemma3ForCausalLM, Gemma3TextConfig
+
+    torch.manual_seed(0)
+    config = Gemma3TextConfig(vocab_size=320, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                              num_attention_heads=2, num_key_value_heads=1, head_dim=16, sliding_window=4,
+                              layer_types=["sliding_attention", "full_attention"], attn_implementation=attention)
+    model = Gemma3ForCausalLM(config).eval()
+    with torch.inference_mode():
+        got = last_token_logits(model, pack(model, SEQS, pad_id=0, device="cpu"))
+        for seq, row in zip(SEQS, got):
+            alone = model(input_ids=torch.tensor([seq])).logits[0, -1].float()
+            assert torch.allclose(row, alone, atol=1e-4)
