@@ -24,18 +24,19 @@ is the best of its measurements, each taken right after a ranking pass.
 The first ModelRunner makes glibc keep freed memory (`kbench.models.cpu_allocator`); that is
 process-wide, so lm-eval, run in the same process, gets it too.
 
-Measured 2026-12-01 on the idle 2-core machine (torch's 2 threads, --repeats 3, two runs): kbench
-38.6-40.9 facts/s; lm-eval 2.44-2.67 facts/s at batch_size=1 (ratio 14.5-16.8) and 19.0-20.9 at
-batch_size=64 (ratio_vs_batched_lmeval 1.96-2.03); greedy answers identical 200/200 to both; ranking
-201-220 GFLOP/s against a 308-315 GFLOP/s square-matmul peak (peak_fraction 0.65-0.70; the machine's
-speed drifts by +-10% between runs). Before packing: 27.7 facts/s, ratio 11.5 / 1.34, peak_fraction
-0.36-0.41. What changed: prompts are packed several to a row (length-sorted padded batches of these
-prompts were 40% padding), every prompt of a decode batch shares one KV cache after chunked packed
-prefills (a decoding step costs ~30 ms however few rows it has, and 200 prompts now take 16 steps, not
-45), and freed memory stays mapped. What limits the rest: matmuls of SmolLM2's shapes reach ~0.8 of the
-square peak here, and norms, rotary embeddings, SiLU and attention are ~15% of a ranking pass. Against
-batched lm-eval both decode compute-bound on the same fp32 kernels; kbench saves padding, the decoding
-steps of finished rows and per-step overhead, and 3x would need fewer FLOPs per generated token.
+Measured 2026-12-01 on the idle 2-core machine (torch's 2 threads, --repeats 3, three runs): kbench
+38.6-40.9 facts/s; lm-eval 2.38-2.67 facts/s at batch_size=1 (ratio 14.5-16.8) and 19.0-20.9 at
+batch_size=64 (ratio_vs_batched_lmeval 1.95-2.03); greedy answers identical 200/200 to both; ranking
+201-220 GFLOP/s against a 308-315 GFLOP/s square-matmul peak (peak_fraction 0.65, 0.70, 0.68; single
+ranking passes on this machine range from 0.55 to 0.8 of the peak measured right after them).
+Before packing: 27.7 facts/s, ratio 11.5 / 1.34, peak_fraction 0.36-0.41. What changed: prompts are
+packed several to a row (length-sorted padded batches of these prompts were 40% padding); every prompt
+of a decode batch shares one KV cache after chunked packed prefills (a decoding step has a ~30 ms fixed
+cost, and 200 prompts now take 16 steps, not 45); freed memory stays mapped; ranks are counted without
+[B, V] int64 temporaries. What limits the rest: matmuls of SmolLM2's shapes reach ~0.8 of the square
+peak here, and norms, rotary embeddings, SiLU and attention are ~15% of a ranking pass. Against batched
+lm-eval both decode compute-bound on the same fp32 kernels; kbench saves padding, the decoding steps of
+finished rows and per-step overhead, and 3x would need fewer FLOPs per generated token.
 """
 
 from __future__ import annotations
