@@ -62,7 +62,7 @@ def decode(runner, seqs: list[list[int]], copies: int, max_new_tokens: int, stop
                 tokens = scores.argmax(-1).index_select(0, rows)
             else:
                 tokens = sample_tokens(scores.index_select(0, rows), sampling[0], sampling[1][active, step])
-            branches: dict[tuple[int, int], int] = {}     # (batch row, token) -> next step's batch row
+            branches: dict[tuple[int, int], int] = {}     # (batch row, token) -> its index in this dict
             still = []
             for r, token in zip(active, tokens.tolist()):
                 if token in eos:
@@ -75,18 +75,38 @@ def decode(runner, seqs: list[list[int]], copies: int, max_new_tokens: int, stop
             active = still
             if not active or step == max_new_tokens - 1:
                 break
-            parents = [parent for parent, _ in branches]
-            if parents != list(range(input_ids.shape[0])):   # rows split or left: rebuild the batch
-                keep = torch.tensor(parents, device=input_ids.device)
-                cache.batch_select_indices(keep)
+            sources, step_tokens, slot_of = _next_rows(list(branches))
+            for r in active:
+                row_of[r] = slot_of[row_of[r]]
+            if sources != list(range(input_ids.shape[0])):   # rows split or left
+                for layer in cache.layers:
+                    layer.take_rows(sources, row_limit=len(generated))
+                keep = torch.tensor(sources, device=input_ids.device)
                 input_ids, mask, next_pos = input_ids[keep], mask[keep], next_pos[keep]
-            step_ids = torch.tensor([[token] for _, token in branches], device=input_ids.device)
+            step_ids = torch.tensor([[token] for token in step_tokens], device=input_ids.device)
             input_ids = torch.cat([input_ids, step_ids], 1)
             mask = torch.cat([mask, torch.ones_like(step_ids)], 1)
             scores = runner._forward(step_ids, mask, next_pos, cache=cache).logits[:, -1].float()
             next_pos = next_pos + 1
     texts = [_cut_at_stop(runner.tokenizer.decode(g, skip_special_tokens=True), stop) for g in generated]
     return [texts[i:i + copies] for i in range(0, len(texts), copies)]
+
+
+def _next_rows(branches: list[tuple[int, int]]) -> tuple[list[int], list[int], list[int]]:
+    """The next step's batch: row j continues batch row sources[j] with token tokens[j], and
+    branch b (a (batch row, token) pair) goes to row slot_of[b]. A row's first branch keeps the
+    row's own place where it can, so the cache moves only rows that split off or fill a gap."""
+    slot_of: list[int | None] = [None] * len(branches)
+    taken = [False] * len(branches)
+    for b, (parent, _) in enumerate(branches):
+        if parent < len(branches) and not taken[parent]:
+            slot_of[b], taken[parent] = parent, True
+    free = iter(j for j, used in enumerate(taken) if not used)
+    slot_of = [slot if slot is not None else next(free) for slot in slot_of]
+    sources, tokens = [0] * len(branches), [0] * len(branches)
+    for (parent, token), slot in zip(branches, slot_of):
+        sources[slot], tokens[slot] = parent, token
+    return sources, tokens, slot_of
 
 
 def _packed_prefill(runner, seqs: list[list[int]], capacity: int):
