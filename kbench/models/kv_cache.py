@@ -63,12 +63,13 @@ class PreallocatedLayer(DynamicLayer):
     def take_rows(self, sources: list[int], row_limit: int | None = None) -> None:
         """Batch row j becomes what row sources[j] was (rows past len(sources) are dropped).
         Rows move in place, so a decoding step where a few rows split or finish copies just
-        those rows; regathering the whole cache at such steps was 9% of k = 20 sampling. The
-        row room doubles when needed, up to `row_limit`."""
+        those rows; regathering the whole cache at such steps was 9% of k = 20 sampling. When
+        the rows outgrow their room, it grows to `row_limit` at once (the most rows the caller
+        can have), not step by step."""
         if not self.is_initialized:
             return
         if len(sources) > self._keys.shape[0]:
-            self._resize(max(len(sources), min(2 * self._keys.shape[0], row_limit or 0)), self._keys.shape[-2])
+            self._resize(max(len(sources), row_limit or 0), self._keys.shape[-2])
         moved = [j for j, source in enumerate(sources) if source != j]
         if moved:
             targets = torch.tensor(moved, device=self.device)
