@@ -284,6 +284,35 @@ def test_preallocated_cache_layer_appends_in_place_and_grows_past_its_capacity()
     assert torch.equal(layer.keys, torch.cat(steps, dim=-2)[1:])
 
 
+def test_cache_rows_split_move_and_grow_in_place():
+    """take_rows(sources): row j becomes old row sources[j], whatever the mapping (splits,
+    dropped rows, growth past the row room); later updates append to every row."""
+    import torch
+
+    from kbench.models.kv_cache import PreallocatedLayer
+
+    layer = PreallocatedLayer(capacity=6)
+    first = torch.randn(3, 2, 4, 5)
+    layer.update(first, first + 1)
+    sources = [2, 0, 0, 1, 2]                    # row 1 is copied twice, rows grow from 3 to 5
+    layer.take_rows(sources, row_limit=8)
+    assert layer._keys.shape[0] == 8 and torch.equal(layer.keys, first[sources])
+    step = torch.randn(5, 2, 1, 5)
+    keys, values = layer.update(step, step)
+    assert torch.equal(keys, torch.cat([first[sources], step], dim=-2))
+    assert torch.equal(values[:, :, :4], first[sources] + 1)
+    layer.take_rows([4, 1])                      # two rows survive, in a new order
+    assert torch.equal(layer.keys, torch.cat([first[sources], step], dim=-2)[[4, 1]])
+
+
+def test_next_rows_keep_each_parents_first_branch_in_place():
+    from kbench.models.decoding import _next_rows
+
+    # parents 0 and 2 continue, parent 1 finished, parent 2 split in two
+    sources, tokens, slot_of = _next_rows([(0, 7), (2, 5), (2, 9)])
+    assert slot_of == [0, 2, 1] and sources == [0, 2, 2] and tokens == [7, 9, 5]
+
+
 def test_prefill_in_several_packed_chunks_decodes_as_one(causal, monkeypatch):
     """Prompts prefilled in separate packed chunks share one left-padded KV cache: the greedy
     answers and first-token ranks are those of each prompt run alone."""
