@@ -140,7 +140,10 @@ def sample_tokens(scores, temperature: float, uniforms, block: int = 1024):
     inside that block."""
     import torch
 
-    probs = (scores / temperature).softmax(-1)
+    # unnormalised exp(scores / temperature): the targets below are scaled by each row's total,
+    # so softmax's division would be a wasted pass over [B, V] (40% of this function's time)
+    probs = scores - scores.amax(-1, keepdim=True)
+    probs = probs.div_(temperature).exp_()
     rows, vocab = probs.shape
     if vocab % block:
         probs = torch.nn.functional.pad(probs, (0, block - vocab % block))
