@@ -19,14 +19,15 @@ Prints
   the retrieval-head search for DeCoRe).
 Build the dataset first: kbench build pipelines/lama-trex.toml --out /tmp/lama
 
-Measured 2026-12-01 on the idle 2-core machine (40 items, k = 20, best of 3), four runs after the
-runner's packing change (#3): greedy 3.47-3.59 s, sampling 17.4-18.4 s at tau = 0.7
-(sampling_cost_ratio 4.85-5.31) and 20.0-21.8 s at tau = 1.2 (5.6-6.2). Before it: greedy 5.13 s,
-sampling 22.0 s (4.29) and 25.8 s (5.03). Both got faster, greedy more: its 40 prompts now decode in one
-batch of 16 steps instead of 3 batches (a decoding step has a ~45 ms fixed cost at these prompt
-lengths), while sampling's batches were already full (256 rows: 12 prompts x 20 samples), so its gains
-are the packed prefill and moving only the cache rows that split or finish. Before samples shared batch
-rows, and with a per-row multinomial and a concatenating KV cache: 7.68.
+Measured 2026-12-01 on the idle 2-core machine (40 items, k = 20, best of 3), three runs of the
+final code: greedy 3.97-4.97 s, sampling 17.2-20.0 s at tau = 0.7 (sampling_cost_ratio 4.02-4.80) and
+23.2-23.8 s at tau = 1.2 (4.8-5.9); the machine ran slower than in earlier runs that day, when greedy
+took 3.5 s. Before the runner's packing change (#3): greedy 5.13 s, sampling 22.0 s (4.29) and 25.8 s
+(5.03). Greedy gained most: its 40 prompts now decode in one batch of 16 steps instead of 3 batches (a
+decoding step has a ~45 ms fixed cost at these prompt lengths), which alone raised the ratio to ~5.2.
+Sampling's batches were already full (256 rows: 12 prompts x 20 samples); it gained the packed prefill,
+moving only the cache rows that split or finish, and drawing from unnormalised exponentials. Before
+samples shared batch rows, and with a per-row multinomial and a concatenating KV cache: 7.68.
 """
 
 from __future__ import annotations
