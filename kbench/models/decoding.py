@@ -21,7 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kbench.models.kv_cache import cache_of_prompts, preallocated_cache
-from kbench.models.packing import last_token_logits, pack
+from kbench.models.packing import last_token_logits, pack, prompts_within
 
 
 def decode(runner, seqs: list[list[int]], copies: int, max_new_tokens: int, stop: list[str],
@@ -118,10 +118,7 @@ def _packed_prefill(runner, seqs: list[list[int]], capacity: int):
     budget = runner.prefill_tokens or sum(len(s) for s in seqs)
     chunks, scores, start = [], [], 0
     while start < len(seqs):
-        end, tokens = start + 1, len(seqs[start])
-        while end < len(seqs) and tokens + len(seqs[end]) <= budget:
-            tokens += len(seqs[end])
-            end += 1
+        end = start + prompts_within([len(s) for s in seqs[start:]], budget)
         packed = pack(runner.model, seqs[start:end], runner.pad_id, runner.device)
         chunk_cache = Cache(layer_class_to_replicate=DynamicLayer)
         scores.append(last_token_logits(runner.model, packed, chunk_cache))

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import weakref
 from dataclasses import dataclass
+from itertools import accumulate
 from typing import Any
 
 import torch
@@ -33,7 +34,7 @@ _WORKS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 class Packed:
     input_ids: torch.Tensor      # [rows, width]
     positions: torch.Tensor      # [rows, width], restarting at 0 for each prompt (and each fill slot)
-    mask: Any                    # the 4D attention mask, in the model's own format
+    mask: Any                    # the 4D attention mask in the model's own format (per layer type if mixed)
     spans: list[tuple[int, int, int]]   # per prompt, in input order: (row, start, length)
 
 
@@ -74,6 +75,11 @@ def _block_diagonal_mask(model, positions: torch.Tensor):
     return {"full_attention": create_causal_mask(**args), "sliding_attention": create_sliding_window_causal_mask(**args)}
 
 
+def prompts_within(lengths, budget: int) -> int:
+    """How many of the leading prompts (token counts `lengths`) fit `budget` tokens; at least one."""
+    return max(1, sum(1 for total in accumulate(lengths) if total <= budget))
+
+
 def _layer_types(model) -> set[str]:
     return set(getattr(model.config, "layer_types", None) or ["full_attention"])
 
@@ -98,17 +104,21 @@ def last_token_logits(model, packed: Packed, cache=None) -> torch.Tensor:
 
 
 def packing_works(model, pad_id: int) -> bool:
-    """Whether a packed pass gives each prompt the scores it gets alone (checked once per model)."""
-    if model not in _WORKS and _layer_types(model) - {"full_attention", "sliding_attention"}:
-        _WORKS[model] = False   # other attention kinds (chunked, linear...): no packed mask for them here
+    """Whether a packed pass gives each prompt the scores it gets alone (checked once per model).
+    Attention kinds other than full and sliding-window (chunked, linear...) have no packed mask here."""
     if model not in _WORKS:
-        vocab = model.get_output_embeddings().weight.shape[0]
-        probe = [[(97 * i + 11) % vocab for i in range(1, 8)], [(89 * i + 5) % vocab for i in range(1, 5)]]
-        device = next(model.parameters()).device
-        with torch.inference_mode():
-            packed = last_token_logits(model, pack(model, probe, pad_id, device))
-            alone = torch.cat([model(input_ids=torch.tensor([seq], device=device), use_cache=False,
-                                     logits_to_keep=1).logits[:, -1].float() for seq in probe])
-        tolerance = 1e-3 if model.dtype == torch.float32 else 3e-2
-        _WORKS[model] = bool(((packed - alone).abs().max() / alone.abs().max()) < tolerance)
+        _WORKS[model] = (_layer_types(model) <= {"full_attention", "sliding_attention"}
+                         and _packed_matches_alone(model, pad_id))
     return _WORKS[model]
+
+
+def _packed_matches_alone(model, pad_id: int) -> bool:
+    vocab = model.get_output_embeddings().weight.shape[0]
+    probe = [[(97 * i + 11) % vocab for i in range(1, 8)], [(89 * i + 5) % vocab for i in range(1, 5)]]
+    device = next(model.parameters()).device
+    with torch.inference_mode():
+        packed = last_token_logits(model, pack(model, probe, pad_id, device))
+        alone = torch.cat([model(input_ids=torch.tensor([seq], device=device), use_cache=False,
+                                 logits_to_keep=1).logits[:, -1].float() for seq in probe])
+    tolerance = 1e-3 if model.dtype == torch.float32 else 3e-2
+    return bool(((packed - alone).abs().max() / alone.abs().max()) < tolerance)

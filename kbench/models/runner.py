@@ -37,7 +37,7 @@ from kbench.models.cpu_allocator import keep_freed_memory
 from kbench.models.decoding import decode
 from kbench.models.encoding import PromptEncoder
 from kbench.models.loading import LoadedModel
-from kbench.models.packing import last_token_logits, pack, packing_works
+from kbench.models.packing import last_token_logits, pack, packing_works, prompts_within
 from kbench.models.result_cache import ResultCache
 
 CPU_TOKENS_PER_BATCH = 1024  # padded batches; measured on SmolLM2: 4096-token ones pad more and spill caches
@@ -300,17 +300,15 @@ class ModelRunner:
         longest. Packed ranking: as many prompts as fit the tokens a padded batch would hold (on
         CPU, CPU_PACKED_TOKENS). Generation with packed prefills: on CPU, MAX_BATCH decoding rows,
         since `decode` prefills them in chunks of `prefill_tokens`."""
-        rows = self._batch_rows(lengths[pending[0]], *decode)
-        if not packed or self.batch_size or self.device.type != "cpu" and decode[0]:
+        longest = lengths[pending[0]]
+        rows = self._batch_rows(longest, *decode)
+        if not packed or self.batch_size or (decode[0] and self.device.type != "cpu"):
             return rows
+        cap = max(1, min(MAX_BATCH // decode[1], self._oom_cap))
         if decode[0]:
-            return max(1, min(MAX_BATCH // decode[1], self._oom_cap))
-        budget = CPU_PACKED_TOKENS if self.device.type == "cpu" else rows * lengths[pending[0]]
-        size, tokens = 0, 0
-        while size < min(len(pending), self._oom_cap, MAX_BATCH) and (not size or tokens + lengths[pending[size]] <= budget):
-            tokens += lengths[pending[size]]
-            size += 1
-        return size
+            return cap
+        budget = CPU_PACKED_TOKENS if self.device.type == "cpu" else rows * longest
+        return prompts_within([lengths[i] for i in pending[:cap]], budget)
 
     @property
     def prefill_tokens(self) -> int | None:

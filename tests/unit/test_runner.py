@@ -336,6 +336,11 @@ def test_prefill_in_several_packed_chunks_decodes_as_one(causal, monkeypatch):
             out = causal.model.generate(ids, max_new_tokens=6, do_sample=False, pad_token_id=tok.pad_token_id)
         assert text == tok.decode(out[0, ids.shape[1]:], skip_special_tokens=True)
         assert (rank, logprob) == pytest.approx(_reference_rank(causal, prompt, gold), abs=1e-4)
+    with count_forwards(causal) as shapes:  # packed ranking cuts its batches by the same token budget
+        ranks = ModelRunner(causal).rank_first_token(PROMPTS, GOLDS)
+    assert len(shapes) >= 3 and max(tokens for _, _, tokens in shapes) <= 12
+    for (rank, logprob), (_, both_rank, both_logprob) in zip(ranks, both):
+        assert rank == both_rank and logprob == pytest.approx(both_logprob, abs=1e-4)
 
 
 def test_models_that_mix_packed_prompts_are_run_padded(tiny_causal_dir):
