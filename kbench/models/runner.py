@@ -43,6 +43,7 @@ from kbench.models.result_cache import ResultCache
 CPU_TOKENS_PER_BATCH = 1024  # padded batches; measured on SmolLM2: 4096-token ones pad more and spill caches
 CPU_PACKED_TOKENS = 2048     # packed forward passes (no padding): 2048 ranked ~8% faster than 1024
 MAX_BATCH = 256
+CPU_RANKING_ELEMENTS = 2 ** 18  # scores ranked per slice on CPU: 1 MB of float32 fits a core's L2
 
 
 @dataclass(frozen=True)
@@ -287,12 +288,16 @@ class ModelRunner:
 
     def _ranks(self, scores, gold_ids: list[int], candidates) -> list[list]:
         """[rank, logprob] of each row's gold id in [B, V] scores (rank over `candidates` if given)."""
-        golds = self.torch.tensor(gold_ids, device=scores.device)[:, None]
-        gold_scores = scores.gather(1, golds)
+        torch = self.torch
+        gold_scores = scores.gather(1, torch.tensor(gold_ids, device=scores.device)[:, None])
         pool = scores if candidates is None else scores[:, candidates]
-        # count_nonzero and logsumexp: no [B, V] temporaries (a bool sum converts to int64 first)
-        ranks = self.torch.count_nonzero(pool > gold_scores, dim=1) + 1
-        log_probs = gold_scores[:, 0] - scores.logsumexp(-1)
+        # On CPU, a few rows at a time: each statistic takes several passes over its rows (the
+        # comparison's bool tensor is summed as int64), and a 1 MB slice stays in cache for all
+        # of them. On 200 x 49152 scores this took 13 ms instead of 58 ms.
+        rows = max(1, CPU_RANKING_ELEMENTS // scores.shape[1]) if scores.device.type == "cpu" else len(scores)
+        ranks = torch.cat([torch.count_nonzero(part > gold, dim=1)
+                           for part, gold in zip(pool.split(rows), gold_scores.split(rows))]) + 1
+        log_probs = gold_scores[:, 0] - torch.cat([part.logsumexp(-1) for part in scores.split(rows)])
         return [[int(r), float(lp)] for r, lp in zip(ranks.tolist(), log_probs.tolist())]
 
     def _batch_size(self, pending: list[int], lengths, decode: tuple[int, int], packed: bool) -> int:

@@ -8,6 +8,7 @@ import sqlite3
 import pytest
 import torch
 
+import kbench.models.runner as runner_module
 from kbench.models.loading import load_model
 from kbench.models.packing import packing_works
 from kbench.models.result_cache import ResultCache
@@ -61,7 +62,11 @@ def count_forwards(loaded):
         handle.remove()
 
 
-def test_ranks_match_unpadded_reference(causal):
+@pytest.mark.parametrize("rows_per_slice", [None, 2])
+def test_ranks_match_unpadded_reference(causal, monkeypatch, rows_per_slice):
+    if rows_per_slice:  # rank statistics computed a few rows at a time, as for a large vocabulary
+        vocab = causal.model.get_output_embeddings().weight.shape[0]
+        monkeypatch.setattr(runner_module, "CPU_RANKING_ELEMENTS", rows_per_slice * vocab)
     got = ModelRunner(causal, batch_size=3).rank_first_token(PROMPTS, GOLDS)
     for (rank, logprob), prompt, gold in zip(got, PROMPTS, GOLDS):
         ref_rank, ref_lp = _reference_rank(causal, prompt, gold)
@@ -322,8 +327,6 @@ def test_next_rows_keep_each_parents_first_branch_in_place():
 def test_prefill_in_several_packed_chunks_decodes_as_one(causal, monkeypatch):
     """Prompts prefilled in separate packed chunks share one left-padded KV cache: the greedy
     answers and first-token ranks are those of each prompt run alone."""
-    import kbench.models.runner as runner_module
-
     monkeypatch.setattr(runner_module, "CPU_PACKED_TOKENS", 12)  # a few prompts per chunk
     runner = ModelRunner(causal)
     with count_forwards(causal) as shapes:
