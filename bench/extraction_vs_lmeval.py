@@ -24,17 +24,24 @@ is the best of its measurements, each taken right after a ranking pass.
 The first ModelRunner makes glibc keep freed memory (`kbench.models.cpu_allocator`); that is
 process-wide, so lm-eval, run in the same process, gets it too.
 
-Measured 2026-12-01 on the idle 2-core machine (torch's 2 threads, --repeats 3, three runs): kbench
-38.6-40.9 facts/s; lm-eval 2.38-2.67 facts/s at batch_size=1 (ratio 14.5-16.8) and 19.0-20.9 at
-batch_size=64 (ratio_vs_batched_lmeval 1.95-2.03); greedy answers identical 200/200 to both; ranking
-201-220 GFLOP/s against a 308-315 GFLOP/s square-matmul peak (peak_fraction 0.65, 0.70, 0.68; single
-ranking passes on this machine range from 0.55 to 0.8 of the peak measured right after them).
+Measured 2026-12-01 on the idle 2-core machine (torch's 2 threads, --repeats 3). Three runs before
+rank statistics were sliced: kbench 38.6-40.9 facts/s; lm-eval 2.38-2.67 facts/s at batch_size=1
+(ratio 14.5-16.8) and 19.0-20.9 at batch_size=64 (ratio_vs_batched_lmeval 1.95-2.03); ranking
+201-220 GFLOP/s against a 308-315 GFLOP/s square-matmul peak (peak_fraction 0.65, 0.70, 0.68). Three
+runs after (second session of the day, a noisier machine): kbench 36.2-42.4 facts/s, ratio 16.5-18.4,
+ratio_vs_batched_lmeval 1.99-2.08, peak_fraction 0.65, 0.69, 0.56. Greedy answers identical 200/200
+to both lm-eval runs every time. Single ranking passes on this machine range from 0.55 to 0.8 of the
+peak measured right after them.
 Before packing: 27.7 facts/s, ratio 11.5 / 1.34, peak_fraction 0.36-0.41. What changed: prompts are
 packed several to a row (length-sorted padded batches of these prompts were 40% padding); every prompt
 of a decode batch shares one KV cache after chunked packed prefills (a decoding step has a ~30 ms fixed
-cost, and 200 prompts now take 16 steps, not 45); freed memory stays mapped; ranks are counted without
-[B, V] int64 temporaries. What limits the rest: matmuls of SmolLM2's shapes reach ~0.8 of the square
-peak here, and norms, rotary embeddings, SiLU and attention are ~15% of a ranking pass. Against batched
+cost, and 200 prompts now take 16 steps, not 45); freed memory stays mapped; rank statistics run over 1 MB row slices that stay in cache (200 x 49152
+scores: 13 ms, was 58 ms). What limits the rest: matmuls of SmolLM2's shapes reach ~0.8 of the square
+peak inside the model (the MLP projections 220-280 GFLOP/s, ~300 alone with hot caches), and norms,
+rotary embeddings, SiLU and attention are ~15% of a ranking pass; the model call is 98% of
+`rank_first_token`. No help, measured: fused QKV / gate-up weights, torch.compile (125 s to compile),
+token-chunked MLPs, 64-byte-aligned weight copies, F.rms_norm, eager instead of sdpa attention, OpenMP
+thread binding, transparent huge pages. Against batched
 lm-eval both decode compute-bound on the same fp32 kernels; kbench saves padding, the decoding steps of
 finished rows and per-step overhead, and 3x would need fewer FLOPs per generated token.
 """
