@@ -41,8 +41,8 @@ peak inside the model (the MLP projections 220-280 GFLOP/s, ~300 alone with hot 
 rotary embeddings, SiLU and attention are ~15% of a ranking pass; the model call is 98% of
 `rank_first_token`. No help, measured: fused QKV / gate-up weights, torch.compile (125 s to compile),
 token-chunked MLPs, 64-byte-aligned weight copies, F.rms_norm, eager instead of sdpa attention, OpenMP
-thread binding, transparent huge pages, two halves of the prompts in two single-threaded Python threads. Against batched
-lm-eval both decode compute-bound on the same fp32 kernels; kbench saves padding, the decoding steps of
+thread binding, transparent huge pages, two halves of the prompts in two single-threaded Python
+threads. Against batched lm-eval both decode compute-bound on the same fp32 kernels; kbench saves padding, the decoding steps of
 finished rows and per-step overhead, and 3x would need fewer FLOPs per generated token.
 """
 
