@@ -38,12 +38,12 @@ from kbench.models.decoding import decode
 from kbench.models.encoding import PromptEncoder
 from kbench.models.loading import LoadedModel
 from kbench.models.packing import last_token_logits, pack, packing_works, prompts_within
+from kbench.models.ranking import gold_ranks
 from kbench.models.result_cache import ResultCache
 
 CPU_TOKENS_PER_BATCH = 1024  # padded batches; measured on SmolLM2: 4096-token ones pad more and spill caches
 CPU_PACKED_TOKENS = 2048     # packed forward passes (no padding): 2048 ranked ~8% faster than 1024
 MAX_BATCH = 256
-CPU_RANKING_ELEMENTS = 2 ** 18  # scores ranked per slice on CPU: 1 MB of float32 fits a core's L2
 
 
 @dataclass(frozen=True)
@@ -99,7 +99,7 @@ class ModelRunner:
 
         def compute(batch: list[int]) -> list[list]:
             scores = self._next_token_scores([encoded[i][0] for i in batch], [encoded[i][1] for i in batch], intervention)
-            return self._ranks(scores, [encoded[i][2] for i in batch], candidates)
+            return gold_ranks(scores, [encoded[i][2] for i in batch], candidates)
 
         items = [{"prompt": p, "gold": g} for p, g in zip(prompts, golds)]
         values = self._cached("rank_first_token", params, items, [len(e[0]) for e in encoded], compute, intervention,
@@ -181,7 +181,7 @@ class ModelRunner:
             prefill = []
             texts = decode(self, [encoded[i][0] for i in batch], 1, max_new_tokens, stop, None, intervention,
                                  on_prefill=prefill.append)
-            return list(zip([t[0] for t in texts], self._ranks(prefill[0], [encoded[i][2] for i in batch], candidates)))
+            return list(zip([t[0] for t in texts], gold_ranks(prefill[0], [encoded[i][2] for i in batch], candidates)))
 
         def store(batch: list[int], values: list) -> None:
             fresh = {}
@@ -285,20 +285,6 @@ class ModelRunner:
             return None, {"candidates": None}
         ids = sorted(set(candidate_ids))
         return self.torch.tensor(ids, device=self.device), {"candidates": stable_hash(ids)}
-
-    def _ranks(self, scores, gold_ids: list[int], candidates) -> list[list]:
-        """[rank, logprob] of each row's gold id in [B, V] scores (rank over `candidates` if given)."""
-        torch = self.torch
-        gold_scores = scores.gather(1, torch.tensor(gold_ids, device=scores.device)[:, None])
-        pool = scores if candidates is None else scores[:, candidates]
-        # On CPU, a few rows at a time: each statistic takes several passes over its rows (the
-        # comparison's bool tensor is summed as int64), and a 1 MB slice stays in cache for all
-        # of them. On 200 x 49152 scores this took 13 ms instead of 58 ms.
-        rows = max(1, CPU_RANKING_ELEMENTS // scores.shape[1]) if scores.device.type == "cpu" else len(scores)
-        ranks = torch.cat([torch.count_nonzero(part > gold, dim=1)
-                           for part, gold in zip(pool.split(rows), gold_scores.split(rows))]) + 1
-        log_probs = gold_scores[:, 0] - torch.cat([part.logsumexp(-1) for part in scores.split(rows)])
-        return [[int(r), float(lp)] for r, lp in zip(ranks.tolist(), log_probs.tolist())]
 
     def _batch_size(self, pending: list[int], lengths, decode: tuple[int, int], packed: bool) -> int:
         """Prompts in the next batch of `pending` (longest first). Padded: `_batch_rows` of the

@@ -9,6 +9,7 @@ import pytest
 import torch
 
 import kbench.models.runner as runner_module
+from kbench.models import ranking
 from kbench.models.loading import load_model
 from kbench.models.packing import packing_works
 from kbench.models.result_cache import ResultCache
@@ -66,7 +67,7 @@ def count_forwards(loaded):
 def test_ranks_match_unpadded_reference(causal, monkeypatch, rows_per_slice):
     if rows_per_slice:  # rank statistics computed a few rows at a time, as for a large vocabulary
         vocab = causal.model.get_output_embeddings().weight.shape[0]
-        monkeypatch.setattr(runner_module, "CPU_RANKING_ELEMENTS", rows_per_slice * vocab)
+        monkeypatch.setattr(ranking, "CPU_RANKING_ELEMENTS", rows_per_slice * vocab)
     got = ModelRunner(causal, batch_size=3).rank_first_token(PROMPTS, GOLDS)
     for (rank, logprob), prompt, gold in zip(got, PROMPTS, GOLDS):
         ref_rank, ref_lp = _reference_rank(causal, prompt, gold)
