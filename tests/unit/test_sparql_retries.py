@@ -88,14 +88,16 @@ def test_invalid_body_under_200_is_retried(httpserver, body):
 
 
 def test_timeout_is_retried(httpserver):
+    # The server answers one request at a time, so the retry's answer waits for the slow one:
+    # it comes ~0.2 s into the retry, well inside the retry's 0.5 s timeout.
     def slow(request):
-        time.sleep(0.6)
+        time.sleep(0.7)
         return Response("{}", content_type="application/json")
 
     httpserver.expect_ordered_request("/sparql").respond_with_handler(slow)
     httpserver.expect_ordered_request("/sparql").respond_with_json(RESULT)
     waits: list[float] = []
-    assert _client(httpserver, waits, timeout=0.3).select("SELECT * {}")[0]["label"] == "one"
+    assert _client(httpserver, waits, timeout=0.5).select("SELECT * {}")[0]["label"] == "one"
     assert len(waits) == 1
 
 
