@@ -1,0 +1,137 @@
+"""Uncertainty beside every reported number, and paired comparisons (`../shared/REFERENCE.md`,
+"Uncertainty and comparisons").
+
+Every number that kbench reports is an `Estimate` dict, the one shape that results files, tables,
+the report and the card read:
+
+    {"value": 0.42, "n": 200, "ci_low": 0.35, "ci_high": 0.49, "interval": "wilson"}
+    {"value": -6.01, "n": 200, "ci_low": -6.4, "ci_high": -5.7, "interval": "bootstrap",
+     "seed": 0, "resamples": 1000}
+
+`value` and the bounds are null when n = 0 ("undefined"), never a division error.
+
+- `proportion(k, n)`: accuracy, EM, P@1, Gain, Loss, a PRS share -> a 95% Wilson score interval.
+- `mean(values)`: a non-binary mean (F1, log-probs) -> a 95% percentile bootstrap over items.
+- `macro_mean(groups)`: the unweighted mean over groups (relations) -> bootstrap resampling items
+  within each group, so each replicate keeps every group.
+- `mcnemar(first, second)`: two systems on shared items, paired: b, c and the exact two-sided p.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Mapping, Sequence
+
+Z_95 = 1.959964
+BOOTSTRAP_RESAMPLES = 1000
+BOOTSTRAP_SEED = 0
+SMALL_N = 30   # a table cell over fewer items is marked as small
+
+
+def wilson(k: int, n: int, z: float = Z_95) -> tuple[float, float] | None:
+    """The Wilson score interval of k successes in n trials; None when n = 0."""
+    if n == 0:
+        return None
+    if not 0 <= k <= n:
+        raise ValueError(f"wilson: k = {k} is not within 0..n = {n}")
+    p = k / n
+    denominator = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denominator
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denominator
+    # clamp float noise at the ends (k = 0 or k = n give a bound of exactly 0 or 1)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def proportion(k: int, n: int) -> dict:
+    """An Estimate for k of n items: value k/n with its 95% Wilson interval."""
+    interval = wilson(int(k), int(n))
+    return {"value": k / n if n else None, "n": int(n), "k": int(k),
+            "ci_low": interval[0] if interval else None, "ci_high": interval[1] if interval else None,
+            "interval": "wilson"}
+
+
+def proportion_of(flags: Sequence[bool]) -> dict:
+    return proportion(sum(bool(f) for f in flags), len(flags))
+
+
+def _percentile(sorted_values: Sequence[float], q: float) -> float:
+    """Linear interpolation between order statistics (numpy's default 'linear' method)."""
+    position = q * (len(sorted_values) - 1)
+    low = math.floor(position)
+    high = min(low + 1, len(sorted_values) - 1)
+    return sorted_values[low] + (sorted_values[high] - sorted_values[low]) * (position - low)
+
+
+def _bootstrap(statistic, groups: list[list[float]], seed: int, resamples: int) -> tuple[float, float]:
+    rng = random.Random(seed)
+    replicates = []
+    for _ in range(resamples):
+        resampled = [[group[rng.randrange(len(group))] for _ in group] for group in groups]
+        replicates.append(statistic(resampled))
+    replicates.sort()
+    return _percentile(replicates, 0.025), _percentile(replicates, 0.975)
+
+
+def _mean(values: Sequence[float]) -> float:
+    return math.fsum(values) / len(values)
+
+
+def mean(values: Sequence[float], seed: int = BOOTSTRAP_SEED, resamples: int = BOOTSTRAP_RESAMPLES) -> dict:
+    """An Estimate for the mean of non-binary scores, with a seeded 95% percentile bootstrap."""
+    values = [float(v) for v in values]
+    estimate = {"value": _mean(values) if values else None, "n": len(values), "ci_low": None, "ci_high": None,
+                "interval": "bootstrap", "seed": seed, "resamples": resamples}
+    if values:
+        estimate["ci_low"], estimate["ci_high"] = _bootstrap(lambda gs: _mean(gs[0]), [values], seed, resamples)
+    return estimate
+
+
+def macro_mean(groups: Mapping[str, Sequence[float]], seed: int = BOOTSTRAP_SEED,
+               resamples: int = BOOTSTRAP_RESAMPLES) -> dict:
+    """An Estimate for the unweighted mean over groups of each group's mean (LAMA's macro P@1);
+    the bootstrap resamples items within each group. `n` counts items; `groups` counts groups."""
+    kept = [[float(v) for v in values] for _, values in sorted(groups.items()) if len(values)]
+    n = sum(len(g) for g in kept)
+    estimate = {"value": _mean([_mean(g) for g in kept]) if kept else None, "n": n, "groups": len(kept),
+                "ci_low": None, "ci_high": None, "interval": "bootstrap", "seed": seed, "resamples": resamples}
+    if kept:
+        estimate["ci_low"], estimate["ci_high"] = _bootstrap(lambda gs: _mean([_mean(g) for g in gs]), kept,
+                                                             seed, resamples)
+    return estimate
+
+
+def binomial_two_sided(k: int, n: int) -> float:
+    """Exact two-sided binomial test of k successes in n trials at p = 0.5 (min(k, n-k) doubled),
+    capped at 1; 1 when n = 0."""
+    if n == 0:
+        return 1.0
+    low = min(k, n - k)
+    tail = math.fsum(math.comb(n, i) for i in range(low + 1)) / 2 ** n
+    return min(1.0, 2 * tail)
+
+
+def mcnemar(first: Mapping[str, bool], second: Mapping[str, bool]) -> dict:
+    """Exact McNemar test of two systems on the items both have (keys present on one side only
+    are left out and counted). b = right only under `first`, c = right only under `second`."""
+    shared = sorted(set(first) & set(second))
+    b = sum(1 for i in shared if first[i] and not second[i])
+    c = sum(1 for i in shared if second[i] and not first[i])
+    return {"n_shared": len(shared), "only_first": len(set(first) - set(second)),
+            "only_second": len(set(second) - set(first)), "b": b, "c": c, "p_value": binomial_two_sided(b, b + c),
+            "test": "exact McNemar (two-sided binomial of min(b, c) in b + c at 0.5)"}
+
+
+def is_small(estimate: Mapping) -> bool:
+    return estimate.get("n", 0) < SMALL_N
+
+
+def format_estimate(estimate: Mapping | None, digits: int = 3, percent: bool = False) -> str:
+    """'0.420 [0.351, 0.492]' for tables; 'undefined' for n = 0; '*' marks n < 30."""
+    if not estimate or estimate.get("value") is None:
+        return "undefined"
+    scale = 100 if percent else 1
+    text = f"{scale * estimate['value']:.{digits}f}"
+    if estimate.get("ci_low") is not None:
+        text += f" [{scale * estimate['ci_low']:.{digits}f}, {scale * estimate['ci_high']:.{digits}f}]"
+    return text + ("*" if is_small(estimate) else "")
