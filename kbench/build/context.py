@@ -7,13 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from kbench.errors import UserError
-
-
-def default_cache_dir() -> Path:
-    """Shared on-disk cache (downloads, SPARQL results, stores); `KBENCH_CACHE` overrides it."""
-    import os
-
-    return Path(os.environ.get("KBENCH_CACHE", Path.home() / ".cache" / "kbench")).expanduser().resolve()
+from kbench.paths import default_cache_dir
 
 
 @dataclass

@@ -36,7 +36,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Callable
 
-from kbench.build.context import StageContext, default_cache_dir
+from kbench.build.context import StageContext
+from kbench.paths import default_cache_dir
 from kbench.build.recipe import Recipe
 from kbench.errors import UserError
 from kbench.io import atomic_path, sha256_file, stable_hash, write_json

@@ -32,7 +32,7 @@ def truefalse(
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-    from kbench.build.context import default_cache_dir
+    from kbench.paths import default_cache_dir
     from kbench.errors import UserError
     from kbench.evaluate.truefalse import TrueFalseSettings, check_settings, run_truefalse
 

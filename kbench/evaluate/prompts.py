@@ -13,9 +13,12 @@ per row (a row is a dict with the columns of `schemas/question.v1.json`):
 relation first (then any relation), never the item's own subject, with a generator seeded by
 (seed, item id): an item gets the same examples whatever else is evaluated with it.
 
-Each `Prompt` also says how the gold continues it (`gold`: " " + object after plain text,
-the bare object after a chat generation prompt or for a masked LM) and where a greedy answer
-stops.
+Each `Prompt` also says how the gold continues it (`gold`: " " + object after plain text, the
+bare object after a chat generation prompt) and where a greedy answer stops (`stop`: the form's
+default `STOPS`, or the caller's list). For a masked LM the gold is the token the model predicts
+AT the mask: with byte-level BPE (RoBERTa, ModernBERT) a word after a space is its own token with
+the space marker ("ĠParis", not "Paris"), so a mask that follows a space gets " " + object;
+WordPiece tokenizers (BERT) drop that space, so the same gold works for them.
 """
 
 from __future__ import annotations
@@ -30,8 +33,9 @@ from kbench.io import stable_hash
 
 PROMPT_FORMS = ("cloze", "question", "chat")
 INSTRUCTION = "Answer the question with a short answer."
-# A cloze continuation runs on into the sentence ("Paris, France, where ..."): stop at the
-# first clause break. Question and chat answers end with their line.
+# The default stop strings (`--stop` replaces them; results record the list used). A cloze
+# continuation runs on into the sentence ("Paris, France, where ..."): it stops at the first
+# clause break, so "Paris, France" is judged as "Paris". Question and chat answers end with their line.
 STOPS = {"cloze": ["\n", ". ", ","], "question": ["\n"], "chat": ["\n"]}
 
 
@@ -74,7 +78,7 @@ def _cloze_sentence(row: dict) -> str:
 
 
 def build_prompts(rows: Sequence[dict], form: str, tokenizer, kind: str, fewshot: int = 0,
-                  train_rows: Sequence[dict] = (), seed: int = 0) -> list[Prompt]:
+                  train_rows: Sequence[dict] = (), seed: int = 0, stop: Sequence[str] | None = None) -> list[Prompt]:
     if form not in PROMPT_FORMS:
         raise UserError(f"unknown prompt form {form!r}; choose one of {', '.join(PROMPT_FORMS)}")
     if kind == "masked" and form != "cloze":
@@ -85,6 +89,9 @@ def build_prompts(rows: Sequence[dict], form: str, tokenizer, kind: str, fewshot
         raise UserError(f"--fewshot must be >= 0, got {fewshot}")
     if fewshot and not train_rows:
         raise UserError("--fewshot needs a train split in the dataset folder (data/<config>/train.parquet)")
+    if stop is not None and (not stop or any(not s for s in stop)):
+        raise UserError("--stop: stop strings must be non-empty")
+    stops = tuple(STOPS[form]) if stop is None else tuple(stop)
     by_relation, everything = _example_pool(train_rows)
     prompts = []
     for row in rows:
@@ -92,13 +99,15 @@ def build_prompts(rows: Sequence[dict], form: str, tokenizer, kind: str, fewshot
         if form == "cloze":
             prefix = "".join(_cloze_sentence(e) + "\n" for e in examples)
             if kind == "masked":
-                prompts.append(Prompt(prefix + row["prompt_masked"], row["object"], ()))
+                masked = prefix + row["prompt_masked"]
+                lead = " " if " [MASK]" in masked else ""
+                prompts.append(Prompt(masked, lead + row["object"], ()))
             else:
-                prompts.append(Prompt(prefix + row["prompt_cloze"], " " + row["object"], tuple(STOPS[form])))
+                prompts.append(Prompt(prefix + row["prompt_cloze"], " " + row["object"], stops))
         elif form == "question":
             shots = "".join(f"{_question_text(e['question'])} {e['object']}\n\n" for e in examples)
             text = f"{INSTRUCTION}\n{shots}{_question_text(row['question'])}"
-            prompts.append(Prompt(text, " " + row["object"], tuple(STOPS[form])))
+            prompts.append(Prompt(text, " " + row["object"], stops))
         else:
             messages = []
             for e in examples:
@@ -106,5 +115,5 @@ def build_prompts(rows: Sequence[dict], form: str, tokenizer, kind: str, fewshot
                              {"role": "assistant", "content": e["object"]}]
             messages.append({"role": "user", "content": f"{INSTRUCTION}\n{row['question']}"})
             text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
-            prompts.append(Prompt(text, row["object"], tuple(STOPS[form])))
+            prompts.append(Prompt(text, row["object"], stops))
     return prompts

@@ -52,12 +52,11 @@ class LoadedModel:
 
 
 def _cache_root() -> Path:
-    """Converted models live apart from other caches (`KBENCH_MODEL_CACHE`), so tests that
-    isolate `KBENCH_CACHE` still share one converted copy of each model."""
-    from kbench.build.context import default_cache_dir
+    # Converted models live apart from other caches (`KBENCH_MODEL_CACHE`), so tests that
+    # isolate `KBENCH_CACHE` still share one converted copy of each model.
+    from kbench.paths import model_cache_dir
 
-    override = os.environ.get("KBENCH_MODEL_CACHE")
-    return Path(override).expanduser().resolve() if override else default_cache_dir() / "models"
+    return model_cache_dir()
 
 
 def _memo_sha256(path: Path) -> str:

@@ -36,6 +36,7 @@ from kbench.io import stable_hash
 from kbench.models.cpu_allocator import keep_freed_memory
 from kbench.models.decoding import decode
 from kbench.models.encoding import PromptEncoder
+from kbench.models.interface import BACKENDS
 from kbench.models.loading import LoadedModel
 from kbench.models.packing import last_token_logits, pack, packing_works, prompts_within
 from kbench.models.ranking import gold_ranks
@@ -81,10 +82,39 @@ class ModelRunner:
         self.cache = cache
         self.device = torch.device(loaded.device)
         self._oom_cap = MAX_BATCH
+        self._computed = 0
         self.pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
         self.encoder = PromptEncoder(self.tokenizer, loaded.kind)
         if self.device.type == "cpu":
             keep_freed_memory()
+
+    # ------------------------------------------------------------------ identity
+    @property
+    def name(self) -> str:
+        return self.loaded.name
+
+    @property
+    def identity(self) -> str:
+        return self.loaded.identity
+
+    @property
+    def kind(self) -> str:
+        return self.loaded.kind
+
+    @property
+    def dtype(self) -> str:
+        return self.loaded.dtype
+
+    def describe(self) -> dict:
+        from kbench.models.provenance import weights_provenance
+
+        return {"name": self.loaded.name, "identity": self.loaded.identity, "kind": self.loaded.kind,
+                "dtype": self.loaded.dtype, "weights": weights_provenance(self.loaded)}
+
+    def cache_stats(self) -> dict:
+        if self.cache is None:
+            return {"hits": 0, "computed": self._computed}
+        return {"hits": self.cache.hits, "computed": self._computed}
 
     # ------------------------------------------------------------------ public methods
     def rank_first_token(self, prompts: Sequence[str], golds: Sequence[str], *, candidate_ids: Sequence[int] | None = None,
@@ -269,6 +299,7 @@ class ModelRunner:
             try:
                 with self.torch.inference_mode():
                     values = compute(batch)
+                self._computed += len(batch)
             except (RuntimeError, MemoryError) as exc:
                 if not _is_oom(exc) or size == 1:
                     raise
@@ -383,6 +414,22 @@ class ModelRunner:
     def _require_causal(self, method: str) -> None:
         if self.loaded.kind != "causal":
             raise UserError(f"{method} needs a causal LM; {self.loaded.name} is a {self.loaded.kind} LM")
+
+
+@BACKENDS.register("hf")
+def open_hf_model(spec, cache=None) -> ModelRunner:
+    """The Hugging Face backend: load the weights (`kbench.models.loading`), wrap them in the
+    batched runner, with the shared result cache (`$KBENCH_CACHE/results.sqlite`) unless
+    `spec.use_cache` is off."""
+    from kbench.models.loading import load_model
+    from kbench.paths import default_cache_dir
+
+    if spec.batch_size is not None and spec.batch_size < 1:
+        raise UserError(f"--batch-size must be >= 1, got {spec.batch_size}")
+    loaded = load_model(spec.name, dtype=spec.dtype, device=spec.device, trust_remote_code=spec.trust_remote_code)
+    if cache is None and spec.use_cache:
+        cache = ResultCache(default_cache_dir() / "results.sqlite")
+    return ModelRunner(loaded, batch_size=spec.batch_size, cache=cache if spec.use_cache else None)
 
 
 def _same_length(prompts: Sequence[str], others: Sequence[str]) -> None:

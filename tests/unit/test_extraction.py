@@ -9,9 +9,10 @@ import polars as pl
 import pytest
 
 from kbench.errors import UserError
-from kbench.evaluate.extraction import ExtractionSettings, run_extraction
+from kbench.evaluate.engine import evaluate, validate
+from kbench.evaluate.extraction import Extraction, ExtractionSettings
 from kbench.evaluate.prompts import build_prompts
-from kbench.evaluate.rundir import validate_results
+from kbench.evaluate.task import RunContext
 from kbench.models.loading import load_model
 from kbench.models.runner import ModelRunner
 from tests.conftest import run_kbench
@@ -63,6 +64,14 @@ def _results(out: Path) -> dict:
     return json.loads((out / "results.json").read_text())
 
 
+def run_extraction(loaded, runner, dataset: Path, out: Path, settings: ExtractionSettings) -> dict:
+    return evaluate(Extraction(), RunContext(settings=settings, dataset=dataset, model=runner, run_dir=out))
+
+
+def value(estimate: dict) -> float:
+    return estimate["value"]
+
+
 def test_outputs_aggregates_and_known_facts(causal, tmp_path):
     # Make two facts "known": their object is what the tiny model greedily says.
     runner = ModelRunner(causal)
@@ -75,15 +84,22 @@ def test_outputs_aggregates_and_known_facts(causal, tmp_path):
     dataset = write_dataset_folder(tmp_path / "ds", facts)
     out = tmp_path / "run"
     results = run_extraction(causal, runner, dataset, out, ExtractionSettings(max_new_tokens=3))
-    validate_results(results, "results.extraction.v1.json")
+    validate(results, "results.v2.json")
     assert results == _results(out)
     items = pl.read_parquet(out / "items.parquet")
     assert items["id"].to_list() == [f"test-{i}" for i in range(len(FACTS))]
     assert items.filter(pl.col("correct"))["id"].to_list() == ["test-0", "test-4"]
-    assert results["overall"]["n"] == 9 and results["overall"]["maple_accuracy"] == pytest.approx(2 / 9)
-    assert results["per_relation"]["P36"]["maple_accuracy"] == pytest.approx(1 / 4)
-    assert set(results["per_frequency_bin"]) == {"head", "torso", "tail", "unbinned"}
-    assert results["per_frequency_bin"]["unbinned"]["n"] == 1
+    metrics = results["metrics"]
+    accuracy = metrics["overall"]["maple_accuracy"]
+    assert (accuracy["n"], accuracy["k"], accuracy["value"]) == (9, 2, pytest.approx(2 / 9))
+    from kbench.metrics.uncertainty import wilson
+    assert (accuracy["ci_low"], accuracy["ci_high"]) == wilson(2, 9)
+    assert results["headline"]["maple_accuracy"] == accuracy
+    assert "lama_p_at_1" not in metrics["overall"] and "first_token_p1_macro" in results["headline"]
+    assert value(metrics["per_relation"]["P36"]["maple_accuracy"]) == pytest.approx(1 / 4)
+    assert set(metrics["per_frequency_bin"]) == {"head", "torso", "tail", "unbinned"}
+    assert metrics["per_frequency_bin"]["unbinned"]["maple_accuracy"]["n"] == 1
+    assert metrics["stop"] == ["\n", ". ", ","] and set(metrics["per_source"]) == {"inline"}
     known = pl.read_parquet(out / "known_facts.parquet")
     assert known["id"].to_list() == ["test-0", "test-4"] and known["correct"].all()
     assert {"subject", "object", "answers", "prompt_cloze", "gold_rank", "prediction"} <= set(known.columns)
@@ -94,9 +110,11 @@ def test_resume_computes_only_unfinished_items(causal, dataset, tmp_path):
     out = tmp_path / "run"
     settings = ExtractionSettings(max_new_tokens=2)
     first = run_extraction(causal, ModelRunner(causal), dataset, out, settings)
+    first_items = (out / "items.parquet").read_bytes()
     journal = out / "journal.jsonl"
     lines = journal.read_text().splitlines(keepends=True)
-    journal.write_text("".join(lines[:5]) + lines[5][:20])  # a crash in the middle of line 6
+    assert len(lines) == 1   # 9 items are one unit
+    journal.write_text(lines[0][:40])  # a crash in the middle of the unit's line
     seen: list[int] = []   # prompts per prefill: tokens at position 0 that are not padding
     pad = ModelRunner(causal).pad_id
     handle = causal.model.model.register_forward_pre_hook(
@@ -106,15 +124,16 @@ def test_resume_computes_only_unfinished_items(causal, dataset, tmp_path):
         again = run_extraction(causal, ModelRunner(causal), dataset, out, settings)
     finally:
         handle.remove()
-    assert sum(seen) == 4  # 4 unfinished items, one prefill each (it serves ranking and generation)
+    assert sum(seen) == 9  # the unfinished unit is recomputed whole, one prefill per item
     strip = lambda r: {k: v for k, v in r.items() if k != "timing"}  # noqa: E731
     assert strip(again) == strip(first)
+    assert (out / "items.parquet").read_bytes() == first_items
 
 
 def test_other_settings_refuse_the_same_run_dir(causal, dataset, tmp_path):
     out = tmp_path / "run"
     run_extraction(causal, ModelRunner(causal), dataset, out, ExtractionSettings(max_new_tokens=2, limit=3))
-    with pytest.raises(UserError, match="differs in: limit"):
+    with pytest.raises(UserError, match="differs in: settings"):
         run_extraction(causal, ModelRunner(causal), dataset, out, ExtractionSettings(max_new_tokens=2, limit=4))
 
 
@@ -160,8 +179,8 @@ def test_lama_protocol_on_a_masked_lm(tiny_masked_dir, dataset, tmp_path):
     tok = masked.tokenizer
     single = [f[3] for f in FACTS if len(tok(f[3], add_special_tokens=False)["input_ids"]) == 1]
     kept = [o for o in single if o in vocab.read_text().split()]
-    assert results["overall"]["n"] == len(kept)
-    assert results["protocol_drops"]["not_in_common_vocab"] == 4  # Madrid, Ulm, Florence, Finland
+    assert results["headline"]["lama_p_at_1"]["n"] == len(kept)
+    assert results["metrics"]["protocol_drops"]["not_in_common_vocab"] == 4  # Madrid, Ulm, Florence, Finland
     items = pl.read_parquet(tmp_path / "run/items.parquet")
     assert items["gold_rank"].max() <= 5  # ranked among the 5 vocabulary words only
     assert (items["correct"] == (items["gold_rank"] == 1)).all()
@@ -174,7 +193,7 @@ def test_cli_runs_and_reports_bad_input(tiny_causal_dir, dataset, tmp_path):
     done = run_kbench("evaluate", "extraction", "--dataset", str(dataset), "--model", str(tiny_causal_dir),
                       "--limit", "5", "--max-new-tokens", "2", "--out", str(out), "--batch-size", "2")
     assert done.returncode == 0, done.stderr
-    assert _results(out)["overall"]["n"] == 5 and "overall" in done.stdout
+    assert _results(out)["headline"]["maple_accuracy"]["n"] == 5 and "maple_accuracy" in done.stdout
     bad = run_kbench("evaluate", "extraction", "--dataset", str(dataset), "--model", str(tiny_causal_dir),
                      "--split", "nope", "--out", str(tmp_path / "bad"))
     assert bad.returncode == 2 and "no split 'nope'" in bad.stderr and "Traceback" not in bad.stderr

@@ -235,7 +235,7 @@ class Run:
 
     def _discrete_known(self, loaded, advance) -> list[str]:
         """D^theta from the extraction task (same split and sample), run inside this run directory."""
-        from kbench.build.context import default_cache_dir
+        from kbench.paths import default_cache_dir
         from kbench.evaluate.extraction import ExtractionSettings, run_extraction
         from kbench.models.result_cache import ResultCache
         from kbench.models.runner import ModelRunner

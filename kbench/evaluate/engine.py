@@ -1,0 +1,232 @@
+"""The evaluation engine: one run directory, fixed work units, one journal, one results envelope.
+
+    results = evaluate(Extraction(), ctx, progress=bar.advance)
+
+What it owns (a task never does):
+- The run directory: `config.json` (everything the rows depend on: task, model identity, dataset
+  sha256, settings); reopening a folder with a different config is a `UserError` naming the keys
+  that differ, so two runs never mix their rows. An exclusive lock on `.lock` keeps a second
+  process out (released when the process dies, so a killed run leaves no stale lock).
+- Fixed units: the task's plan cuts the items into units before anything runs. Each finished
+  unit is one fsynced line of `journal.jsonl` ({"unit": key, "rows": [...]}); a rerun skips
+  journalled units and computes the others exactly as an uninterrupted run would, so the
+  outputs are bit-identical, resumed or not. A line cut short by a crash is truncated away.
+- Data parallelism: under `accelerate launch` (WORLD_SIZE > 1) process r computes units
+  r, r + W, r + 2W, ...; every process appends to the one journal (under a file lock); the main
+  process waits for the others, then aggregates and writes once.
+- The envelope (`docs/results-envelope.md`, `schemas/results.v2.json`): `results.json`,
+  `items.parquet` and `items.jsonl`, all written atomically after validation.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import platform
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from kbench.errors import UserError
+from kbench.evaluate.task import Plan, RunContext, Task
+from kbench.io import load_schema, read_json, write_json, write_jsonl, write_parquet
+
+SCHEMA = "kbench.results.v2"
+ENVELOPE_SCHEMA = "results.v2.json"
+JOURNAL = "journal.jsonl"
+
+
+@dataclass(frozen=True)
+class Processes:
+    rank: int
+    world: int
+    barrier: Callable[[], None]
+
+    @property
+    def is_main(self) -> bool:
+        return self.rank == 0
+
+
+def processes() -> Processes:
+    """This process's place under `accelerate launch` / torchrun; one process otherwise."""
+    if int(os.environ.get("WORLD_SIZE", "1")) <= 1:
+        return Processes(0, 1, lambda: None)
+    from accelerate import PartialState
+
+    state = PartialState()
+    return Processes(state.process_index, state.num_processes, state.wait_for_everyone)
+
+
+def validate(document: dict, schema_name: str, where: str = "") -> None:
+    """Check a document against a versioned schema; task schemas refer to the envelope's
+    `$defs/estimate` as `kbench/results.v2.json#/$defs/estimate`."""
+    from jsonschema import Draft202012Validator
+    from referencing import Registry, Resource
+
+    envelope = load_schema(ENVELOPE_SCHEMA)
+    registry = Registry().with_resource(envelope["$id"], Resource.from_contents(envelope))
+    error = next(Draft202012Validator(load_schema(schema_name), registry=registry).iter_errors(document), None)
+    if error is not None:
+        path = ".".join(str(p) for p in error.absolute_path) or "(top)"
+        raise AssertionError(f"{where or 'results'} do not match schemas/{schema_name} at {path}: {error.message}")
+
+
+class Journal:
+    """journal.jsonl: one fsynced line per finished unit."""
+
+    def __init__(self, path: Path):
+        self.path = path
+
+    def read(self) -> dict[str, list[dict]]:
+        if not self.path.exists():
+            return {}
+        units, good_bytes = {}, 0
+        with open(self.path, "rb") as fh:
+            fcntl.flock(fh, fcntl.LOCK_SH)
+            for raw in fh:
+                try:
+                    if not raw.endswith(b"\n"):
+                        raise ValueError("cut short")
+                    record = json.loads(raw)
+                    units[record["unit"]] = record["rows"]
+                except (ValueError, KeyError, TypeError):
+                    break  # a crash mid-write: keep the units before it
+                good_bytes += len(raw)
+        if good_bytes != self.path.stat().st_size:
+            os.truncate(self.path, good_bytes)
+        return units
+
+    def append(self, key: str, rows: list[dict]) -> None:
+        line = json.dumps({"unit": key, "rows": rows}, ensure_ascii=False, sort_keys=True, default=str) + "\n"
+        with open(self.path, "a", encoding="utf-8") as fh:
+            fcntl.flock(fh, fcntl.LOCK_EX)
+            fh.write(line)
+            fh.flush()
+            os.fsync(fh.fileno())
+
+
+class RunDirectory:
+    def __init__(self, path: Path, config: dict, procs: Processes):
+        self.path = Path(path)
+        self.config = json.loads(json.dumps(config, default=str))
+        self.procs = procs
+        self.journal = Journal(self.path / JOURNAL)
+        self._lock = None
+
+    def __enter__(self) -> RunDirectory:
+        if self.procs.is_main:
+            try:
+                self.path.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise UserError(f"cannot create the run directory {self.path}: {exc.strerror}") from exc
+            self._lock = open(self.path / ".lock", "a")
+            try:
+                fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError as exc:
+                self._lock.close()
+                raise UserError(f"{self.path} is in use by another kbench process") from exc
+            self._check_config()
+        self.procs.barrier()
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        if self._lock is not None:
+            fcntl.flock(self._lock, fcntl.LOCK_UN)
+            self._lock.close()
+
+    def _check_config(self) -> None:
+        path = self.path / "config.json"
+        if path.exists():
+            stored = read_json(path)
+            if stored != self.config:
+                differ = sorted(k for k in set(stored) | set(self.config) if stored.get(k) != self.config.get(k))
+                raise UserError(f"{self.path} holds a different run (differs in: {', '.join(differ)}); "
+                                f"use another --out or delete the folder")
+        else:
+            write_json(path, self.config)
+
+
+def environment(model) -> dict:
+    import torch
+
+    packages = {}
+    for name in ("kbench", "torch", "transformers", "accelerate", "numpy", "polars", "pydantic"):
+        try:
+            from importlib.metadata import version
+
+            packages[name] = version(name)
+        except Exception:  # not installed: recorded as absent
+            packages[name] = None
+    return {"packages": packages, "device": str(getattr(model, "device", "cpu")), "threads": torch.get_num_threads(),
+            "python": platform.python_version()}
+
+
+def evaluate(task: Task, ctx: RunContext, progress: Callable[[int, int], None] | None = None) -> dict | None:
+    """Plan, compute the missing units, aggregate, write. Returns the results on the main process
+    (None on the others under `accelerate launch`)."""
+    procs = processes()
+    plan: Plan = task.plan(ctx)
+    keys = [u.key for u in plan.units]
+    if len(set(keys)) != len(keys):
+        raise AssertionError(f"{task.name}: the plan repeats a unit key")
+    model_block = ctx.model.describe()
+    config = {"task": task.name, "model": model_block["identity"], "dataset": plan.dataset.get("sha256"),
+              "settings": ctx.settings.model_dump(mode="json"), **plan.depends_on}
+    total = sum(len(u.items) for u in plan.units)
+    started = time.perf_counter()
+    with RunDirectory(ctx.run_dir, config, procs) as run:
+        done = run.journal.read()
+        todo = [(i, u) for i, u in enumerate(plan.units) if u.key not in done]
+        if progress is not None:
+            progress(total - sum(len(u.items) for _, u in todo), total)
+        cache_before = ctx.model.cache_stats()
+        for index, unit in todo:
+            if index % procs.world != procs.rank:
+                continue
+            rows = task.score(ctx, unit)
+            run.journal.append(unit.key, rows)
+            if progress is not None:
+                progress(len(unit.items), total)
+        cache_after = ctx.model.cache_stats()
+        procs.barrier()
+        if not procs.is_main:
+            return None
+        units = run.journal.read()
+        missing = [k for k in keys if k not in units]
+        if missing:
+            raise UserError(f"{ctx.run_dir}: units {', '.join(missing[:3])} were not computed (a process failed?); rerun the command")
+        rows = [row for key in keys for row in units[key]]
+        seconds = time.perf_counter() - started
+        computed = sum(len(u.items) for _, u in todo)
+        summary = task.aggregate(ctx, rows)
+        validate(summary.metrics, task.metrics_schema, f"{task.name} metrics")
+        results = {
+            "schema": SCHEMA, "task": task.name,
+            "model": model_block,
+            "dataset": plan.dataset,
+            "settings": ctx.settings.model_dump(mode="json"),
+            "environment": environment(ctx.model),
+            "timing": {"seconds": round(seconds, 3), "items_computed": computed,
+                       "items_per_second": round(computed / seconds, 3) if computed and seconds > 0 else None,
+                       # this process's model calls (other processes keep their own counts)
+                       "cache_hits": cache_after["hits"] - cache_before["hits"],
+                       "cache_computed": cache_after["computed"] - cache_before["computed"]},
+            "headline": summary.headline,
+            "metrics": summary.metrics,
+            "items": {"file": "items.parquet", "count": len(rows)},
+        }
+        results = json.loads(json.dumps(results))   # tuples -> lists, int keys -> strings, as readers see it
+        validate(results, ENVELOPE_SCHEMA)
+        task.finish(ctx, rows, results)
+        write_items(ctx.run_dir, rows)
+        write_json(ctx.run_dir / "results.json", results)
+    return results
+
+
+def write_items(run_dir: Path, rows: list[dict]) -> None:
+    import polars as pl
+
+    write_jsonl(run_dir / "items.jsonl", rows)
+    write_parquet(run_dir / "items.parquet", pl.DataFrame(rows, infer_schema_length=None))

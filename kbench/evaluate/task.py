@@ -1,0 +1,106 @@
+"""The one shape of an evaluation task (in the spirit of inspect_ai's `Task`).
+
+A task is a class registered in `TASKS`, with four parts:
+
+    @TASKS.register("extraction")
+    class Extraction(Task):
+        Settings = ExtractionSettings          # pydantic, extra="forbid": every option, with its default
+        metrics_schema = "results.extraction.v2.json"
+
+        def plan(self, ctx) -> Plan            # load items from the dataset split; cut them into units
+        def score(self, ctx, unit) -> rows     # run the model over one unit; one row per item
+        def aggregate(self, ctx, rows) -> Summary   # rows (plan order) -> headline + metrics
+        def finish(self, ctx, rows, results)   # optional: extra files (known facts, plots)
+
+Contracts:
+- `plan` is a pure function of the dataset, the settings and the model: the units it returns
+  (and their order) never depend on what a previous, interrupted run already computed. This is
+  what makes a resumed run bit-identical to an uninterrupted one.
+- `score(ctx, unit)` returns one dict per unit item, each with a unique "id", and must depend only
+  on the unit (never on other units or on time); the engine journals the unit as a whole.
+- `aggregate` sees every row in plan order and returns `Summary(headline, metrics)`: headline is
+  a few named Estimates (`kbench.metrics.uncertainty`) a table shows; metrics is task-specific
+  and checked against `schemas/<metrics_schema>`.
+
+The engine (`kbench.evaluate.engine`) owns the run directory, the journal, progress, timing,
+data-parallel sharding and atomic writes; a task never touches them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from kbench.registry import Registry
+
+TASKS: Registry[type[Task]] = Registry("evaluation task", modules=(
+    "kbench.evaluate.extraction", "kbench.evaluate.kee", "kbench.evaluate.qa", "kbench.evaluate.truefalse"))
+
+
+class TaskSettings(BaseModel):
+    """Options every task shares; a task's Settings subclass adds its own."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    split: str = "test"
+    config: str | None = None
+    limit: int | None = Field(default=None, ge=1)
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class Unit:
+    """A fixed piece of work: `key` is unique within the plan and names the unit in the journal."""
+
+    key: str
+    items: list[Any]
+
+
+@dataclass
+class Plan:
+    units: list[Unit]
+    dataset: dict                       # the envelope's `dataset` block (path, config, split, sha256)
+    depends_on: dict = field(default_factory=dict)   # anything else the rows depend on (enters config.json)
+
+
+@dataclass
+class Summary:
+    headline: dict[str, dict]
+    metrics: dict
+
+
+@dataclass
+class RunContext:
+    """What a task may use while it runs."""
+
+    settings: TaskSettings
+    dataset: Path
+    model: Any                          # a `kbench.models.interface.LanguageModel`
+    run_dir: Path
+    models: dict[str, Any] = field(default_factory=dict)   # extra models (closed-book: "base")
+
+
+def chunks(items: list, size: int, prefix: str = "") -> list[Unit]:
+    """Fixed units of `size` items in plan order: the first unit holds items 0..size-1."""
+    return [Unit(key=f"{prefix}{start // size:05d}", items=items[start:start + size]) for start in range(0, len(items), size)]
+
+
+class Task:
+    name: ClassVar[str]
+    Settings: ClassVar[type[TaskSettings]] = TaskSettings
+    metrics_schema: ClassVar[str]
+
+    def plan(self, ctx: RunContext) -> Plan:
+        raise NotImplementedError
+
+    def score(self, ctx: RunContext, unit: Unit) -> list[dict]:
+        raise NotImplementedError
+
+    def aggregate(self, ctx: RunContext, rows: list[dict]) -> Summary:
+        raise NotImplementedError
+
+    def finish(self, ctx: RunContext, rows: list[dict], results: dict) -> None:
+        """Extra files beside results.json (written atomically); nothing by default."""

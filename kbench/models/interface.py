@@ -1,0 +1,90 @@
+"""The model interface every evaluation task talks to (in the spirit of lm-eval's `LM`).
+
+`LanguageModel` is what a task may call. `WhiteBoxModel` adds the handles that techniques
+which hook into the network (CAA, ITI, DeCoRe, Activation Decoding) need. The Hugging Face
+implementation is `kbench.models.runner.ModelRunner`; `open_model(spec)` builds one with its
+result cache. Another backend (vLLM) would implement `LanguageModel` and register in `BACKENDS`.
+
+Text contract (all methods): an answer / gold is the exact continuation of its prompt, leading
+space included (" France"); results come back in input order, one per prompt; every method
+batches internally, so callers pass whole lists.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+from kbench.registry import Registry
+
+
+@runtime_checkable
+class LanguageModel(Protocol):
+    name: str          # what the user asked for ("smollm2-135m", a path, a hub id)
+    identity: str      # a content hash of weights + tokenizer + dtype: equal identities give equal outputs
+    kind: str          # "causal" or "masked"
+    dtype: str
+    tokenizer: Any     # a transformers tokenizer (prompt building needs chat templates and vocabularies)
+
+    def describe(self) -> dict:
+        """The envelope's `model` block: name, identity, kind, dtype, weights provenance."""
+
+    def cache_stats(self) -> dict:
+        """{"hits": items answered from the result cache, "computed": items computed} so far."""
+
+    def rank_first_token(self, prompts: Sequence[str], golds: Sequence[str], *,
+                         candidate_ids: Sequence[int] | None = None, intervention=None) -> list[tuple[int, float]]:
+        """(rank, logprob) of each gold's first token at the prompt's next position (the mask
+        position for masked LMs). rank = 1 + the number of tokens scored strictly higher, over
+        the full vocabulary or over `candidate_ids`; logprob is over the full vocabulary."""
+
+    def score_answers(self, prompts: Sequence[str], answers: Sequence[str], *,
+                      intervention=None) -> list[tuple[float, list[float]]]:
+        """(summed log-prob, per-token log-probs) of each answer as the continuation of its
+        prompt, teacher-forced. Causal LMs only."""
+
+    def generate(self, prompts: Sequence[str], max_new_tokens: int = 32, stop: Sequence[str] | None = None, *,
+                 intervention=None) -> list[str]:
+        """Greedy continuation of each prompt, cut before the first stop string, special tokens
+        dropped. Causal LMs only."""
+
+    def generate_and_rank(self, prompts: Sequence[str], golds: Sequence[str], max_new_tokens: int = 32,
+                          stop: Sequence[str] | None = None, *, candidate_ids: Sequence[int] | None = None,
+                          intervention=None) -> list[tuple[str, int, float]]:
+        """`generate` and `rank_first_token` of the same prompts: (text, rank, logprob)."""
+
+    def sample(self, prompts: Sequence[str], k: int, temperature: float, seed: int, max_new_tokens: int = 32,
+               stop: Sequence[str] | None = None, *, intervention=None) -> list[list[str]]:
+        """k samples per prompt at `temperature`, reproducible from `seed` (independent of
+        batching). Causal LMs only."""
+
+
+@runtime_checkable
+class WhiteBoxModel(LanguageModel, Protocol):
+    """A LanguageModel whose network a technique may hook into (`Intervention.hooks`)."""
+
+    model: Any         # the torch module (layers, attention heads, lm_head)
+    device: Any
+    pad_id: int
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """What `--model` and the shared model options name."""
+
+    name: str
+    dtype: str = "float32"
+    device: str = "cpu"
+    trust_remote_code: bool = False
+    batch_size: int | None = None
+    use_cache: bool = True
+    backend: str = "hf"
+
+
+BACKENDS: Registry = Registry("model backend", modules=("kbench.models.runner",))
+
+
+def open_model(spec: ModelSpec, cache=None) -> LanguageModel:
+    """Load the model a spec names, with the shared result cache unless `use_cache` is off."""
+    return BACKENDS.get(spec.backend)(spec, cache)
