@@ -71,8 +71,11 @@ def settings_for(task_name: str, values: dict[str, Any]):
         return task_cls.Settings(**given)
     except ValidationError as exc:
         first = exc.errors()[0]
-        key = ".".join(str(p) for p in first["loc"]) or "settings"
-        raise UserError(f"--{key.replace('_', '-')}: {first['msg']}") from None
+        message = first["msg"].removeprefix("Value error, ")
+        if not first["loc"]:   # a check across options names them itself
+            raise UserError(message) from None
+        key = ".".join(str(p) for p in first["loc"])
+        raise UserError(f"--{key.replace('_', '-')}: {message}") from None
 
 
 def default_run_dir(task: str, *parts) -> Path:

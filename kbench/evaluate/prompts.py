@@ -117,3 +117,12 @@ def build_prompts(rows: Sequence[dict], form: str, tokenizer, kind: str, fewshot
             text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
             prompts.append(Prompt(text, row["object"], stops))
     return prompts
+
+
+def truefalse_prompt(statement: str, passage: str | None, max_words: int) -> str:
+    """LEFT's true/false prompt; the passage (open book) is cut to `max_words` words."""
+    head = ""
+    if passage:
+        words = passage.split()
+        head = "Passage: " + " ".join(words[:max_words]) + (" ..." if len(words) > max_words else "") + "\n"
+    return f"{head}Statement: {statement}\nIs this statement true or false?\nAnswer:"

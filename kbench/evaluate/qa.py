@@ -12,8 +12,8 @@ answers as continuations of the prompt (" " + answer, summed log-probabilities):
 `prefers_updated` is the share whose updated answer is more likely than the outdated one (a tie
 counts for "outdated", as the official script does).
 
-Outputs (`rundir.RunDir`): per-item rows and `results.json` (schema `results.qa.v1.json`);
-finished items are journalled, so a rerun resumes. `--limit N` evaluates a seeded sample.
+Every EM / F1 mean carries a seeded bootstrap interval and the preference share a Wilson
+interval (`kbench.metrics.uncertainty`); the engine journals fixed units, so a rerun resumes. `--limit N` evaluates a seeded sample.
 
 Continual-update loop (README): `kbench read --text DATASET/corpus/new_snapshot.jsonl
 --only change=updated --out CKPT`, then `kbench evaluate qa --model CKPT` -- Outdated should fall
@@ -22,33 +22,30 @@ and Updated rise if reading taught the model the new facts.
 
 from __future__ import annotations
 
-import time
-from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Literal
 
-from kbench.errors import InputError, UserError
-from kbench.evaluate.extraction import seeded_sample, split_path
+from pydantic import Field
+
+from kbench.dataset import has_split, open_split, seeded_sample
+from kbench.errors import UserError
 from kbench.evaluate.prompts import Prompt, build_prompts
-from kbench.evaluate.rundir import RunDir
-from kbench.io import sha256_file
-from kbench.metrics.qa import SCORERS, get_scorer
+from kbench.evaluate.task import TASKS, Plan, RunContext, Summary, Task, TaskSettings, Unit, chunks
+from kbench.metrics import uncertainty as u
+from kbench.metrics.qa import get_scorer
 
-RESULTS_SCHEMA = "results.qa.v1.json"
 CATEGORIES = ("unchanged", "new", "edited")
 SLICES = ("unchanged", "new", "outdated", "updated")
-CHUNK_ITEMS = 128
-NEEDED = ("id", "relation", "question", "answer", "answer1", "answer2", "category")
+UNIT_ITEMS = 128
+HINT = "; is this an evolving QA dataset (pipelines/evolving.toml)?"
 
 
-@dataclass(frozen=True)
-class QASettings:
-    metric: str = "official"
-    prompt: str = "question"
-    fewshot: int = 0
-    config: str | None = None
-    limit: int | None = None
-    seed: int = 0
-    max_new_tokens: int = 16
+class QASettings(TaskSettings):
+    split: str = "all"     # the three category splits together; or one of them
+    metric: Literal["official", "card"] = "official"
+    prompt: Literal["question", "chat"] = "question"
+    fewshot: int = Field(default=0, ge=0)
+    max_new_tokens: int = Field(default=16, ge=1)
 
 
 def build_qa_prompts(items: list[dict], settings: QASettings, tokenizer, examples: list[dict]) -> list[Prompt]:
@@ -58,40 +55,38 @@ def build_qa_prompts(items: list[dict], settings: QASettings, tokenizer, example
     return build_prompts(as_questions, settings.prompt, tokenizer, "causal", settings.fewshot, pool, settings.seed)
 
 
-def read_items(dataset: Path, config: str | None) -> list[dict]:
-    import polars as pl
-
-    rows = []
-    for category in CATEGORIES:
-        try:
-            path = split_path(dataset, category, config)
-        except UserError:
+def read_items(dataset: Path, config: str | None, split: str) -> tuple[list[dict], list[dict]]:
+    """(rows, the dataset blocks of the split files read)."""
+    wanted = CATEGORIES if split == "all" else (split,)
+    if split != "all" and split not in CATEGORIES:
+        raise UserError(f"--split {split!r}: choose all or one of {', '.join(CATEGORIES)}")
+    rows, files = [], []
+    for category in wanted:
+        if not has_split(dataset, category, config):
             continue  # a snapshot pair may have no item of some category
-        frame = pl.read_parquet(path)
-        missing = [c for c in NEEDED if c not in frame.columns]
-        if missing:
-            raise InputError(path, f"missing column(s) {', '.join(missing)}; is this an evolving QA dataset (schemas/qa_item.v1.json)?")
-        rows += frame.to_dicts()
+        part = open_split(dataset, category, config, schema="qa_item.v1.json", hint=HINT)
+        rows += part.rows
+        files.append(part.describe())
     if not rows:
         raise UserError(f"{dataset}: no unchanged/new/edited split; build one with pipelines/evolving.toml")
-    return rows
+    return rows, files
 
 
-def _item_rows(runner, items: list[dict], built: list[Prompt], settings: QASettings) -> list[dict]:
+def _item_rows(model, items: list[dict], built: list[Prompt], settings: QASettings) -> list[dict]:
     em, f1 = get_scorer(settings.metric)
     prompts = [p.text for p in built]
-    predictions = [p.strip() for p in runner.generate(prompts, settings.max_new_tokens, stop=list(built[0].stop))]
+    predictions = [p.strip() for p in model.generate(prompts, settings.max_new_tokens, stop=list(built[0].stop))]
     edited = [i for i, r in enumerate(items) if r["category"] == "edited"]
     # how an answer continues its prompt: " " + answer after plain text, the bare answer after a chat turn
     lead = [built[i].gold[:len(built[i].gold) - len(items[i]["answer"])] for i in range(len(items))]
-    scored = runner.score_answers([prompts[i] for i in edited for _ in (1, 2)],
-                                  [lead[i] + items[i][key] for i in edited for key in ("answer1", "answer2")])
+    scored = model.score_answers([prompts[i] for i in edited for _ in (1, 2)],
+                                 [lead[i] + items[i][key] for i in edited for key in ("answer1", "answer2")])
     likelihood = {i: (scored[2 * k][0], scored[2 * k + 1][0]) for k, i in enumerate(edited)}
     out = []
     for i, (row, prediction) in enumerate(zip(items, predictions)):
-        item = {"id": row["id"], "relation": row["relation"], "category": row["category"], "question": row["question"],
-                "prompt": prompts[i], "prediction": prediction, "answer": row["answer"],
-                "answer1": row["answer1"], "answer2": row["answer2"]}
+        item = {"id": row["id"], "relation": row["relation"], "relation_label": row.get("relation_label", ""),
+                "category": row["category"], "question": row["question"], "prompt": prompts[i],
+                "prediction": prediction, "answer": row["answer"], "answer1": row["answer1"], "answer2": row["answer2"]}
         if row["category"] == "edited":
             lp1, lp2 = likelihood[i]
             item.update({"em_outdated": em(prediction, row["answer1"]), "f1_outdated": f1(prediction, row["answer1"]),
@@ -103,10 +98,12 @@ def _item_rows(runner, items: list[dict], built: list[Prompt], settings: QASetti
     return out
 
 
-def aggregate(items: list[dict]) -> dict:
-    def mean100(values: list[float]) -> float | None:
-        return 100.0 * sum(values) / len(values) if values else None
+def _x100(estimate: dict) -> dict:
+    """EM / F1 are reported x100, as the official script does (bounds scaled alike)."""
+    return {**estimate, **{k: None if estimate[k] is None else 100 * estimate[k] for k in ("value", "ci_low", "ci_high")}}
 
+
+def aggregate(items: list[dict], seed: int = u.BOOTSTRAP_SEED) -> dict:
     slices = {}
     for name in SLICES:
         if name in ("outdated", "updated"):
@@ -115,54 +112,42 @@ def aggregate(items: list[dict]) -> dict:
         else:
             rows = [r for r in items if r["category"] == name]
             em_key, f1_key = "em", "f1"
-        slices[name] = {"n": len(rows), "em": mean100([r[em_key] for r in rows]), "f1": mean100([r[f1_key] for r in rows])}
+        slices[name] = {"em": _x100(u.mean([r[em_key] for r in rows], seed=seed)),
+                        "f1": _x100(u.mean([r[f1_key] for r in rows], seed=seed))}
     edited = [r for r in items if r["category"] == "edited"]
-    preference = {"n": len(edited), "prefers_updated": sum(r["prefers_updated"] for r in edited) / len(edited) if edited else None,
+    preference = {"prefers_updated": u.proportion_of([r["prefers_updated"] for r in edited]),
                   "ties": sum(r["logprob_answer1"] == r["logprob_answer2"] for r in edited)}
     return {"splits": slices, "edited_preference": preference}
 
 
-def run_qa(runner, dataset: Path, out: Path, settings: QASettings, progress=None) -> dict:
-    """Evaluate, journal, finalise; return the results dict (also in out/results.json)."""
-    if settings.metric not in SCORERS:
-        raise UserError(f"unknown --metric {settings.metric!r}; choose one of {', '.join(SCORERS)}")
-    loaded = runner.loaded
-    if loaded.kind != "causal":
-        raise UserError("kbench evaluate qa generates answers and needs a causal LM")
-    everything = read_items(dataset, settings.config)
-    items = seeded_sample(everything, settings.limit, settings.seed)
-    examples = [r for r in everything if r["category"] == "unchanged"] if settings.fewshot else []
-    prompts = {r["id"]: p for r, p in zip(items, build_qa_prompts(items, settings, loaded.tokenizer, examples))}
-    files = sorted(p for p in (dataset / "data").rglob("*.parquet"))
-    config = {"model": loaded.identity, "model_name": loaded.name,
-              "dataset_files": [sha256_file(p) for p in files], **asdict(settings)}
-    started, computed = time.perf_counter(), 0
-    with RunDir(out, "qa", config) as run:
-        done = run.done_ids()
-        todo = [r for r in items if r["id"] not in done]
-        if progress is not None and done:
-            progress(len(items) - len(todo), len(items))
-        for start in range(0, len(todo), CHUNK_ITEMS):
-            chunk = todo[start:start + CHUNK_ITEMS]
-            run.append(_item_rows(runner, chunk, [prompts[r["id"]] for r in chunk], settings))
-            computed += len(chunk)
-            if progress is not None:
-                progress(len(chunk), len(items))
-        by_id = {r["id"]: r for r in run.rows()}
-        rows = [by_id[r["id"]] for r in items]
-        summary = aggregate(rows)
+@TASKS.register("qa")
+class KnowledgeUpdateQA(Task):
+    name = "qa"
+    Settings = QASettings
+    metrics_schema = "results.qa.v2.json"
+
+    def plan(self, ctx: RunContext) -> Plan:
+        s: QASettings = ctx.settings
+        if ctx.model.kind != "causal":
+            raise UserError("kbench evaluate qa generates answers and needs a causal LM")
+        everything, files = read_items(ctx.dataset, s.config, s.split)
+        items = seeded_sample(everything, s.limit, s.seed)
+        examples = [r for r in everything if r["category"] == "unchanged"] if s.fewshot else []
+        prompts = build_qa_prompts(items, s, ctx.model.tokenizer, examples)
+        from kbench.io import stable_hash
+
+        dataset = {"path": str(ctx.dataset), "split": s.split, "files": files,
+                   "sha256": stable_hash([f["sha256"] for f in files])}
+        return Plan(units=chunks(list(zip(items, prompts)), UNIT_ITEMS), dataset=dataset)
+
+    def score(self, ctx: RunContext, unit: Unit) -> list[dict]:
+        return _item_rows(ctx.model, [r for r, _ in unit.items], [p for _, p in unit.items], ctx.settings)
+
+    def aggregate(self, ctx: RunContext, rows: list[dict]) -> Summary:
+        summary = aggregate(rows, seed=ctx.settings.seed)
         splits = summary["splits"]
-        headline = {f"qa:{name}:em": splits[name]["em"] / 100 for name in ("unchanged", "new", "updated") if splits[name]["n"]}
-        if summary["edited_preference"]["n"]:
-            headline["qa:prefers_updated"] = summary["edited_preference"]["prefers_updated"]
-        seconds = time.perf_counter() - started
-        results = {
-            "schema": "results.qa.v1", "task": "qa",
-            "model": {"name": loaded.name, "identity": loaded.identity, "kind": loaded.kind, "dtype": loaded.dtype},
-            "dataset": {"path": str(dataset), "files": [str(p) for p in files]},
-            "settings": asdict(settings),
-            **summary, "headline": headline,
-            "timing": {"seconds": round(seconds, 3), "items_computed": computed},
-        }
-        run.finalize(rows, results, RESULTS_SCHEMA)
-    return results
+        headline = {f"{name}_em": splits[name]["em"] for name in ("unchanged", "new", "updated", "outdated")
+                    if splits[name]["em"]["n"]}
+        if summary["edited_preference"]["prefers_updated"]["n"]:
+            headline["prefers_updated"] = summary["edited_preference"]["prefers_updated"]
+        return Summary(headline=headline, metrics={"metric": ctx.settings.metric, **summary})

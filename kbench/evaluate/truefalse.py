@@ -7,12 +7,12 @@ How a statement is judged. The model reads
 
     [Passage: <paragraph>\n]Statement: <statement>\nIs this statement true or false?\nAnswer:
 
-and the runner scores the answer forms " True" and " False" (summed log-probabilities);
-margin = logP(True) - logP(False). LEFT's statements come in balanced pairs (one true, one
-false per question), so the decision is calibrated over the pair: the statement with the
-higher margin is called true and the other false (a tie calls both false). This removes the
-model's overall bias towards one answer word. `uncalibrated_accuracy` (margin > 0 means true)
-is reported beside it.
+and the model scores the answer forms " True" and " False" (summed log-probabilities);
+margin = logP(True) - logP(False). The headline `accuracy` is LEFT's: per statement, a
+statement is called true when its margin is > 0. LEFT's statements come in balanced pairs (one
+true, one false per question), so a second, clearly named number is the within-pair forced
+choice, `pair_choice_accuracy`: the statement with the higher margin is called true and the
+other false (a tie calls both false), which removes the model's bias towards one answer word.
 
 Settings:
   * `prior`: the statement alone, the model as given;
@@ -24,67 +24,48 @@ Settings:
     model is scored too, and results hold the before -> after accuracy and its delta.
 
 `--limit N` takes the first N statements in dataset order, rounded up to whole pairs (quick runs
-then touch few chapters, so sbert embeds few paragraphs). Outputs (`rundir.RunDir`): per-item rows
-and `results.json` (schema `results.truefalse.v1.json`); finished pairs are journalled, so a
-rerun resumes.
+then touch few chapters, so sbert embeds few paragraphs). Units of whole pairs are journalled by
+the engine, so a rerun resumes; accuracies carry Wilson intervals.
 """
 
 from __future__ import annotations
 
-import time
 from collections import defaultdict
-from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Literal
 
-from kbench.errors import InputError, UserError
-from kbench.evaluate.extraction import split_path
-from kbench.evaluate.rundir import RunDir
-from kbench.io import iter_jsonl, sha256_file
+from pydantic import Field, model_validator
 
-RESULTS_SCHEMA = "results.truefalse.v1.json"
-SETTINGS = ("prior", "closed-book", "open-book")
-RETRIEVERS = ("gold", "sbert")
+from kbench.dataset import open_split
+from kbench.errors import UserError
+from kbench.evaluate.prompts import truefalse_prompt as prompt_text
+from kbench.evaluate.task import TASKS, Plan, RunContext, Summary, Task, TaskSettings, Unit, chunks
+from kbench.io import iter_jsonl
+from kbench.metrics import uncertainty as u
+from kbench.paths import default_cache_dir
+
 ANSWERS = (" True", " False")
-CHUNK_PAIRS = 32
+UNIT_PAIRS = 32
 CORPUS_FILE = "corpus/paragraphs.jsonl"
-NEEDED = ("id", "pair_id", "statement", "label", "book", "chapter", "section", "split", "question",
-          "correct_option", "paragraphs", "paragraph_ids")
+HINT = "; is this a LEFT dataset (pipelines/left-textbook.toml)?"
 
 
-@dataclass(frozen=True)
-class TrueFalseSettings:
-    setting: str = "prior"
-    retriever: str | None = None
+class TrueFalseSettings(TaskSettings):
     split: str = "dev"
-    config: str | None = None
-    limit: int | None = None
-    max_passage_words: int = 150
+    setting: Literal["prior", "closed-book", "open-book"] = "prior"
+    retriever: Literal["gold", "sbert"] | None = None
+    max_passage_words: int = Field(default=150, ge=1)
+    checkpoint: str | None = None      # closed-book: the model after `kbench read` (--model is the base)
 
-
-def check_settings(s: TrueFalseSettings, has_checkpoint: bool) -> None:
-    if s.setting not in SETTINGS:
-        raise UserError(f"unknown --setting {s.setting!r}; choose one of {', '.join(SETTINGS)}")
-    if s.setting == "open-book" and s.retriever not in RETRIEVERS:
-        raise UserError(f"--setting open-book needs --retriever {' or '.join(RETRIEVERS)}")
-    if s.setting != "open-book" and s.retriever is not None:
-        raise UserError("--retriever applies to --setting open-book only")
-    if (s.setting == "closed-book") != has_checkpoint:
-        raise UserError("--checkpoint (a folder written by `kbench read`) goes with --setting closed-book, and only with it")
-    if s.limit is not None and s.limit < 1:
-        raise UserError(f"--limit must be >= 1, got {s.limit}")
-
-
-def read_statements(path: Path) -> list[dict]:
-    import polars as pl
-
-    try:
-        frame = pl.read_parquet(path)
-    except Exception as exc:  # polars raises several error types for a damaged file
-        raise InputError(path, f"cannot read parquet: {exc}") from exc
-    missing = [c for c in NEEDED if c not in frame.columns]
-    if missing:
-        raise InputError(path, f"missing column(s) {', '.join(missing)}; is this a LEFT dataset (schemas/statement.v1.json)?")
-    return frame.to_dicts()
+    @model_validator(mode="after")
+    def _consistent(self):
+        if self.setting == "open-book" and self.retriever is None:
+            raise ValueError("--setting open-book needs --retriever gold or sbert")
+        if self.setting != "open-book" and self.retriever is not None:
+            raise ValueError("--retriever applies to --setting open-book only")
+        if (self.setting == "closed-book") != (self.checkpoint is not None):
+            raise ValueError("--checkpoint (a folder written by `kbench read`) goes with --setting closed-book, and only with it")
+        return self
 
 
 def first_pairs(rows: list[dict], limit: int | None) -> list[list[dict]]:
@@ -102,14 +83,6 @@ def first_pairs(rows: list[dict], limit: int | None) -> list[list[dict]]:
         out.append(pair)
         count += len(pair)
     return out
-
-
-def prompt_text(statement: str, passage: str | None, max_words: int) -> str:
-    head = ""
-    if passage:
-        words = passage.split()
-        head = "Passage: " + " ".join(words[:max_words]) + (" ..." if len(words) > max_words else "") + "\n"
-    return f"{head}Statement: {statement}\nIs this statement true or false?\nAnswer:"
 
 
 def read_corpus(dataset: Path) -> list[dict]:
@@ -162,11 +135,11 @@ class Contexts:
         return self._indexes[key]
 
 
-def judge_pairs(runner, pairs: list[list[dict]], contexts: list[list[tuple]], max_words: int, prefix: str = "") -> list[dict]:
+def judge_pairs(model, pairs: list[list[dict]], contexts: list[list[tuple]], max_words: int, prefix: str = "") -> list[dict]:
     """Score every statement of `pairs`; return per-statement rows with calibrated predictions."""
     flat = [(row, ctx) for pair, ctxs in zip(pairs, contexts) for row, ctx in zip(pair, ctxs)]
     prompts = [prompt_text(row["statement"], ctx[1], max_words) for row, ctx in flat]
-    scores = runner.score_answers([p for p in prompts for _ in ANSWERS], [a for _ in prompts for a in ANSWERS])
+    scores = model.score_answers([p for p in prompts for _ in ANSWERS], [a for _ in prompts for a in ANSWERS])
     out, k = [], 0
     for pair in pairs:
         margins = []
@@ -182,16 +155,16 @@ def judge_pairs(runner, pairs: list[list[dict]], contexts: list[list[tuple]], ma
             i = start + j
             out.append({
                 f"{prefix}logprob_true": scores[2 * i][0], f"{prefix}logprob_false": scores[2 * i + 1][0],
-                f"{prefix}margin": margins[j], f"{prefix}predicted": winners[j], f"{prefix}correct": winners[j] == row["label"],
-                f"{prefix}correct_uncalibrated": (margins[j] > 0) == row["label"],
+                f"{prefix}margin": margins[j], f"{prefix}predicted": margins[j] > 0,
+                f"{prefix}correct": (margins[j] > 0) == row["label"],
+                f"{prefix}pair_choice": winners[j], f"{prefix}correct_pair_choice": winners[j] == row["label"],
             })
     return [{"prompt": p, "context_id": ctx[0], **scored} for p, (_, ctx), scored in zip(prompts, flat, out)]
 
 
 def _summary(rows: list[dict], prefix: str = "") -> dict:
-    n = len(rows)
-    return {"n": n, "accuracy": sum(r[f"{prefix}correct"] for r in rows) / n if n else 0.0,
-            "uncalibrated_accuracy": sum(r[f"{prefix}correct_uncalibrated"] for r in rows) / n if n else 0.0}
+    return {"accuracy": u.proportion_of([r[f"{prefix}correct"] for r in rows]),
+            "pair_choice_accuracy": u.proportion_of([r[f"{prefix}correct_pair_choice"] for r in rows])}
 
 
 def aggregate(items: list[dict], closed_book: bool) -> dict:
@@ -200,78 +173,64 @@ def aggregate(items: list[dict], closed_book: bool) -> dict:
         per_book[r["book"]].append(r)
     out = {"overall": _summary(items), "per_book": {b: _summary(rs) for b, rs in sorted(per_book.items())}}
     if closed_book:
-        before, after = _summary(items, "before_")["accuracy"], out["overall"]["accuracy"]
-        out["before_after"] = {"before_accuracy": before, "after_accuracy": after, "delta": after - before}
+        before = _summary(items, "before_")["accuracy"]
+        after = out["overall"]["accuracy"]
+        # the same statements before and after reading: a paired comparison
+        paired = u.mcnemar({r["id"]: r["correct"] for r in items}, {r["id"]: r["before_correct"] for r in items})
+        out["before_after"] = {"before_accuracy": before, "after_accuracy": after,
+                               "delta": None if after["value"] is None else after["value"] - before["value"],
+                               "paired_test": paired}
     return out
 
 
 def headline_name(settings: TrueFalseSettings) -> str:
-    """The task name a cross-model report (`kbench report standardize`) files this accuracy under."""
-    setting = settings.setting + (f"-{settings.retriever}" if settings.retriever else "")
-    return f"truefalse:{setting}:{settings.split}:accuracy"
+    """The setting a cross-model report (`kbench report standardize`) files this accuracy under."""
+    return settings.setting + (f"-{settings.retriever}" if settings.retriever else "")
 
 
-def model_info(loaded) -> dict:
-    return {"name": loaded.name, "identity": loaded.identity, "kind": loaded.kind, "dtype": loaded.dtype}
+@TASKS.register("truefalse")
+class TrueFalse(Task):
+    name = "truefalse"
+    Settings = TrueFalseSettings
+    metrics_schema = "results.truefalse.v2.json"
 
+    def plan(self, ctx: RunContext) -> Plan:
+        s: TrueFalseSettings = ctx.settings
+        split = open_split(ctx.dataset, s.split, s.config, schema="statement.v1.json", hint=HINT)
+        pairs = first_pairs(split.rows, s.limit)
+        self.contexts = Contexts(s, ctx.dataset, default_cache_dir())
+        depends = {"base_model": ctx.models["base"].identity} if "base" in ctx.models else {}
+        return Plan(units=chunks(pairs, UNIT_PAIRS), dataset=split.describe(), depends_on=depends)
 
-def run_truefalse(runner, dataset: Path, out: Path, settings: TrueFalseSettings, *, cache_dir: Path,
-                  base_runner=None, progress=None) -> dict:
-    """Evaluate, journal, finalise; return the results dict (also in out/results.json).
+    def score(self, ctx: RunContext, unit: Unit) -> list[dict]:
+        s: TrueFalseSettings = ctx.settings
+        chunk = unit.items
+        flat = [r for pair in chunk for r in pair]
+        found = self.contexts.for_rows(flat)
+        grouped, k = [], 0
+        for pair in chunk:
+            grouped.append(found[k:k + len(pair)])
+            k += len(pair)
+        judged = judge_pairs(ctx.model, chunk, grouped, s.max_passage_words)
+        before = judge_pairs(ctx.models["base"], chunk, grouped, s.max_passage_words, "before_") \
+            if s.setting == "closed-book" else None
+        rows = []
+        for i, row in enumerate(flat):
+            item = {key: row[key] for key in ("id", "pair_id", "book", "chapter", "section", "split", "statement", "label")}
+            item.update(judged[i])
+            if before is not None:
+                item.update({key: v for key, v in before[i].items() if key.startswith("before_")})
+            rows.append(item)
+        return rows
 
-    `runner` is the model judged (the checkpoint in closed-book); `base_runner` the model before
-    reading (closed-book only). `progress(advance, total)` is called after each chunk of pairs."""
-    closed_book = settings.setting == "closed-book"
-    check_settings(settings, base_runner is not None)
-    path = split_path(dataset, settings.split, settings.config)
-    pairs = first_pairs(read_statements(path), settings.limit)
-    contexts = Contexts(settings, dataset, cache_dir)
-    loaded = runner.loaded
-    config = {"model": loaded.identity, "model_name": loaded.name, "dataset_file": sha256_file(path),
-              "base_model": base_runner.loaded.identity if base_runner else None, **asdict(settings)}
-    started, computed = time.perf_counter(), 0
-    total = sum(len(p) for p in pairs)
-    with RunDir(out, "truefalse", config) as run:
-        done = run.done_ids()
-        todo = [pair for pair in pairs if not all(r["id"] in done for r in pair)]
-        if progress is not None and done:
-            progress(total - sum(len(p) for p in todo), total)
-        for start in range(0, len(todo), CHUNK_PAIRS):
-            chunk = todo[start:start + CHUNK_PAIRS]
-            flat = [r for pair in chunk for r in pair]
-            ctx = contexts.for_rows(flat)
-            grouped, k = [], 0
-            for pair in chunk:
-                grouped.append(ctx[k:k + len(pair)])
-                k += len(pair)
-            judged = judge_pairs(runner, chunk, grouped, settings.max_passage_words)
-            before = judge_pairs(base_runner, chunk, grouped, settings.max_passage_words, "before_") if closed_book else None
-            rows = []
-            for i, row in enumerate(flat):
-                item = {k: row[k] for k in ("id", "pair_id", "book", "chapter", "section", "split", "statement", "label")}
-                item.update(judged[i])
-                if before is not None:
-                    item.update({k: v for k, v in before[i].items() if k.startswith("before_")})
-                rows.append(item)
-            run.append(rows)
-            computed += len(rows)
-            if progress is not None:
-                progress(len(rows), total)
-        by_id = {r["id"]: r for r in run.rows()}
-        items = [by_id[r["id"]] for pair in pairs for r in pair]
-        seconds = time.perf_counter() - started
-        summary = aggregate(items, closed_book)
-        results = {
-            "schema": "results.truefalse.v1", "task": "truefalse",
-            "model": model_info(loaded),
-            "base_model": model_info(base_runner.loaded) if base_runner else None,
-            "dataset": {"path": str(dataset), "file": str(path), "sha256": config["dataset_file"], "split": settings.split},
-            "settings": asdict(settings),
-            "prompt_template": prompt_text("{statement}", "{passage}" if settings.setting == "open-book" else None, 10**6),
-            "answers": list(ANSWERS),
-            **summary,
-            "headline": {headline_name(settings): summary["overall"]["accuracy"]},
-            "timing": {"seconds": round(seconds, 3), "items_computed": computed},
-        }
-        run.finalize(items, results, RESULTS_SCHEMA)
-    return results
+    def aggregate(self, ctx: RunContext, rows: list[dict]) -> Summary:
+        s: TrueFalseSettings = ctx.settings
+        summary = aggregate(rows, s.setting == "closed-book")
+        metrics = {"setting": headline_name(s), "answers": list(ANSWERS),
+                   "prompt_template": prompt_text("{statement}", "{passage}" if s.setting == "open-book" else None, 10**6),
+                   "base_model": ctx.models["base"].describe() if "base" in ctx.models else None, **summary}
+        headline = {"accuracy": summary["overall"]["accuracy"],
+                    "pair_choice_accuracy": summary["overall"]["pair_choice_accuracy"]}
+        if "before_after" in summary:
+            headline["before_accuracy"] = summary["before_after"]["before_accuracy"]
+        return Summary(headline=headline, metrics=metrics)

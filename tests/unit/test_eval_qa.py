@@ -9,8 +9,9 @@ import pytest
 from kbench.build.recipe import load_recipe
 from kbench.build.runner import run_recipe
 from kbench.errors import UserError
-from kbench.evaluate.qa import QASettings, aggregate, run_qa
-from kbench.evaluate.rundir import validate_results
+from kbench.evaluate.engine import evaluate, validate
+from kbench.evaluate.qa import KnowledgeUpdateQA, QASettings, aggregate
+from kbench.evaluate.task import RunContext
 from kbench.metrics.qa import official_em, official_f1
 from kbench.models.loading import load_model
 from kbench.models.result_cache import ResultCache
@@ -36,6 +37,10 @@ def evolving(tmp_path_factory):
     return root / "run"
 
 
+def run_qa(model, dataset, out, settings: QASettings) -> dict:
+    return evaluate(KnowledgeUpdateQA(), RunContext(settings=settings, dataset=dataset, model=model, run_dir=out))
+
+
 @pytest.fixture
 def runner(tiny_causal_dir, tmp_path):
     return ModelRunner(load_model(str(tiny_causal_dir)), batch_size=4, cache=ResultCache(tmp_path / "cache.sqlite"))
@@ -44,9 +49,10 @@ def runner(tiny_causal_dir, tmp_path):
 def test_slices_scores_and_preference(runner, evolving, tmp_path):
     out = tmp_path / "qa"
     results = run_qa(runner, evolving, out, QASettings(max_new_tokens=4))
-    validate_results(results, "results.qa.v1.json")
+    validate(results, "results.v2.json")
+    splits = results["metrics"]["splits"]
     items = [json.loads(line) for line in (out / "items.jsonl").read_text().splitlines()]
-    assert {s: results["splits"][s]["n"] for s in results["splits"]} == {"unchanged": 2, "new": 1, "outdated": 2, "updated": 2}
+    assert {s: splits[s]["em"]["n"] for s in splits} == {"unchanged": 2, "new": 1, "outdated": 2, "updated": 2}
     for item in items:
         if item["category"] == "edited":
             assert item["em_outdated"] == official_em(item["prediction"], item["answer1"])
@@ -56,9 +62,10 @@ def test_slices_scores_and_preference(runner, evolving, tmp_path):
             (lp1, _), (lp2, _) = runner.score_answers([item["prompt"]] * 2, [" " + item["answer1"], " " + item["answer2"]])
             assert (item["logprob_answer1"], item["logprob_answer2"]) == pytest.approx((lp1, lp2))
     edited = [i for i in items if i["category"] == "edited"]
-    assert results["edited_preference"]["prefers_updated"] == sum(i["prefers_updated"] for i in edited) / 2
+    preference = results["metrics"]["edited_preference"]["prefers_updated"]
+    assert (preference["k"], preference["n"]) == (sum(i["prefers_updated"] for i in edited), 2)
     again = run_qa(runner, evolving, out, QASettings(max_new_tokens=4))
-    assert again["timing"]["items_computed"] == 0 and again["splits"] == results["splits"]
+    assert again["timing"]["items_computed"] == 0 and again["metrics"] == results["metrics"]
 
 
 def test_aggregate_by_hand_and_ties_count_for_outdated():
@@ -71,15 +78,22 @@ def test_aggregate_by_hand_and_ties_count_for_outdated():
          "logprob_answer1": -3.0, "logprob_answer2": -1.0, "prefers_updated": True},
     ]
     out = aggregate(items)
-    assert out["splits"]["unchanged"] == {"n": 2, "em": 50.0, "f1": 75.0}
-    assert out["splits"]["new"] == {"n": 0, "em": None, "f1": None}
-    assert out["splits"]["outdated"]["em"] == 50.0 and out["splits"]["updated"]["f1"] == 50.0
-    assert out["edited_preference"] == {"n": 2, "prefers_updated": 0.5, "ties": 1}
+    unchanged = out["splits"]["unchanged"]
+    assert (unchanged["em"]["n"], unchanged["em"]["value"], unchanged["f1"]["value"]) == (2, 50.0, 75.0)
+    assert 0.0 <= unchanged["em"]["ci_low"] <= 50.0 <= unchanged["em"]["ci_high"] <= 100.0   # bootstrap, x100
+    assert out["splits"]["new"]["em"]["value"] is None and out["splits"]["new"]["em"]["n"] == 0
+    assert out["splits"]["outdated"]["em"]["value"] == 50.0 and out["splits"]["updated"]["f1"]["value"] == 50.0
+    preference = out["edited_preference"]
+    assert (preference["prefers_updated"]["n"], preference["prefers_updated"]["value"], preference["ties"]) == (2, 0.5, 1)
 
 
 def test_card_metric_and_bad_options(runner, evolving, tmp_path):
     results = run_qa(runner, evolving, tmp_path / "card", QASettings(metric="card", max_new_tokens=2, limit=3))
     assert results["settings"]["metric"] == "card"
     assert len((tmp_path / "card" / "items.jsonl").read_text().splitlines()) == 3  # the seeded --limit sample
-    with pytest.raises(UserError, match="metric"):
-        run_qa(runner, evolving, tmp_path / "bad", QASettings(metric="squad"))
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match="metric"):
+        QASettings(metric="squad")
+    with pytest.raises(UserError, match="--split"):
+        run_qa(runner, evolving, tmp_path / "bad", QASettings(split="nope"))

@@ -9,8 +9,9 @@ import pytest
 from kbench.build.recipe import load_recipe
 from kbench.build.runner import run_recipe
 from kbench.errors import UserError
-from kbench.evaluate.rundir import validate_results
-from kbench.evaluate.truefalse import ANSWERS, TrueFalseSettings, prompt_text, run_truefalse
+from kbench.evaluate.engine import evaluate, validate
+from kbench.evaluate.task import RunContext
+from kbench.evaluate.truefalse import ANSWERS, TrueFalse, TrueFalseSettings, prompt_text
 from kbench.models.loading import load_model
 from kbench.models.result_cache import ResultCache
 from kbench.models.runner import ModelRunner
@@ -33,17 +34,23 @@ def left_dataset(shared_data, tmp_path_factory):
     return root / "run"
 
 
+def run_truefalse(model, dataset, out, settings, base_runner=None) -> dict:
+    models = {"base": base_runner} if base_runner is not None else {}
+    return evaluate(TrueFalse(), RunContext(settings=settings, dataset=dataset, model=model, run_dir=out, models=models))
+
+
 @pytest.fixture
 def runner(tiny_causal_dir, tmp_path):
     return ModelRunner(load_model(str(tiny_causal_dir)), batch_size=8, cache=ResultCache(tmp_path / "cache.sqlite"))
 
 
-def test_prior_is_calibrated_over_pairs_and_resumes(runner, left_dataset, tmp_path):
+def test_prior_per_statement_and_pair_choice_and_resumes(runner, left_dataset, tmp_path):
     out = tmp_path / "prior"
-    results = run_truefalse(runner, left_dataset, out, TrueFalseSettings(limit=6), cache_dir=tmp_path)
-    validate_results(results, "results.truefalse.v1.json")
+    results = run_truefalse(runner, left_dataset, out, TrueFalseSettings(limit=6))
+    validate(results, "results.v2.json")
     items = [json.loads(line) for line in (out / "items.jsonl").read_text().splitlines()]
-    assert results["overall"]["n"] == len(items) == 6
+    overall = results["metrics"]["overall"]
+    assert overall["accuracy"]["n"] == len(items) == 6 and results["headline"]["accuracy"] == overall["accuracy"]
     by_pair: dict[str, list[dict]] = {}
     for item in items:
         by_pair.setdefault(item["pair_id"], []).append(item)
@@ -54,18 +61,22 @@ def test_prior_is_calibrated_over_pairs_and_resumes(runner, left_dataset, tmp_pa
                                       [a for _ in pair for a in ANSWERS])
         margins = [scores[2 * i][0] - scores[2 * i + 1][0] for i in range(len(pair))]
         assert [r["margin"] for r in pair] == pytest.approx(margins)
-        assert [r["predicted"] for r in pair] == [m == max(margins) for m in margins]
-        assert pair[0]["correct"] == pair[1]["correct"]  # a pair is right or wrong as a whole
-    assert results["overall"]["accuracy"] == pytest.approx(sum(i["correct"] for i in items) / 6)
-    again = run_truefalse(runner, left_dataset, out, TrueFalseSettings(limit=6), cache_dir=tmp_path)
-    assert again["timing"]["items_computed"] == 0 and again["overall"] == results["overall"]
+        # the headline is LEFT's per-statement call (margin > 0 means true) ...
+        assert [r["predicted"] for r in pair] == [m > 0 for m in margins]
+        assert [r["correct"] for r in pair] == [(m > 0) == r["label"] for m, r in zip(margins, pair)]
+        # ... and the within-pair forced choice is a second, named number
+        assert [r["pair_choice"] for r in pair] == [m == max(margins) for m in margins]
+        assert pair[0]["correct_pair_choice"] == pair[1]["correct_pair_choice"]  # right or wrong as a whole
+    assert overall["accuracy"]["k"] == sum(i["correct"] for i in items)
+    assert overall["pair_choice_accuracy"]["k"] == sum(i["correct_pair_choice"] for i in items)
+    again = run_truefalse(runner, left_dataset, out, TrueFalseSettings(limit=6))
+    assert again["timing"]["items_computed"] == 0 and again["metrics"] == results["metrics"]
 
 
 def test_open_book_gold_uses_one_section_paragraph_per_pair(runner, left_dataset, tmp_path):
     import polars as pl
 
-    results = run_truefalse(runner, left_dataset, tmp_path / "gold", TrueFalseSettings(setting="open-book", retriever="gold", limit=4),
-                            cache_dir=tmp_path)
+    results = run_truefalse(runner, left_dataset, tmp_path / "gold", TrueFalseSettings(setting="open-book", retriever="gold", limit=4))
     assert results["settings"]["retriever"] == "gold"
     items = pl.read_parquet(tmp_path / "gold" / "items.parquet")
     rows = {r["id"]: r for r in pl.read_parquet(left_dataset / "data" / "statements" / "dev.parquet").to_dicts()}
@@ -82,23 +93,27 @@ def test_closed_book_reports_before_and_after(tiny_causal_dir, left_dataset, tmp
     cache = ResultCache(tmp_path / "cache.sqlite")
     base = ModelRunner(load_model(str(tiny_causal_dir)), batch_size=8, cache=cache)
     after = ModelRunner(load_model(str(ckpt)), batch_size=8, cache=cache)
-    results = run_truefalse(after, left_dataset, tmp_path / "closed", TrueFalseSettings(setting="closed-book", limit=4),
-                            cache_dir=tmp_path, base_runner=base)
-    prior = run_truefalse(base, left_dataset, tmp_path / "prior", TrueFalseSettings(limit=4), cache_dir=tmp_path)
-    ba = results["before_after"]
-    assert ba["before_accuracy"] == prior["overall"]["accuracy"]
-    assert ba["after_accuracy"] == results["overall"]["accuracy"]
-    assert ba["delta"] == pytest.approx(ba["after_accuracy"] - ba["before_accuracy"])
-    assert results["base_model"]["identity"] != results["model"]["identity"]
+    results = run_truefalse(after, left_dataset, tmp_path / "closed",
+                            TrueFalseSettings(setting="closed-book", limit=4, checkpoint=str(ckpt)),
+                            base_runner=base)
+    prior = run_truefalse(base, left_dataset, tmp_path / "prior", TrueFalseSettings(limit=4))
+    ba = results["metrics"]["before_after"]
+    assert ba["before_accuracy"] == prior["metrics"]["overall"]["accuracy"]
+    assert ba["after_accuracy"] == results["metrics"]["overall"]["accuracy"]
+    assert ba["delta"] == pytest.approx(ba["after_accuracy"]["value"] - ba["before_accuracy"]["value"])
+    assert ba["paired_test"]["n_shared"] == 4
+    assert results["metrics"]["base_model"]["identity"] != results["model"]["identity"]
 
 
 def test_bad_settings_are_user_errors(runner, left_dataset, tmp_path):
-    with pytest.raises(UserError, match="retriever"):
-        run_truefalse(runner, left_dataset, tmp_path / "x", TrueFalseSettings(setting="open-book"), cache_dir=tmp_path)
-    with pytest.raises(UserError, match="checkpoint"):
-        run_truefalse(runner, left_dataset, tmp_path / "y", TrueFalseSettings(setting="closed-book"), cache_dir=tmp_path)
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match="retriever"):
+        TrueFalseSettings(setting="open-book")
+    with pytest.raises(ValidationError, match="checkpoint"):
+        TrueFalseSettings(setting="closed-book")
     with pytest.raises(UserError, match="no split"):
-        run_truefalse(runner, left_dataset, tmp_path / "z", TrueFalseSettings(split="train"), cache_dir=tmp_path)
+        run_truefalse(runner, left_dataset, tmp_path / "z", TrueFalseSettings(split="train"))
 
 
 def test_cli_rejects_missing_retriever_without_traceback(left_dataset, tiny_causal_dir, tmp_path):
