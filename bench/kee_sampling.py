@@ -52,7 +52,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3, help="alternating timed runs of greedy and sampling; best of each")
     args = parser.parse_args()
 
-    from kbench.evaluate.extraction import read_rows, split_path
+    from kbench.dataset import read_rows, split_path
     from kbench.evaluate.kee import to_item
     from kbench.evaluate.techniques import get_technique
     from kbench.evaluate.techniques.base import ANSWER_STOP, MAX_ANSWER_TOKENS, KeeContext, use_chat

@@ -86,8 +86,10 @@ def default_run_dir(task: str, *parts) -> Path:
 
 
 def run_task(task_name: str, values: dict[str, Any], options: ModelOptions, dataset: Path, out: Optional[Path],
-             extra_models: dict[str, str] | None = None) -> dict | None:
-    """Validate settings, open the model(s), run the engine with a progress bar, print the headline."""
+             extra_models: dict[str, str] | None = None) -> tuple[dict | None, Path]:
+    """Validate settings, open the model(s), run the engine with a progress bar, print the headline.
+    Returns (results, the run directory); results are None on the non-main processes of
+    `accelerate launch`."""
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
@@ -109,7 +111,7 @@ def run_task(task_name: str, values: dict[str, Any], options: ModelOptions, data
         results = evaluate(task, ctx, progress=lambda n, total: bar.update(handle, advance=n, total=total))
     if results is not None:
         print_headline(results, Path(run_dir))
-    return results
+    return results, Path(run_dir)
 
 
 def print_headline(results: dict, run_dir: Path) -> None:

@@ -1,63 +1,65 @@
 """`kbench evaluate kee`: knowledge-elicitation techniques against the greedy baseline (MAPLE).
 
-Input: a dataset folder (`data/<config>/<split>.parquet`, Question columns). Per item and
-technique (`kbench.evaluate.techniques`), through the batched, cached `ModelRunner`: the final
-answer, MAPLE correctness and strict exact match, and the gold first token's full-vocabulary
-rank under the technique. For the shallow/deep partition, `max(k, sweep_max)` samples per item
-at each temperature with seed A = 42 on the baseline prompt.
+Input: a dataset folder (Question rows). Per item and technique (`kbench.evaluate.techniques`),
+through the model: the final answer, MAPLE correctness and strict exact match, and the gold first
+token's full-vocabulary rank under the technique. For the shallow/deep partition,
+`max(k, sweep_max)` samples per item at each temperature with seed A = 42 on the baseline prompt.
 
-Outputs in the run directory (`rundir.RunDir`):
+Work units are (stage, 64 items): a stage is a technique or a partition temperature. Outputs:
 - `items.parquet` / `items.jsonl`: one row per (technique, item), plus one row per
   (partition temperature, item) holding the seed-A samples' correctness;
-- `results.json` (schema `results.kee.v1.json`): per technique Acc, exact Acc, Gain, Loss,
-  PRS improved/tied/worsened, SGR/DGR at each temperature, overall and per frequency bin;
-  the Kendall tau of the method ranking at each K against K = `k`; items/s per technique;
-- `comparison.md`, `comparison.csv`, `prs.png`, `gain_loss.png` (`kbench.evaluate.kee_report`).
-
-Undefined ratios (empty denominators) are null in JSON and "undefined" in tables. Resume: rows
-are journalled per technique; every model call is cached per item, and fitted vectors/probes
-are stored in `fits/`, so a rerun recomputes nothing that finished.
+- `results.json` (metrics schema `results.kee.v2.json`): per technique Acc, exact Acc, Gain, Loss
+  (Wilson intervals), PRS improved/tied/worsened, SGR/DGR at each temperature, and the exact
+  McNemar test against the baseline on the paired items (b, c, p), overall and per frequency bin;
+  the Kendall tau of the method ranking at each K against K = `k`.
+Undefined ratios (empty denominators) have value null. Fitted vectors/probes are stored in
+`fits/`, so a rerun refits nothing.
 """
 
 from __future__ import annotations
 
 import json
-import time
 from collections import defaultdict
-from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
-from pathlib import Path
+from collections.abc import Sequence
+from typing import Literal
 
+from pydantic import Field, field_validator, model_validator
+
+from kbench.dataset import has_split, open_split, seeded_sample
 from kbench.errors import UserError
-from kbench.evaluate.extraction import read_rows, seeded_sample, split_path
-from kbench.evaluate.rundir import RunDir
+from kbench.evaluate.task import TASKS, Plan, RunContext, Summary, Task, TaskSettings, Unit, chunks
 from kbench.evaluate.techniques import get_technique, known_techniques
-from kbench.evaluate.techniques.base import (ANSWER_STOP, MAX_ANSWER_TOKENS, KeeContext, KeeItem, use_chat,
-                                             clean_answer)
-from kbench.io import sha256_file
+from kbench.evaluate.techniques.base import ANSWER_STOP, MAX_ANSWER_TOKENS, KeeContext, KeeItem, clean_answer, use_chat
 from kbench.metrics import kee as metrics
+from kbench.metrics import uncertainty as u
 from kbench.metrics.matching import exact_match, maple_correct
 
-RESULTS_SCHEMA = "results.kee.v1.json"
 SEED_A = 42
 PARTITION = "partition"
 FITTING_SPLITS = ("train", "dev")
+UNIT_ITEMS = 64
 
 
-@dataclass(frozen=True)
-class KeeSettings:
+class KeeSettings(TaskSettings):
     techniques: tuple[str, ...] = ("baseline",)
-    split: str = "test"
-    config: str | None = None
-    limit: int | None = None
-    seed: int = 0                          # chooses the --limit sample and the fitting pool sample
-    k: int = 20                            # samples that split base failures into shallow / deep
-    sweep_max: int = 30                    # K = 1..sweep_max for the ranking-stability check
+    k: int = Field(default=20, ge=1)                   # samples that split base failures into shallow / deep
+    sweep_max: int = Field(default=30, ge=1)           # K = 1..sweep_max for the ranking-stability check
     temperatures: tuple[float, ...] = (0.7, 1.2)
-    recite_runs: int = 20
-    fit_pool_limit: int = 100              # train (or dev) split items used to fit CAA / ITI
+    recite_runs: int = Field(default=20, ge=1)
+    fit_pool_limit: int = Field(default=100, ge=1)     # train (or dev) split items used to fit CAA / ITI
     case_sensitive: bool = False
-    prompt: str = "auto"                   # auto (chat template when the model has one) | chat | question
+    prompt: Literal["auto", "chat", "question"] = "auto"   # auto: the chat template when the model has one
+
+    @field_validator("techniques")
+    @classmethod
+    def _known(cls, names: tuple[str, ...]) -> tuple[str, ...]:
+        return parse_techniques(",".join(names))
+
+    @model_validator(mode="after")
+    def _sweep_covers_k(self):
+        if self.k > self.sweep_max:
+            object.__setattr__(self, "sweep_max", self.k)
+        return self
 
 
 def parse_techniques(text: str) -> tuple[str, ...]:
@@ -65,9 +67,9 @@ def parse_techniques(text: str) -> tuple[str, ...]:
     known = known_techniques()
     unknown = [n for n in names if n not in known]
     if unknown:
-        raise UserError(f"unknown technique(s) {', '.join(unknown)}; known techniques: {', '.join(known)}")
+        raise ValueError(f"unknown technique(s) {', '.join(unknown)}; known techniques: {', '.join(known)}")
     if not names:
-        raise UserError(f"--techniques is empty; known techniques: {', '.join(known)}")
+        raise ValueError(f"--techniques is empty; known techniques: {', '.join(known)}")
     # the baseline is what every technique is compared with, so it always runs, first
     return ("baseline", *dict.fromkeys(n for n in names if n != "baseline"))
 
@@ -88,7 +90,8 @@ def _output_rows(name: str, items: Sequence[KeeItem], outputs, case_sensitive: b
     rows = []
     for item, out in zip(items, outputs):
         rows.append({"id": f"{name}::{item.id}", "technique": name, "item_id": item.id, "relation": item.relation,
-                     "frequency_bin": item.frequency_bin, "answer": out.answer,
+                     "frequency_bin": item.frequency_bin, "question": item.question, "answers": list(item.answers),
+                     "answer": out.answer,
                      "correct": maple_correct(out.answer, item.answers, case_sensitive=case_sensitive),
                      "exact": exact_match(out.answer, item.answers, case_sensitive=case_sensitive),
                      "gold_rank": int(out.gold_rank), "gold_logprob": float(out.gold_logprob),
@@ -98,18 +101,23 @@ def _output_rows(name: str, items: Sequence[KeeItem], outputs, case_sensitive: b
 
 def _partition_rows(context: KeeContext, items: Sequence[KeeItem], temperature: float, n_samples: int,
                     case_sensitive: bool) -> list[dict]:
-    samples = context.runner.sample([context.answer_prompt(i.question) for i in items], k=n_samples, temperature=temperature,
-                            seed=SEED_A, max_new_tokens=MAX_ANSWER_TOKENS, stop=ANSWER_STOP)
+    samples = context.runner.sample([context.answer_prompt(i.question) for i in items], k=n_samples,
+                                    temperature=temperature, seed=SEED_A, max_new_tokens=MAX_ANSWER_TOKENS,
+                                    stop=ANSWER_STOP)
     name = f"{PARTITION}@{temperature}"
     rows = []
     for item, texts in zip(items, samples):
         answers = [clean_answer(t) for t in texts]
         rows.append({"id": f"{name}::{item.id}", "technique": name, "item_id": item.id, "relation": item.relation,
-                     "frequency_bin": item.frequency_bin, "answer": None, "correct": None, "exact": None,
-                     "gold_rank": None, "gold_logprob": None,
+                     "frequency_bin": item.frequency_bin, "question": item.question, "answers": list(item.answers),
+                     "answer": None, "correct": None, "exact": None, "gold_rank": None, "gold_logprob": None,
                      "sample_correct": [maple_correct(a, item.answers, case_sensitive=case_sensitive) for a in answers],
                      "detail": json.dumps({"samples": answers}, ensure_ascii=False)})
     return rows
+
+
+def _share(flags: list[bool]) -> dict:
+    return u.proportion_of(flags)
 
 
 def _summary(techniques: Sequence[str], by_tech: dict[str, dict[str, dict]], partitions: dict[float, dict[str, list]],
@@ -122,18 +130,24 @@ def _summary(techniques: Sequence[str], by_tech: dict[str, dict[str, dict]], par
     for name in techniques:
         rows = by_tech[name]
         correct = {i: rows[i]["correct"] for i in ids}
+        rank = {i: rows[i]["gold_rank"] for i in ids}
         rates = {}
         for t, (shallow, deep) in splits.items():
-            sgr, dgr = metrics.gain_rates(shallow, deep, correct)
-            rates[str(t)] = {"sgr": sgr, "dgr": dgr, "shallow": len(shallow), "deep": len(deep)}
+            rates[str(t)] = {"sgr": _share([correct[i] for i in sorted(shallow)]),
+                             "dgr": _share([correct[i] for i in sorted(deep)]),
+                             "shallow": len(shallow), "deep": len(deep)}
+        # PRS over the unflipped failures not ranked first under either (metrics.prs)
+        eligible = [i for i in ids if not base[i] and not correct[i] and base_rank[i] != 1 and rank[i] != 1]
         out[name] = {
-            "n": len(ids),
-            "accuracy": metrics.accuracy(correct),
-            "exact_accuracy": metrics.accuracy({i: rows[i]["exact"] for i in ids}),
-            "gain": metrics.gain(base, correct),
-            "loss": metrics.loss(base, correct),
-            "prs": metrics.prs(base, correct, base_rank, {i: rows[i]["gold_rank"] for i in ids}).as_dict(),
+            "accuracy": _share(list(correct.values())),
+            "exact_accuracy": _share([rows[i]["exact"] for i in ids]),
+            "gain": _share([correct[i] for i in ids if not base[i]]),
+            "loss": _share([not correct[i] for i in ids if base[i]]),
+            "prs": {"n": len(eligible), "improved": _share([rank[i] < base_rank[i] for i in eligible]),
+                    "tied": _share([rank[i] == base_rank[i] for i in eligible]),
+                    "worsened": _share([rank[i] > base_rank[i] for i in eligible])},
             "beyond_sampling": rates,
+            "vs_baseline": u.mcnemar(correct, base),
         }
     return out
 
@@ -156,89 +170,68 @@ def _stability(techniques: Sequence[str], by_tech, partitions, ids, k: int, swee
     return out
 
 
-def _fitting_split(dataset: Path, settings: KeeSettings) -> str | None:
-    """The dataset's own split that CAA/ITI fit on: train, else dev; None means two folds."""
-    for name in FITTING_SPLITS:
-        if name == settings.split:
-            continue
-        try:
-            split_path(dataset, name, settings.config)
-        except UserError:
-            continue
-        return name
-    return None
+@TASKS.register("kee")
+class KnowledgeElicitation(Task):
+    name = "kee"
+    Settings = KeeSettings
+    metrics_schema = "results.kee.v2.json"
 
+    def plan(self, ctx: RunContext) -> Plan:
+        s: KeeSettings = ctx.settings
+        if ctx.model.kind != "causal":
+            raise UserError("kee generates answers and needs a causal LM")
+        split = open_split(ctx.dataset, s.split, s.config, schema="question.v1.json")
+        rows = seeded_sample(split.rows, s.limit, s.seed)
+        if not rows:
+            raise UserError(f"{split.path}: the split has no items")
+        self.items = [to_item(r) for r in rows]
+        self.pool_split = next((name for name in FITTING_SPLITS
+                                if name != s.split and has_split(ctx.dataset, name, split.config)), None)
+        train_items: list[KeeItem] = []
+        if self.pool_split is not None:
+            pool_rows = seeded_sample(open_split(ctx.dataset, self.pool_split, split.config).rows, s.fit_pool_limit, s.seed)
+            train_items = [to_item(r) for r in pool_rows]
+        self.context = KeeContext(runner=ctx.model, fit_dir=ctx.run_dir / "fits", train_items=train_items, seed=s.seed,
+                                  chat=use_chat(ctx.model.tokenizer, s.prompt), evaluated_items=self.items)
+        self.stages = [*s.techniques, *(f"{PARTITION}@{t}" for t in s.temperatures)]
+        units = [unit for stage in self.stages for unit in chunks(self.items, UNIT_ITEMS, prefix=f"{stage}/")]
+        return Plan(units=units, dataset=split.describe())
 
-def run_kee(loaded, runner, dataset: Path, out: Path, settings: KeeSettings,
-            progress: Callable[[str, int, int], None] | None = None) -> dict:
-    """Evaluate, journal, finalise and report; return the results (also in out/results.json).
-    `progress(stage, done, total)` is called as techniques and partitions finish."""
-    from kbench.report import kee as kee_report
+    def score(self, ctx: RunContext, unit: Unit) -> list[dict]:
+        s: KeeSettings = ctx.settings
+        stage = unit.key.rsplit("/", 1)[0]
+        if stage.startswith(PARTITION):
+            temperature = float(stage.split("@")[1])
+            return _partition_rows(self.context, unit.items, temperature, s.sweep_max, s.case_sensitive)
+        technique = get_technique(stage, **_technique_params(stage, s))
+        return _output_rows(stage, unit.items, technique.run(self.context, unit.items), s.case_sensitive)
 
-    if loaded.kind != "causal":
-        raise UserError("kee generates answers and needs a causal LM")
-    if settings.k < 1 or settings.sweep_max < 1:
-        raise UserError(f"--k and the sweep must be >= 1 (got k={settings.k}, sweep_max={settings.sweep_max})")
-    if settings.k > settings.sweep_max:
-        settings = KeeSettings(**{**asdict(settings), "sweep_max": settings.k})
-    path = split_path(dataset, settings.split, settings.config)
-    rows = seeded_sample(read_rows(path), settings.limit, settings.seed)
-    if not rows:
-        raise UserError(f"{path}: the split has no items")
-    items = [to_item(r) for r in rows]
-    train_items: list[KeeItem] = []
-    pool_split = _fitting_split(dataset, settings)
-    if pool_split is not None:
-        pool_rows = seeded_sample(read_rows(split_path(dataset, pool_split, settings.config)), settings.fit_pool_limit, settings.seed)
-        train_items = [to_item(r) for r in pool_rows]
-    config = {"model": loaded.identity, "model_name": loaded.name, "dataset_file": sha256_file(path),
-              **{k: v for k, v in asdict(settings).items() if k != "techniques"}}
-    stages = [*settings.techniques, *(f"{PARTITION}@{t}" for t in settings.temperatures)]
-    timing: dict[str, dict] = {}
-    with RunDir(out, "kee", config) as run:
-        context = KeeContext(runner=runner, fit_dir=out / "fits", train_items=train_items, seed=settings.seed,
-                             chat=use_chat(loaded.tokenizer, settings.prompt))
-        for number, stage in enumerate(stages):
-            done = run.done_ids()
-            if all(f"{stage}::{i.id}" in done for i in items):
-                continue
-            started = time.perf_counter()
-            if stage.startswith(PARTITION):
-                temperature = float(stage.split("@")[1])
-                new = _partition_rows(context, items, temperature, settings.sweep_max, settings.case_sensitive)
-            else:
-                technique = get_technique(stage, **_technique_params(stage, settings))
-                new = _output_rows(stage, items, technique.run(context, items), settings.case_sensitive)
-            run.append([r for r in new if r["id"] not in done])
-            seconds = time.perf_counter() - started
-            timing[stage] = {"seconds": round(seconds, 3), "items_per_second": round(len(items) / seconds, 3) if seconds > 0 else None}
-            if progress is not None:
-                progress(stage, number + 1, len(stages))
-        by_id = {r["id"]: r for r in run.rows()}
-        all_rows = [by_id[f"{s}::{i.id}"] for s in stages for i in items]
-        by_tech = {name: {i.id: by_id[f"{name}::{i.id}"] for i in items} for name in settings.techniques}
+    def aggregate(self, ctx: RunContext, rows: list[dict]) -> Summary:
+        s: KeeSettings = ctx.settings
+        by_id = {r["id"]: r for r in rows}
+        items = self.items
+        by_tech = {name: {i.id: by_id[f"{name}::{i.id}"] for i in items} for name in s.techniques}
         partitions = {t: {i.id: by_id[f"{PARTITION}@{t}::{i.id}"]["sample_correct"] for i in items}
-                      for t in settings.temperatures}
+                      for t in s.temperatures}
         ids = [i.id for i in items]
         bins: dict[str, list[str]] = defaultdict(list)
         for item in items:
             bins[item.frequency_bin or "unbinned"].append(item.id)
-        results = {
-            "schema": "results.kee.v1", "task": "kee",
-            "model": {"name": loaded.name, "identity": loaded.identity, "dtype": loaded.dtype},
-            "dataset": {"path": str(dataset), "file": str(path), "sha256": config["dataset_file"], "split": settings.split,
-                        "items": len(items), "fitting_pool": f"{pool_split} split" if pool_split else "two folds of the items"},
-            "settings": {**asdict(settings), "seed_a": SEED_A, "prompt_form": "chat" if context.chat else "question",
-                         "technique_params": {n: get_technique(n, **_technique_params(n, settings)).params()
-                                              for n in settings.techniques}},
-            "techniques": list(settings.techniques),
-            "overall": _summary(settings.techniques, by_tech, partitions, ids, settings.k),
-            "per_frequency_bin": {b: _summary(settings.techniques, by_tech, partitions, b_ids, settings.k)
+        overall = _summary(s.techniques, by_tech, partitions, ids, s.k)
+        result = {
+            "techniques": list(s.techniques),
+            "technique_params": {n: get_technique(n, **_technique_params(n, s)).params() for n in s.techniques},
+            "seed_a": SEED_A, "prompt_form": "chat" if self.context.chat else "question",
+            "fitting_pool": f"{self.pool_split} split" if self.pool_split else "two folds of the items",
+            "overall": overall,
+            "per_frequency_bin": {b: _summary(s.techniques, by_tech, partitions, b_ids, s.k)
                                   for b, b_ids in sorted(bins.items())},
-            "ranking_stability": _stability(settings.techniques, by_tech, partitions, ids, settings.k, settings.sweep_max),
-            "timing": timing,
+            "ranking_stability": _stability(s.techniques, by_tech, partitions, ids, s.k, s.sweep_max),
         }
-        results = json.loads(json.dumps(results))  # tuples -> lists, int keys -> strings, as readers see it
-        run.finalize(all_rows, results, RESULTS_SCHEMA)
-    kee_report.write_report(results, out)
-    return results
+        headline = {}
+        for name in s.techniques:
+            headline[f"accuracy:{name}"] = overall[name]["accuracy"]
+            if name != "baseline":
+                headline[f"gain:{name}"] = overall[name]["gain"]
+                headline[f"loss:{name}"] = overall[name]["loss"]
+        return Summary(headline=headline, metrics=result)

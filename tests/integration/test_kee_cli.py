@@ -7,10 +7,11 @@ import json
 
 import polars as pl
 import pytest
-from jsonschema import Draft202012Validator
-
+from kbench.evaluate.engine import validate
 from kbench.metrics import kee as metrics
-from tests.conftest import REPO_ROOT, run_kbench
+from kbench.metrics.uncertainty import proportion_of
+from tests.conftest import run_kbench
+from tests.question_rows import question_row
 from tests.fixtures_models import tiny_causal_dir  # noqa: F401
 
 FACTS = [("Paris", "France", "P36"), ("Berlin", "Germany", "P36"), ("Rome", "Italy", "P36"), ("Madrid", "Spain", "P36"),
@@ -22,9 +23,9 @@ def write_dataset(root):
     rows = []
     for n, (obj, subject, relation) in enumerate(FACTS):
         question = f"What is the capital of {subject}?" if relation == "P36" else f"Where was {subject} born?"
-        rows.append({"id": f"f{n}", "relation": relation, "subject": subject, "object": obj, "answers": [obj, obj.upper()],
-                     "prompt_cloze": f"{subject} is in", "prompt_masked": f"{subject} is in [MASK].", "question": question,
-                     "frequency_bin": "head" if n < 4 else "tail"})
+        rows.append(question_row(id=f"f{n}", relation=relation, subject=subject, object=obj, answers=[obj, obj.upper()],
+                                 prompt_cloze=f"{subject} is in", prompt_masked=f"{subject} is in [MASK].", question=question,
+                                 frequency_bin="head" if n < 4 else "tail"))
     (root / "data" / "default").mkdir(parents=True)
     pl.DataFrame(rows).write_parquet(root / "data" / "default" / "test.parquet")
     return root
@@ -44,17 +45,18 @@ def finished_run(tiny_causal_dir, tmp_path_factory):  # noqa: F811
 def test_run_folder_schema_and_rows(finished_run):
     run, _, first = finished_run
     results = json.loads((run / "results.json").read_text())
-    schema = json.loads((REPO_ROOT / "schemas" / "results.kee.v1.json").read_text())
-    assert not list(Draft202012Validator(schema).iter_errors(results))
-    assert results["techniques"] == ["baseline", "temp0.7", "caa", "decore"]
-    assert results["dataset"]["fitting_pool"] == "two folds of the items"
-    assert set(results["per_frequency_bin"]) == {"head", "tail"}
-    assert set(results["ranking_stability"]["0.7"]["sgr"]) == {"1", "2", "3", "4"}
+    validate(results, "results.v2.json")
+    validate(results["metrics"], "results.kee.v2.json")
+    metrics_block = results["metrics"]
+    assert metrics_block["techniques"] == ["baseline", "temp0.7", "caa", "decore"]
+    assert metrics_block["fitting_pool"] == "two folds of the items"
+    assert set(metrics_block["per_frequency_bin"]) == {"head", "tail"}
+    assert set(metrics_block["ranking_stability"]["0.7"]["sgr"]) == {"1", "2", "3", "4"}
     rows = pl.read_parquet(run / "items.parquet")
     assert rows.height == len(FACTS) * (4 + 2)   # 4 techniques + 2 partition temperatures
     assert sorted(rows["technique"].unique()) == ["baseline", "caa", "decore", "partition@0.7", "partition@1.2", "temp0.7"]
     assert (run / "prs.png").read_bytes()[:4] == b"\x89PNG" and (run / "gain_loss.png").read_bytes()[:4] == b"\x89PNG"
-    assert "| caa |" in (run / "comparison.md").read_text() and "baseline" in first.stdout
+    assert "| caa |" in (run / "comparison.md").read_text() and "accuracy:baseline" in first.stdout
 
 
 def test_metrics_match_the_rows(finished_run):
@@ -67,18 +69,24 @@ def test_metrics_match_the_rows(finished_run):
         return dict(zip(part["item_id"], part[column]))
 
     base, base_rank = table("baseline", "correct"), table("baseline", "gold_rank")
+    overall = results["metrics"]["overall"]
     for name in ("temp0.7", "caa", "decore"):
-        got = results["overall"][name]
-        assert got["accuracy"] == metrics.accuracy(table(name, "correct"))
-        assert got["gain"] == metrics.gain(base, table(name, "correct"))
-        assert got["loss"] == metrics.loss(base, table(name, "correct"))
-        assert got["prs"] == metrics.prs(base, table(name, "correct"), base_rank, table(name, "gold_rank")).as_dict()
+        got = overall[name]
+        correct = table(name, "correct")
+        assert got["accuracy"] == proportion_of(list(correct.values()))
+        assert got["gain"]["value"] == metrics.gain(base, correct)
+        assert got["loss"]["value"] == metrics.loss(base, correct)
+        prs = metrics.prs(base, correct, base_rank, table(name, "gold_rank")).as_dict()
+        assert got["prs"]["n"] == prs["n"]
+        assert {k: got["prs"][k]["value"] for k in ("improved", "tied", "worsened")} == {k: prs[k] for k in ("improved", "tied", "worsened")}
         shallow, deep = metrics.partition_failures(base, table("partition@0.7", "sample_correct"), 3)
-        assert (got["beyond_sampling"]["0.7"]["sgr"], got["beyond_sampling"]["0.7"]["dgr"]) == \
-            metrics.gain_rates(shallow, deep, table(name, "correct"))
+        assert (got["beyond_sampling"]["0.7"]["sgr"]["value"], got["beyond_sampling"]["0.7"]["dgr"]["value"]) == \
+            metrics.gain_rates(shallow, deep, correct)
+        paired = got["vs_baseline"]
+        assert (paired["b"], paired["c"]) == (sum(correct[i] and not base[i] for i in base), sum(base[i] and not correct[i] for i in base))
     # a random model answers nothing: no base success, so Loss is undefined -> null / "undefined"
     if not any(base.values()):
-        assert results["overall"]["caa"]["loss"] is None
+        assert overall["caa"]["loss"]["value"] is None
         assert "undefined" in (run / "comparison.md").read_text()
 
 
@@ -90,11 +98,11 @@ def test_rerun_resumes_without_recomputing(finished_run):
     assert again.returncode == 0, again.stderr
     assert (run / "journal.jsonl").read_bytes() == journal     # no row was recomputed
     after = json.loads((run / "results.json").read_text())
-    assert after["overall"] == before["overall"] and after["timing"] == {}
+    assert after["metrics"] == before["metrics"] and after["timing"]["items_computed"] == 0
 
 
 def test_unknown_technique_is_a_user_error(tmp_path):
     result = run_kbench("evaluate", "kee", "--dataset", str(tmp_path), "--model", "x", "--techniques", "baseline,cot")
     assert result.returncode == 2
-    assert "unknown technique(s) cot; known techniques: baseline" in result.stderr
+    assert "unknown technique(s) cot; known techniques: baseline" in result.stderr, result.stderr
     assert "Traceback" not in result.stderr

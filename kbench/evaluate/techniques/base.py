@@ -66,6 +66,7 @@ class KeeContext:
     runner: Any                    # kbench.models.runner.ModelRunner
     fit_dir: Path                  # where fitted artefacts of this run live
     train_items: Sequence[KeeItem] = ()   # the dataset's train split, when it has one
+    evaluated_items: Sequence[KeeItem] = ()   # every item of the run (fold fitting without a train split)
     seed: int = 0
     chat: bool = False
 

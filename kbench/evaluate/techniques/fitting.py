@@ -4,9 +4,10 @@ tensors.
 
 Folds: when the dataset has a train (or else a dev) split, a seeded sample of it is the
 fitting pool for every evaluated item.
-Otherwise the evaluated items are cut into two folds by a hash of their id, and each fold is
-answered with what was fitted on the other one, so no item ever meets a vector or probe built
-from itself.
+Otherwise the evaluated items (all of them, `context.evaluated_items`, not only the work unit
+being answered) are cut into two folds by a hash of their id, and each fold is answered with
+what was fitted on the other one, so no item ever meets a vector or probe built from itself, and
+a unit's answers do not depend on how the run was cut into units.
 
 Fitted tensors are saved as safetensors (never pickle) under the run's fit folder, named by a
 hash of everything that determines them, so a resumed run reloads instead of refitting.
@@ -28,9 +29,11 @@ def fitting_plan(context: KeeContext, items: Sequence[KeeItem]) -> list[tuple[li
     if context.train_items:
         return [(list(context.train_items), list(items))]
     folds: list[list[KeeItem]] = [[], []]
-    for item in items:
+    for item in context.evaluated_items or items:
         folds[int(stable_hash(["fold", item.id])[:8], 16) % 2].append(item)
-    return [(folds[1 - f], folds[f]) for f in (0, 1) if folds[f]]
+    wanted = {item.id for item in items}
+    plan = [(folds[1 - f], [i for i in folds[f] if i.id in wanted]) for f in (0, 1)]
+    return [(pool, answered) for pool, answered in plan if answered]
 
 
 def split_pool(pool: Sequence[KeeItem], held_out: float = 0.2) -> tuple[list[KeeItem], list[KeeItem]]:

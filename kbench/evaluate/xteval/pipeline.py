@@ -59,7 +59,7 @@ class XtevalConfig(BaseModel):
 def load_facts(dataset_dir: Path, split: str, limit: int | None) -> list[dict]:
     """The facts D: the rows the extraction task reads for the same split and --limit (its
     seeded sample, seed 0), so `evaluate extraction` and `evaluate xteval` see the same D."""
-    from kbench.evaluate.extraction import read_rows, seeded_sample, split_path
+    from kbench.dataset import read_rows, seeded_sample, split_path
 
     return seeded_sample(read_rows(split_path(Path(dataset_dir), split, None)), limit, 0)
 
@@ -114,7 +114,7 @@ class Run:
         """Everything that changes a unit's result; a rerun with other values is refused by RunDir.
         The settings (iid/ood) and seed counts are left out: units are keyed by them, so a rerun
         with `--split both` or more `--seeds` reuses every finished unit and adds the missing ones."""
-        from kbench.evaluate.extraction import split_path
+        from kbench.dataset import split_path
 
         dataset_file = split_path(self.dataset_dir, self.cfg.dataset_split, None)
         unit_settings = self.cfg.model_dump(exclude={"settings", "extraction_seeds", "split_seeds", "finetune_seeds"})
