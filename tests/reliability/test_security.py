@@ -115,9 +115,10 @@ def test_two_builds_on_one_folder_never_interleave(tmp_path):
 
 def test_two_evaluations_on_one_run_folder_are_refused(tmp_path):
     from kbench.errors import UserError
-    from kbench.evaluate.rundir import RunDir
+    from kbench.evaluate.engine import Processes, RunDirectory
 
-    with RunDir(tmp_path / "run", "extraction", {"model": "m"}):
-        with pytest.raises(UserError):
-            with RunDir(tmp_path / "run", "extraction", {"model": "m"}):
+    one = Processes(0, 1, lambda: None)
+    with RunDirectory(tmp_path / "run", {"task": "extraction", "model": "m"}, one):
+        with pytest.raises(UserError, match="in use"):
+            with RunDirectory(tmp_path / "run", {"task": "extraction", "model": "m"}, one):
                 pass

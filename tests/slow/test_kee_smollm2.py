@@ -13,10 +13,13 @@ import polars as pl
 import pytest
 
 from kbench.build.stages.to_questions import load_question_templates
-from kbench.evaluate.kee import KeeSettings, run_kee
+from kbench.evaluate.engine import evaluate_task
+from kbench.evaluate.kee import KeeSettings
 from kbench.models.loading import load_model
 from kbench.models.result_cache import ResultCache
 from kbench.models.runner import ModelRunner
+from kbench.report.kee import write_report
+from tests.question_rows import question_row
 
 pytestmark = pytest.mark.slow
 RELATIONS = ("P103", "P27", "P495", "P1412")
@@ -34,11 +37,10 @@ def lama_dataset(shared_data, root):
         lines = (shared_data / "lama_trex" / "TREx" / f"{relation}.jsonl").read_text(encoding="utf-8").splitlines()
         for line in lines[:PER_RELATION]:
             fact = json.loads(line)
-            rows.append({"id": fact["uuid"], "relation": relation, "subject": fact["sub_label"],
-                         "object": fact["obj_label"], "answers": [fact["obj_label"]],
-                         "prompt_cloze": "", "prompt_masked": "",
-                         "question": templates[relation].replace("[X]", fact["sub_label"]),
-                         "frequency_bin": "head" if len(rows) % 2 else "tail"})
+            rows.append(question_row(id=fact["uuid"], relation=relation, subject=fact["sub_label"],
+                                     object=fact["obj_label"], answers=[fact["obj_label"]],
+                                     question=templates[relation].replace("[X]", fact["sub_label"]),
+                                     frequency_bin="head" if len(rows) % 2 else "tail"))
     (root / "data" / "default").mkdir(parents=True)
     pl.DataFrame(rows).write_parquet(root / "data" / "default" / "test.parquet")
     return root
@@ -50,12 +52,12 @@ def test_kee_on_smollm2(shared_data, tmp_path):
     runner = ModelRunner(loaded, cache=ResultCache(tmp_path / "cache.sqlite"))
     settings = KeeSettings(techniques=("baseline", "temp0.7", "genread", "caa", "activation_decoding"), k=3, sweep_max=3,
                            temperatures=(0.7,))
-    results = run_kee(loaded, runner, dataset, tmp_path / "run", settings)   # validated against the schema
-    overall = results["overall"]
-    print({name: {m: overall[name][m] for m in ("accuracy", "gain", "loss")} | {"prs": overall[name]["prs"]}
-           for name in settings.techniques})
-    assert results["dataset"]["items"] == len(RELATIONS) * PER_RELATION
-    assert overall["baseline"]["accuracy"] == pytest.approx(RECORDED_BASELINE_ACCURACY, abs=TOLERANCE)
+    results = evaluate_task("kee", runner, dataset, tmp_path / "run", settings)   # validated against the schemas
+    write_report(results, tmp_path / "run")
+    overall = results["metrics"]["overall"]
+    print({name: {m: overall[name][m]["value"] for m in ("accuracy", "gain", "loss")} for name in settings.techniques})
+    assert overall["baseline"]["accuracy"]["n"] == len(RELATIONS) * PER_RELATION
+    assert overall["baseline"]["accuracy"]["value"] == pytest.approx(RECORDED_BASELINE_ACCURACY, abs=TOLERANCE)
     rows = pl.read_parquet(tmp_path / "run" / "items.parquet")
     base = rows.filter(pl.col("technique") == "baseline")["gold_logprob"].to_list()
     for name in ("genread", "caa", "activation_decoding"):
@@ -63,7 +65,7 @@ def test_kee_on_smollm2(shared_data, tmp_path):
         assert sum(abs(a - b) > 1e-4 for a, b in zip(base, changed)) >= len(base) // 2, name
         prs = overall[name]["prs"]
         if prs["n"]:
-            assert prs["improved"] + prs["tied"] + prs["worsened"] == pytest.approx(1.0)
+            assert sum(prs[label]["value"] for label in ("improved", "tied", "worsened")) == pytest.approx(1.0)
     votes = [json.loads(d)["samples"] for d in rows.filter(pl.col("technique") == "temp0.7")["detail"].to_list()]
     assert len(votes) == len(base) and all(len(v) == 10 for v in votes)   # majority vote over 10 samples
     assert sum(len(set(v)) > 1 for v in votes) >= len(votes) // 2          # sampling really varies the answers

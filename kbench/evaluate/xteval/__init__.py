@@ -1,7 +1,7 @@
 """XTEVAL: the acquisition-utilization gap (REFERENCE.md, "XTEVAL").
 
     extraction.py    step 1 with soft prompts or a known-facts file (discrete prompts: the
-                     extraction task, `kbench.evaluate.extraction.run_extraction`)
+                     extraction task, `kbench.evaluate.engine.evaluate_task("extraction", ...)`)
     softprompt.py    OptiPrompt-style per-relation soft prompts (frozen model, safetensors)
     probes.py        teacher-forced top-1 probes with soft-prompt slots
     documents.py     the document generator P(d | H, R, T) and the 8 input types

@@ -1,7 +1,7 @@
 """Step 1 of XTEVAL: D^theta, the facts of D the model predicts at top-1, zero-shot.
 
 Two sources here, one output (the ids of the known facts); discrete prompts are the extraction
-task's (`kbench.evaluate.extraction.run_extraction`, called by the pipeline):
+task's (`kbench.evaluate.engine.evaluate_task("extraction", ...)`, called by the pipeline):
 - "soft": per-relation OptiPrompt vectors around the head (`softprompt.py`), trained on
   train/dev facts of the relation that are not in D (AutoPrompt splits, or the dataset's
   train/dev splits);

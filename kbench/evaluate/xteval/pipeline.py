@@ -10,7 +10,7 @@ Run directory (one per command; rerunning the same command continues where it st
     OUT/results.json                         schema results.xteval.v1 (mean, std, per-run values)
     OUT/report.md, OUT/gaps.png              the table and the paper-style stacked gap chart
 
-Discrete extraction is `kbench evaluate extraction`'s library function (`run_extraction`:
+Discrete extraction is the extraction task run by the engine (`engine.evaluate_task`:
 MAPLE matching of a greedy answer for causal LMs, LAMA P@1 for masked LMs); soft extraction
 uses `probes.py` (every gold token at top-1, teacher-forced).
 Seeds: extraction x split x fine-tune (paper 3 x 3 x 3 = 27 runs per setting). Discrete
@@ -235,16 +235,16 @@ class Run:
 
     def _discrete_known(self, loaded, advance) -> list[str]:
         """D^theta from the extraction task (same split and sample), run inside this run directory."""
-        from kbench.paths import default_cache_dir
-        from kbench.evaluate.extraction import ExtractionSettings, run_extraction
+        from kbench.evaluate.engine import evaluate_task
         from kbench.models.result_cache import ResultCache
         from kbench.models.runner import ModelRunner
+        from kbench.paths import default_cache_dir
 
-        settings = ExtractionSettings(split=self.cfg.dataset_split, limit=self.cfg.limit,
-                                      protocol="maple" if loaded.kind == "causal" else "lama")
+        settings = {"split": self.cfg.dataset_split, "limit": self.cfg.limit,
+                    "protocol": "maple" if loaded.kind == "causal" else "lama"}
         runner = ModelRunner(loaded, cache=ResultCache(default_cache_dir() / "results.sqlite"))
         out = self.out / "extraction" / "discrete"
-        run_extraction(loaded, runner, self.dataset_dir, out, settings, progress=lambda n, _total: advance(n))
+        evaluate_task("extraction", runner, self.dataset_dir, out, settings, progress=lambda n, _total: advance(n))
         return read_known_facts(out / "known_facts.parquet", set(self.by_id))
 
     def _dataset_pairs(self):
