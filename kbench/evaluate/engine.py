@@ -54,8 +54,10 @@ def processes() -> Processes:
     if int(os.environ.get("WORLD_SIZE", "1")) <= 1:
         return Processes(0, 1, lambda: None)
     from accelerate import PartialState
+    from accelerate.utils import parse_flag_from_env
 
-    state = PartialState()
+    # ACCELERATE_USE_CPU (CPU processes over gloo) is read by Accelerator, not by PartialState itself
+    state = PartialState(cpu=parse_flag_from_env("ACCELERATE_USE_CPU"))
     return Processes(state.process_index, state.num_processes, state.wait_for_everyone)
 
 
