@@ -22,6 +22,7 @@ import tempfile
 import time
 import zipfile
 from pathlib import Path
+from typing import Callable
 from urllib.parse import urlparse
 
 from kbench.errors import UserError
@@ -42,20 +43,16 @@ def _file_name(url: str) -> str:
     return name or "download"
 
 
-def fetch(url: str, sha256: str | None, cache_dir: Path, *, key: str = "url", timeout: float = 60) -> Path:
-    """Download `url` into the cache (or reuse a verified copy) and return the local file."""
-    import requests
+def download_file(url: str, dest: Path, *, key: str = "url", timeout: float = 60,
+                  on_bytes: Callable[[int, int | None], None] | None = None) -> tuple[str, int]:
+    """Stream `url` into the file `dest` and return (sha256, size); retries 5xx and broken connections.
 
-    if not sha256:
-        raise UserError(f"{key}: a download needs its sha256 (add `{key}_sha256 = \"...\"` to the recipe): {url}")
-    sha256 = sha256.lower()
-    if not _SHA256.match(sha256):
-        raise UserError(f"{key}: sha256 must be 64 hex digits, got {sha256!r}")
-    target = Path(cache_dir) / "downloads" / sha256 / _file_name(url)
-    if target.is_file():
-        if sha256_file(target) == sha256:
-            return target
-        target.unlink()  # damaged cache entry: fetch it again
+    The bytes are hashed as they arrive, exactly as sent (no transfer decoding). A body shorter
+    than its Content-Length is an error ("truncated"). `on_bytes(received, total)` reports progress.
+    The caller decides where `dest` lives and removes it on failure.
+    """
+    import requests
+    import urllib3
 
     last_error = ""
     for attempt in range(_RETRIES):
@@ -68,19 +65,42 @@ def fetch(url: str, sha256: str | None, cache_dir: Path, *, key: str = "url", ti
                     continue
                 if resp.status_code != 200:
                     raise UserError(f"{key}: download failed with HTTP {resp.status_code}: {url}")
-                digest = hashlib.sha256()
-                with atomic_path(target) as tmp:
-                    with open(tmp, "wb") as fh:
-                        for block in resp.iter_content(chunk_size=1 << 20):
-                            digest.update(block)
-                            fh.write(block)
-                    if digest.hexdigest() != sha256:
-                        raise UserError(f"{key}: checksum mismatch for {url}: expected {sha256}, "
-                                        f"got {digest.hexdigest()} (the file was not used)")
-                return target
-        except requests.RequestException as exc:
-            last_error = type(exc).__name__
+                declared = resp.headers.get("Content-Length")
+                total = int(declared) if declared and declared.isdigit() else None
+                digest, size = hashlib.sha256(), 0
+                with open(dest, "wb") as fh:
+                    for block in resp.raw.stream(1 << 20, decode_content=False):
+                        digest.update(block)
+                        fh.write(block)
+                        size += len(block)
+                        if on_bytes:
+                            on_bytes(size, total)
+                if total is not None and size != total:
+                    last_error = f"truncated: received {size:,} of {total:,} bytes"
+                    continue
+                return digest.hexdigest(), size
+        except (requests.RequestException, urllib3.exceptions.HTTPError) as exc:
+            last_error = f"connection broken ({type(exc).__name__}), the download is incomplete"
     raise UserError(f"{key}: download failed after {_RETRIES} attempts ({last_error}): {url}")
+
+
+def fetch(url: str, sha256: str | None, cache_dir: Path, *, key: str = "url", timeout: float = 60) -> Path:
+    """Download `url` into the cache (or reuse a verified copy) and return the local file."""
+    if not sha256:
+        raise UserError(f"{key}: a download needs its sha256 (add `{key}_sha256 = \"...\"` to the recipe): {url}")
+    sha256 = sha256.lower()
+    if not _SHA256.match(sha256):
+        raise UserError(f"{key}: sha256 must be 64 hex digits, got {sha256!r}")
+    target = Path(cache_dir) / "downloads" / sha256 / _file_name(url)
+    if target.is_file():
+        if sha256_file(target) == sha256:
+            return target
+        target.unlink()  # damaged cache entry: fetch it again
+    with atomic_path(target) as tmp:
+        got, _ = download_file(url, tmp, key=key, timeout=timeout)
+        if got != sha256:
+            raise UserError(f"{key}: checksum mismatch for {url}: expected {sha256}, got {got} (the file was not used)")
+    return target
 
 
 def _safe_extract(archive: Path, dest: Path) -> None:
