@@ -68,7 +68,7 @@ def fetch(
 
     from kbench.sources.fetch_data import MIRROR_ENV, fetch_sources
 
-    console = Console(stderr=True)
+    console = Console(stderr=True, soft_wrap=True)  # URLs and paths stay on one line, copyable
     root = _fetch_root(to)
     with Progress(TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TransferSpeedColumn(),
                   console=console, transient=True) as bar:

@@ -58,6 +58,7 @@ def download_file(url: str, dest: Path, *, key: str = "url", timeout: float = 60
     for attempt in range(_RETRIES):
         if attempt:
             time.sleep(0.5 * 2 ** (attempt - 1))
+        size = 0
         try:
             with requests.get(url, stream=True, timeout=timeout, headers={"User-Agent": user_agent()}) as resp:
                 if resp.status_code >= 500 or resp.status_code == 429:
@@ -67,7 +68,7 @@ def download_file(url: str, dest: Path, *, key: str = "url", timeout: float = 60
                     raise UserError(f"{key}: download failed with HTTP {resp.status_code}: {url}")
                 declared = resp.headers.get("Content-Length")
                 total = int(declared) if declared and declared.isdigit() else None
-                digest, size = hashlib.sha256(), 0
+                digest = hashlib.sha256()
                 with open(dest, "wb") as fh:
                     for block in resp.raw.stream(1 << 20, decode_content=False):
                         digest.update(block)
@@ -80,7 +81,8 @@ def download_file(url: str, dest: Path, *, key: str = "url", timeout: float = 60
                     continue
                 return digest.hexdigest(), size
         except (requests.RequestException, urllib3.exceptions.HTTPError) as exc:
-            last_error = f"connection broken ({type(exc).__name__}), the download is incomplete"
+            last_error = (f"truncated: the connection broke after {size:,} bytes" if size
+                          else f"connection failed: {type(exc).__name__}")
     raise UserError(f"{key}: download failed after {_RETRIES} attempts ({last_error}): {url}")
 
 
