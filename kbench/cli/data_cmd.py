@@ -36,8 +36,7 @@ def list_sources(
         table.add_column(column, overflow="fold")
     for src in catalog().values():
         present = "yes" if root is not None and (root / src.name).exists() else "no"
-        where = src.homepage if not src.unavailable else f"{src.homepage} (not downloadable, see README)"
-        table.add_row(src.name, src.reference.license or "?", present, where, src.title)
+        table.add_row(src.name, src.reference.license or "?", present, src.homepage, src.title)
     Console(width=max(Console().width, 160)).print(table)
 
 

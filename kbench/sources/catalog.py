@@ -17,10 +17,12 @@ place that also decides the license a built dataset inherits.
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from typing import Callable
 
 from kbench.cards.sources import Reference, reference
 from kbench.errors import UserError
@@ -61,7 +63,8 @@ class Source:
     homepage: str
     downloads: tuple[Download, ...] = ()
     layout: str = ""          # how the upstream layout differs from the folder, when it does
-    unavailable: str = ""     # why `kbench data fetch` cannot produce this folder (no public copy)
+    #: Turns the downloaded files in the folder into the layout recipes read (in place), if needed.
+    convert: Callable[[Path], None] | None = None
 
     @property
     def reference(self) -> Reference:
@@ -75,6 +78,20 @@ def _github(repo: str, commit: str, files: dict[str, str]) -> tuple[Download, ..
         url = f"https://raw.githubusercontent.com/{repo}/{commit}/{path}"
         downloads.append(Download(url=url, sha256=_pinned()[url], dest=dest))
     return tuple(downloads)
+
+
+def _openstax(name: str, title: str, repo: str, commit: str) -> Source:
+    """A book: its collection file and modules at the last CC BY commit, converted to JSONL by kbench."""
+    from kbench.sources.openstax import SOURCE_DIR, convert_book
+
+    prefix = f"https://raw.githubusercontent.com/{repo}/{commit}/"
+    files = {url[len(prefix):]: f"{SOURCE_DIR}/{url[len(prefix):]}" for url in _pinned() if url.startswith(prefix)}
+    return Source(
+        name, title, "openstax", f"https://github.com/{repo}/tree/{commit}", _github(repo, commit, files),
+        layout="the collection file and the CNXML of every module it lists (collections/, modules/m*/index.cnxml) "
+               "are converted to review_mcq.jsonl and paragraphs.jsonl by kbench/sources/openstax.py; the result "
+               "is byte-identical to the ../shared/data copy",
+        convert=functools.partial(convert_book, commit=commit))
 
 
 def _catalog() -> list[Source]:
@@ -123,19 +140,11 @@ def _catalog() -> list[Source]:
             "https://huggingface.co/datasets/Babelscape/rebel-dataset",
             (Download(REBEL_ZIP, members=(("*en_train.jsonl", ""), ("*en_val.jsonl", ""), ("*en_test.jsonl", ""))),),
             layout="rebel_dataset.zip: en_{train,val,test}.jsonl -> ./ (same record format as rebel_sample)"),
-        Source(
-            "openstax_us_history", "OpenStax U.S. History: review questions and paragraphs (JSONL)", "openstax",
-            "https://github.com/openstax/osbooks-us-history/tree/046331cfcea0ac1b1a8fd461b3e6aae638845af3",
-            unavailable="these JSONL files were extracted from the book's CNXML by a script that is not published, "
-                        "and kbench has no converter yet; the CC BY 4.0 source is the commit named here "
-                        "(see the folder's SOURCE.md for the extraction rules)"),
-        Source(
-            "openstax_american_government_3e", "OpenStax American Government 3e: review questions and paragraphs (JSONL)",
-            "openstax",
-            "https://github.com/openstax/osbooks-american-government/tree/9ca5ca7ddc1ee5fddbd51b15b946ce8feeea5852",
-            unavailable="these JSONL files were extracted from the book's CNXML by a script that is not published, "
-                        "and kbench has no converter yet; the CC BY 4.0 source is the commit named here "
-                        "(see the folder's SOURCE.md for the extraction rules)"),
+        _openstax("openstax_us_history", "OpenStax U.S. History: review questions and paragraphs (JSONL)",
+                  "openstax/osbooks-us-history", "046331cfcea0ac1b1a8fd461b3e6aae638845af3"),
+        _openstax("openstax_american_government_3e",
+                  "OpenStax American Government 3e: review questions and paragraphs (JSONL)",
+                  "openstax/osbooks-american-government", "9ca5ca7ddc1ee5fddbd51b15b946ce8feeea5852"),
         Source(
             "kola_samples", "KoLA knowledge-memorization samples (tasks 1-1, 1-2, 1-3; 5 items each)", "kola",
             "https://github.com/THU-KEG/KoLA",

@@ -157,11 +157,14 @@ def _place(folder: Path, target: Path, staging: Path) -> None:
 
 def fetch_sources(names: list[str], root: Path, *, mirror: str | None = None, force: bool = False,
                   say: Say = lambda _: None, on_bytes: OnBytes | None = None) -> list[Path]:
-    """Fetch the named sources into `root`; returns the folders written (existing ones are kept unless `force`)."""
+    """Fetch the named catalog sources into `root`; returns the folders written (existing ones are kept unless `force`)."""
     sources = [source(n) for n in dict.fromkeys(names)]
-    for src in sources:
-        if src.unavailable:
-            raise UserError(f"{src.name} cannot be downloaded: {src.unavailable} ({src.homepage})")
+    return fetch_folders(sources, root, mirror=mirror, force=force, say=say, on_bytes=on_bytes)
+
+
+def fetch_folders(sources: list[Source], root: Path, *, mirror: str | None = None, force: bool = False,
+                  say: Say = lambda _: None, on_bytes: OnBytes | None = None) -> list[Path]:
+    """Fetch `sources` (catalog entries, or others of the same shape) into `root`."""
     root = Path(root).expanduser().resolve()
     try:
         root.mkdir(parents=True, exist_ok=True)
@@ -188,6 +191,9 @@ def fetch_sources(names: list[str], root: Path, *, mirror: str | None = None, fo
                     dest = folder / item.dest
                     dest.parent.mkdir(parents=True, exist_ok=True)
                     shutil.copyfile(fetched[item.url].path, dest)
+            if src.convert is not None:
+                say(f"{src.name}: converting")
+                src.convert(folder)
             write_text(folder / "SOURCE.md", _provenance(src, fetched))
             recorded = {item.url for item in src.downloads if fetched[item.url].recorded}
             for url in sorted(recorded - set(lock.files)):
