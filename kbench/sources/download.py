@@ -45,34 +45,41 @@ def _file_name(url: str) -> str:
 
 def download_file(url: str, dest: Path, *, key: str = "url", timeout: float = 60,
                   on_bytes: Callable[[int, int | None], None] | None = None) -> tuple[str, int]:
-    """Stream `url` into the file `dest` and return (sha256, size); retries 5xx and broken connections.
+    """Stream `url` into the file `dest` and return (sha256, size); retries 5xx and broken transfers.
 
     The bytes are hashed as they arrive, exactly as sent (no transfer decoding). A body shorter
-    than its Content-Length is an error ("truncated"). `on_bytes(received, total)` reports progress.
-    The caller decides where `dest` lives and removes it on failure.
+    than its Content-Length is a broken transfer ("truncated"); when the server accepts ranges,
+    the retry asks for the rest (`Range: bytes=N-`) instead of starting over. `on_bytes(received,
+    total)` reports progress. The caller decides where `dest` lives and removes it on failure.
     """
     import requests
     import urllib3
 
     last_error = ""
+    digest, size, resumable = hashlib.sha256(), 0, False
     for attempt in range(_RETRIES):
         if attempt:
             time.sleep(0.5 * 2 ** (attempt - 1))
-        size = 0
+        headers = {"User-Agent": user_agent()}
+        if size and resumable:
+            headers["Range"] = f"bytes={size}-"
         try:
-            with requests.get(url, stream=True, timeout=timeout, headers={"User-Agent": user_agent()}) as resp:
+            with requests.get(url, stream=True, timeout=timeout, headers=headers) as resp:
                 if resp.status_code >= 500 or resp.status_code == 429:
                     last_error = f"HTTP {resp.status_code}"
                     continue
-                if resp.status_code != 200:
+                resumed = resp.status_code == 206 and resp.headers.get("Content-Range", "").startswith(f"bytes {size}-")
+                if resp.status_code != 200 and not resumed:
                     raise UserError(f"{key}: download failed with HTTP {resp.status_code}: {url}")
+                if not resumed:  # a whole body: start the file and the hash over
+                    digest, size = hashlib.sha256(), 0
+                resumable = resp.headers.get("Accept-Ranges", "").lower() == "bytes"
                 declared = resp.headers.get("Content-Length")
-                total = int(declared) if declared and declared.isdigit() else None
-                digest = hashlib.sha256()
-                with open(dest, "wb") as fh:
+                total = size + int(declared) if declared and declared.isdigit() else None
+                with open(dest, "ab" if resumed else "wb") as fh:
                     for block in resp.raw.stream(1 << 20, decode_content=False):
-                        digest.update(block)
                         fh.write(block)
+                        digest.update(block)
                         size += len(block)
                         if on_bytes:
                             on_bytes(size, total)
