@@ -37,8 +37,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from kbench.build.context import StageContext, default_cache_dir
-from kbench.build.data_root import check_data_root
 from kbench.build.recipe import Recipe
+from kbench.build.data_root import check_data_root
 from kbench.errors import UserError
 from kbench.io import atomic_path, sha256_file, stable_hash, write_json
 
