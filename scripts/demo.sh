@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The main job: build the LAMA benchmark from ../shared/data, evaluate the packaged SmolLM2-135M on it,
+# The main job: build the LAMA benchmark from ../shared/data (or $KBENCH_DATA_DIR), evaluate the packaged SmolLM2-135M on it,
 # and write a report. Sets itself up; rerunning resumes finished work.
 set -euo pipefail
 cd "$(dirname "$0")/.."

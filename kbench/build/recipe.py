@@ -9,7 +9,8 @@
     [[stages]]
     stage = "load_lama"     # a registered stage
     id = "load"             # optional; defaults to the stage name (must be unique)
-    trex_dir = "..."        # the stage's parameters
+    trex = "data:lama_trex" # the stage's parameters; `data:` paths lie under the data root
+                            # (kbench/build/data_root.py), other relative paths beside the recipe
 
 `--set load_lama.max_per_relation=100` or `--set pipeline.seed=3` overrides a value; the value is
 parsed as TOML when it can be (numbers, booleans, arrays) and taken as a string otherwise.
@@ -19,12 +20,13 @@ from __future__ import annotations
 
 import re
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from kbench.build.data_root import is_data_ref, iter_data_refs, old_style_hint, parse_data_ref
 from kbench.build.stage import Stage, StageParams, stage_registry
 from kbench.errors import InputError, UserError
 
@@ -51,6 +53,8 @@ class Recipe:
     header: PipelineHeader
     stages: list[StageSpec]
     raw: dict[str, Any]
+    #: (key, value) of every `data:` input, e.g. ("stages[0] (load_lama).trex", "data:lama_trex").
+    data_refs: list[tuple[str, str]] = field(default_factory=list)
 
     def resolved(self) -> dict[str, Any]:
         """The recipe with every default filled in: what the manifest records and the key hashes."""
@@ -100,6 +104,25 @@ def _first_error(path: Path, where: str, exc: ValidationError, valid: list[str])
     return InputError(path, f"{err['msg']} (got {err.get('input')!r})", key=key)
 
 
+def _check_paths(path: Path, where: str, entry: dict) -> list[tuple[str, str]]:
+    """Validate the `data:` inputs of one stage; refuse pre-`data:` shared-data paths with their new spelling."""
+    refs = []
+    for name, value in entry.items():
+        for key, text in iter_data_refs(value, f"{where}.{name}"):
+            try:
+                parse_data_ref(text)
+            except ValueError as exc:
+                raise InputError(path, f"{exc} (got {text!r})", key=key) from None
+            refs.append((key, text))
+        values = value.values() if isinstance(value, dict) else value if isinstance(value, list) else [value]
+        for text in values:
+            hint = old_style_hint(text)
+            if hint is not None and not is_data_ref(text):
+                raise InputError(path, f"{text!r} names the shared data by a relative path; write {hint!r} "
+                                       "(`data:` paths lie under --data-dir / KBENCH_DATA_DIR)", key=f"{where}.{name}")
+    return refs
+
+
 def load_recipe(path: str | Path, overrides: list[str] | None = None) -> Recipe:
     path = Path(path)
     if not path.is_file():
@@ -129,6 +152,7 @@ def load_recipe(path: str | Path, overrides: list[str] | None = None) -> Recipe:
     registry = stage_registry()
     specs: list[StageSpec] = []
     seen: set[str] = set()
+    data_refs: list[tuple[str, str]] = []
     for i, entry in enumerate(entries):
         where = f"stages[{i}]"
         if not isinstance(entry, dict):
@@ -144,9 +168,10 @@ def load_recipe(path: str | Path, overrides: list[str] | None = None) -> Recipe:
             raise InputError(path, f"duplicate stage id {stage_id!r}; give repeated stages an `id`", key=f"{where}.id")
         seen.add(stage_id)
         cls = registry[name]
+        data_refs += _check_paths(path, f"{where} ({name})", entry)
         try:
             params = cls.Params.model_validate(entry)
         except ValidationError as exc:
             raise _first_error(path, f"{where} ({name})", exc, list(cls.Params.model_fields)) from exc
         specs.append(StageSpec(id=stage_id, stage_cls=cls, params=params))
-    return Recipe(path=path.resolve(), header=header, stages=specs, raw=raw)
+    return Recipe(path=path.resolve(), header=header, stages=specs, raw=raw, data_refs=data_refs)

@@ -39,6 +39,7 @@ from typing import Any, Callable
 from kbench.build.context import StageContext
 from kbench.paths import default_cache_dir
 from kbench.build.recipe import Recipe
+from kbench.build.data_root import check_data_root
 from kbench.errors import UserError
 from kbench.io import atomic_path, sha256_file, stable_hash, write_json
 
@@ -230,15 +231,18 @@ def run_recipe(
     *,
     options: dict[str, Any] | None = None,
     cache_dir: Path | None = None,
+    data_dir: Path | None = None,
     on_stage: Callable[[int, int, StageReport], None] | None = None,
 ) -> RunResult:
     import polars as pl
 
     run_dir = Path(run_dir).resolve()
+    data_dir = check_data_root(recipe.path, recipe.data_refs, data_dir)
     ctx = StageContext(
         recipe_path=recipe.path, run_dir=run_dir, seed=recipe.header.seed,
         cache_dir=cache_dir or default_cache_dir(), options=dict(options or {}),
         dataset_name=recipe.header.name, dataset_version=recipe.header.version, config_name=recipe.header.config,
+        data_dir=data_dir,
     )
     result = RunResult(run_dir=run_dir)
     with run_lock(run_dir):
@@ -254,7 +258,7 @@ def run_recipe(
                     raise UserError(f"{recipe.path} [{spec.id}]: input file {f} does not exist")
                 digest = sha256_file(f)
                 file_hashes.append(digest)
-                inputs.append({"stage": spec.id, "path": _display_path(f, recipe.path.parent), "sha256": digest})
+                inputs.append({"stage": spec.id, "path": ctx.display_path(f), "sha256": digest})
             key_parts = {
                 "stage": spec.stage_cls.name, "version": spec.stage_cls.version,
                 "params": spec.params.model_dump(mode="json"), "files": file_hashes, "previous": prev_key,
@@ -318,19 +322,13 @@ def run_recipe(
             "recipe_file": recipe.path.name,
             "recipe": recipe.raw,
             "resolved": recipe.resolved(),
+            "data_dir": str(data_dir) if data_dir is not None else None,
             "inputs": inputs,
             "packages": package_versions(),
             "config_hash": prev_key,
             "command": f"kbench build {recipe.path.name}",
         })
     return result
-
-
-def _display_path(path: Path, base: Path) -> str:
-    try:
-        return os.path.relpath(path, base)
-    except ValueError:
-        return str(path)
 
 
 def _reuse(marker_path: Path, output_path: Path, key: str) -> StageReport | None:

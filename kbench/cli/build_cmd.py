@@ -16,6 +16,7 @@ def build(
     out: Optional[Path] = typer.Option(None, "--out", help="Run directory (default: runs/<dataset name>)."),
     set_: list[str] = typer.Option([], "--set", help="Override a recipe value: STAGE_ID.KEY=VALUE or pipeline.KEY=VALUE."),
     sparql_endpoint: Optional[str] = typer.Option(None, "--sparql-endpoint", help="Query this SPARQL endpoint instead of the embedded store."),
+    data_dir: Optional[Path] = typer.Option(None, "--data-dir", help="Where the recipe's `data:` inputs live (default: $KBENCH_DATA_DIR, else ../shared/data beside the repository)."),
 ) -> None:
     """Build a dataset from a recipe. Rerunning the same command resumes finished stages."""
     from rich.console import Console
@@ -34,7 +35,7 @@ def build(
         console.print(f"[{i + 1}/{n}] {report.id:<18} {report.rows_in:>8,} → {report.rows_out:>8,} rows"
                       f"  ({drops:,} dropped, {how})")
 
-    result = run_recipe(parsed, run_dir, options=options, on_stage=progress)
+    result = run_recipe(parsed, run_dir, options=options, data_dir=data_dir, on_stage=progress)
     console.print(f"dataset written to {result.run_dir} (config hash {result.config_hash[:12]})")
 
 

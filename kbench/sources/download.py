@@ -22,6 +22,7 @@ import tempfile
 import time
 import zipfile
 from pathlib import Path
+from typing import Callable
 from urllib.parse import urlparse
 
 from kbench.errors import UserError
@@ -42,10 +43,58 @@ def _file_name(url: str) -> str:
     return name or "download"
 
 
+def download_file(url: str, dest: Path, *, key: str = "url", timeout: float = 60,
+                  on_bytes: Callable[[int, int | None], None] | None = None) -> tuple[str, int]:
+    """Stream `url` into the file `dest` and return (sha256, size); retries 5xx and broken transfers.
+
+    The bytes are hashed as they arrive, exactly as sent (no transfer decoding). A body shorter
+    than its Content-Length is a broken transfer ("truncated"); when the server accepts ranges,
+    the retry asks for the rest (`Range: bytes=N-`) instead of starting over. `on_bytes(received,
+    total)` reports progress. The caller decides where `dest` lives and removes it on failure.
+    """
+    import requests
+    import urllib3
+
+    last_error = ""
+    digest, size, resumable = hashlib.sha256(), 0, False
+    for attempt in range(_RETRIES):
+        if attempt:
+            time.sleep(0.5 * 2 ** (attempt - 1))
+        headers = {"User-Agent": user_agent()}
+        if size and resumable:
+            headers["Range"] = f"bytes={size}-"
+        try:
+            with requests.get(url, stream=True, timeout=timeout, headers=headers) as resp:
+                if resp.status_code >= 500 or resp.status_code == 429:
+                    last_error = f"HTTP {resp.status_code}"
+                    continue
+                resumed = resp.status_code == 206 and resp.headers.get("Content-Range", "").startswith(f"bytes {size}-")
+                if resp.status_code != 200 and not resumed:
+                    raise UserError(f"{key}: download failed with HTTP {resp.status_code}: {url}")
+                if not resumed:  # a whole body: start the file and the hash over
+                    digest, size = hashlib.sha256(), 0
+                resumable = resp.headers.get("Accept-Ranges", "").lower() == "bytes"
+                declared = resp.headers.get("Content-Length")
+                total = size + int(declared) if declared and declared.isdigit() else None
+                with open(dest, "ab" if resumed else "wb") as fh:
+                    for block in resp.raw.stream(1 << 20, decode_content=False):
+                        fh.write(block)
+                        digest.update(block)
+                        size += len(block)
+                        if on_bytes:
+                            on_bytes(size, total)
+                if total is not None and size != total:
+                    last_error = f"truncated: received {size:,} of {total:,} bytes"
+                    continue
+                return digest.hexdigest(), size
+        except (requests.RequestException, urllib3.exceptions.HTTPError) as exc:
+            last_error = (f"truncated: the connection broke after {size:,} bytes" if size
+                          else f"connection failed: {type(exc).__name__}")
+    raise UserError(f"{key}: download failed after {_RETRIES} attempts ({last_error}): {url}")
+
+
 def fetch(url: str, sha256: str | None, cache_dir: Path, *, key: str = "url", timeout: float = 60) -> Path:
     """Download `url` into the cache (or reuse a verified copy) and return the local file."""
-    import requests
-
     if not sha256:
         raise UserError(f"{key}: a download needs its sha256 (add `{key}_sha256 = \"...\"` to the recipe): {url}")
     sha256 = sha256.lower()
@@ -56,31 +105,11 @@ def fetch(url: str, sha256: str | None, cache_dir: Path, *, key: str = "url", ti
         if sha256_file(target) == sha256:
             return target
         target.unlink()  # damaged cache entry: fetch it again
-
-    last_error = ""
-    for attempt in range(_RETRIES):
-        if attempt:
-            time.sleep(0.5 * 2 ** (attempt - 1))
-        try:
-            with requests.get(url, stream=True, timeout=timeout, headers={"User-Agent": user_agent()}) as resp:
-                if resp.status_code >= 500 or resp.status_code == 429:
-                    last_error = f"HTTP {resp.status_code}"
-                    continue
-                if resp.status_code != 200:
-                    raise UserError(f"{key}: download failed with HTTP {resp.status_code}: {url}")
-                digest = hashlib.sha256()
-                with atomic_path(target) as tmp:
-                    with open(tmp, "wb") as fh:
-                        for block in resp.iter_content(chunk_size=1 << 20):
-                            digest.update(block)
-                            fh.write(block)
-                    if digest.hexdigest() != sha256:
-                        raise UserError(f"{key}: checksum mismatch for {url}: expected {sha256}, "
-                                        f"got {digest.hexdigest()} (the file was not used)")
-                return target
-        except requests.RequestException as exc:
-            last_error = type(exc).__name__
-    raise UserError(f"{key}: download failed after {_RETRIES} attempts ({last_error}): {url}")
+    with atomic_path(target) as tmp:
+        got, _ = download_file(url, tmp, key=key, timeout=timeout)
+        if got != sha256:
+            raise UserError(f"{key}: checksum mismatch for {url}: expected {sha256}, got {got} (the file was not used)")
+    return target
 
 
 def _safe_extract(archive: Path, dest: Path) -> None:

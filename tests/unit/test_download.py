@@ -94,3 +94,36 @@ def test_local_paths_resolve_relative_to_base(tmp_path):
     assert materialize("d", None, tmp_path / "cache", key="trex", base=tmp_path) == tmp_path / "d"
     with pytest.raises(UserError, match="does not exist"):
         materialize("nope", None, tmp_path / "cache", key="trex", base=tmp_path)
+
+
+def _cut(body: bytes, at: int, **headers) -> "Response":
+    """A response that announces the whole body but sends only its first `at` bytes, then closes."""
+    from werkzeug import Response
+
+    resp = Response(body[:at], headers=headers)
+    resp.headers["Content-Length"] = str(len(body))
+    return resp
+
+
+def test_broken_transfer_resumes_with_a_range_request(httpserver, tmp_path):
+    from werkzeug import Response
+
+    from kbench.sources.download import download_file
+
+    body = bytes(range(256)) * 40
+    httpserver.expect_ordered_request("/big.bin").respond_with_response(_cut(body, 1000, **{"Accept-Ranges": "bytes"}))
+    rest = Response(body[1000:], status=206, headers={"Content-Range": f"bytes 1000-{len(body) - 1}/{len(body)}"})
+    httpserver.expect_ordered_request("/big.bin", headers={"Range": "bytes=1000-"}).respond_with_response(rest)
+    got = download_file(httpserver.url_for("/big.bin"), tmp_path / "big.bin")
+    assert got == (hashlib.sha256(body).hexdigest(), len(body))
+    assert (tmp_path / "big.bin").read_bytes() == body and len(httpserver.log) == 2
+
+
+def test_broken_transfer_without_ranges_starts_over(httpserver, tmp_path):
+    from kbench.sources.download import download_file
+
+    body = b"x" * 5000
+    httpserver.expect_ordered_request("/f.bin").respond_with_response(_cut(body, 1000))
+    httpserver.expect_ordered_request("/f.bin").respond_with_data(body)
+    assert download_file(httpserver.url_for("/f.bin"), tmp_path / "f.bin") == (hashlib.sha256(body).hexdigest(), 5000)
+    assert "Range" not in httpserver.log[1][0].headers

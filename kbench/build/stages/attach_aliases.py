@@ -56,10 +56,7 @@ class AttachAliases(Stage):
         aliases_file_sha256: Optional[str] = None
 
     def _path(self) -> Path:
-        from kbench.sources.download import materialize
-
-        return materialize(self.params.aliases_file, self.params.aliases_file_sha256, self.ctx.cache_dir,
-                           key="aliases_file", base=self.ctx.recipe_dir)
+        return self.ctx.materialize(self.params.aliases_file, self.params.aliases_file_sha256, key="aliases_file")
 
     def input_files(self) -> list[Path]:
         return [self._path()]

@@ -122,14 +122,11 @@ class LoadLama(Stage):
 
     def _local(self, key: str) -> Path | None:
         """The local path of a source parameter (downloaded and verified once per stage run)."""
-        from kbench.sources.download import materialize
-
         location = getattr(self.params, key)
         if location is None:
             return None
         if key not in self._materialized:
-            self._materialized[key] = materialize(location, getattr(self.params, f"{key}_sha256"), self.ctx.cache_dir,
-                                                  key=key, base=self.ctx.recipe_dir)
+            self._materialized[key] = self.ctx.materialize(location, getattr(self.params, f"{key}_sha256"), key=key)
         return self._materialized[key]
 
     def _wanted(self, relation: str) -> bool:

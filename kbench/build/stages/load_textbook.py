@@ -1,7 +1,7 @@
 """Source stage `load_textbook`: OpenStax review questions with their section's paragraphs.
 
 Input: `books` = folders, each holding `review_mcq.jsonl` and `paragraphs.jsonl` in the layout of
-`../shared/data/openstax_*` (see its SOURCE.md). Every review question becomes one row:
+`data:openstax_*` (see its SOURCE.md). Every review question becomes one row:
 
     book, license, chapter, chapter_title, section, section_title, exercise_id, question,
     options (list[str]), answer_index (int | null), answer_text (str | null),

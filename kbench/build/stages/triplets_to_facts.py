@@ -4,7 +4,7 @@ Adds `id` (the triplet id), `source` (`source_name`, default "rebel_" + the row'
 `evidence_count` (null: a triplet has no T-REx evidence list) and `template`, the relation's cloze
 template with [X] (subject) and [Y] (object):
   * from `templates`, a JSONL file of `{"relation": "P..", "template": "..."}` lines (the LAMA
-    `relations.jsonl` format, e.g. ../shared/data/lama_trex/relations.jsonl), when it lists the
+    `relations.jsonl` format, e.g. data:lama_trex/relations.jsonl), when it lists the
     relation;
   * else the generic "The <relation label> of [X] is [Y] ." built from the row's label.
 Every other column (domain, document and sentence provenance, spans) is kept. No row is dropped.

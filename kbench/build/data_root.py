@@ -1,0 +1,109 @@
+"""The data root: where a recipe's `data:` inputs live.
+
+A recipe names a source file by its place under the data root, never by a path written for one
+machine:
+
+    trex = "data:lama_trex/TREx"          # <data root>/lama_trex/TREx
+    mapping = "mappings/maple-domains.toml"   # no prefix: relative to the recipe file
+
+After `data:` comes a relative POSIX path (no leading `/`, no `..`, no backslashes); its first
+part is a source folder (`kbench data list` names them, `kbench data fetch NAME` downloads one).
+The data root is, in this order: `kbench build --data-dir DIR`, the environment variable
+`KBENCH_DATA_DIR`, or `../shared/data` beside the repository kbench runs from, when that exists.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path, PurePosixPath
+from typing import Any, Iterator
+
+from kbench.errors import UserError
+
+PREFIX = "data:"
+ENV_VAR = "KBENCH_DATA_DIR"
+
+
+def is_data_ref(value: Any) -> bool:
+    return isinstance(value, str) and value.startswith(PREFIX)
+
+
+def parse_data_ref(value: str) -> PurePosixPath:
+    """The relative path after `data:`; raises `ValueError` with the reason when it is not one."""
+    rest = value[len(PREFIX):]
+    if not rest.strip():
+        raise ValueError("`data:` needs a path after it, e.g. data:lama_trex/TREx")
+    if "\\" in rest:
+        raise ValueError("use forward slashes after `data:`")
+    path = PurePosixPath(rest)
+    if path.is_absolute() or ".." in path.parts:
+        raise ValueError("the path after `data:` must stay inside the data root (no leading '/', no '..')")
+    return path
+
+
+def iter_data_refs(value: Any, key: str) -> Iterator[tuple[str, str]]:
+    """(key, value) of every `data:` string inside a recipe value (tables and arrays included)."""
+    if isinstance(value, dict):
+        for k, v in value.items():
+            yield from iter_data_refs(v, f"{key}.{k}")
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            yield from iter_data_refs(v, f"{key}[{i}]")
+    elif is_data_ref(value):
+        yield key, value
+
+
+def old_style_hint(value: Any) -> str | None:
+    """The `data:` spelling of a pre-`data:` recipe path such as `../../shared/data/lama_trex`."""
+    if not isinstance(value, str) or not value.startswith("../"):
+        return None
+    marker = "/shared/data/"
+    if marker not in value:
+        return None
+    return PREFIX + value.split(marker, 1)[1]
+
+
+def repository_default() -> Path | None:
+    """`../shared/data` beside the checkout kbench is imported from (None for an installed wheel)."""
+    checkout = Path(__file__).resolve().parents[2]
+    if not (checkout / "pyproject.toml").is_file():
+        return None
+    return checkout.parent / "shared" / "data"
+
+
+def find_data_dir(explicit: Path | None = None) -> tuple[Path | None, str]:
+    """The data root and where it was chosen from; (None, reason) when there is none."""
+    if explicit is not None:
+        return Path(explicit).expanduser().resolve(), "--data-dir"
+    env = os.environ.get(ENV_VAR)
+    if env:
+        return Path(env).expanduser().resolve(), ENV_VAR
+    default = repository_default()
+    if default is not None and default.is_dir():
+        return default.resolve(), "default (../shared/data beside the repository)"
+    where = f" ({default} does not exist)" if default is not None else ""
+    return None, f"no --data-dir, no {ENV_VAR}, and no ../shared/data beside the repository{where}"
+
+
+def check_data_root(recipe_path: Path, refs: list[tuple[str, str]], explicit: Path | None) -> Path | None:
+    """The data root for a recipe whose `data:` inputs are `refs`; a clear error if it is missing.
+
+    A recipe without `data:` inputs needs no data root (None unless one is found anyway).
+    """
+    data_dir, origin = find_data_dir(explicit)
+    if not refs:
+        return data_dir if data_dir is not None and data_dir.is_dir() else None
+    folders = sorted({parse_data_ref(value).parts[0] for _, value in refs})
+    fetch = f"kbench data fetch {' '.join(folders)} --to DIR"
+    if data_dir is None:
+        raise UserError(f"{recipe_path}: the recipe reads {refs[0][1]!r} ([{refs[0][0]}]) but there is no data "
+                        f"folder: {origin}. Download the sources with `{fetch}`, then pass "
+                        f"`--data-dir DIR` or set {ENV_VAR}=DIR.")
+    if not data_dir.is_dir():
+        raise UserError(f"{recipe_path}: the data folder {data_dir} (from {origin}) does not exist. "
+                        f"Download the sources into it with `kbench data fetch {' '.join(folders)} --to {data_dir}`.")
+    missing = [f for f in folders if not (data_dir / f).exists()]
+    if missing:
+        raise UserError(f"{recipe_path}: the data folder {data_dir} (from {origin}) lacks "
+                        f"{', '.join(missing)}. Download with `kbench data fetch {' '.join(missing)} --to {data_dir}`.")
+    return data_dir

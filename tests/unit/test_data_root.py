@@ -1,0 +1,103 @@
+"""`data:` recipe paths: syntax, the data root's resolution order, clear errors, the manifest."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from kbench.build.context import StageContext
+from kbench.build.data_root import ENV_VAR, find_data_dir, repository_default
+from kbench.build.recipe import load_recipe
+from kbench.build.runner import run_recipe
+from kbench.errors import InputError, UserError
+
+FACTS = [
+    {"uuid": f"u{i}", "sub_uri": f"Q{i}", "sub_label": f"Person {i}", "obj_uri": "Q90", "obj_label": "Paris",
+     "predicate_id": "P19", "evidences": []}
+    for i in range(1, 4)
+]
+RELATION = {"relation": "P19", "template": "[X] was born in [Y] .", "label": "place of birth"}
+
+
+def write_data_root(root: Path) -> Path:
+    (root / "mini_trex" / "TREx").mkdir(parents=True)
+    (root / "mini_trex" / "TREx" / "P19.jsonl").write_text("".join(json.dumps(f) + "\n" for f in FACTS))
+    (root / "mini_trex" / "relations.jsonl").write_text(json.dumps(RELATION) + "\n")
+    return root
+
+
+def write_recipe(folder: Path, trex: str = "data:mini_trex") -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "recipe.toml"
+    path.write_text(f'[pipeline]\nname = "mini"\n\n[[stages]]\nstage = "load_lama"\nid = "load"\ntrex = {json.dumps(trex)}\n')
+    return path
+
+
+@pytest.fixture(autouse=True)
+def _no_env_data_dir(monkeypatch):
+    monkeypatch.delenv(ENV_VAR, raising=False)
+
+
+def test_recipe_lists_its_data_refs_with_keys(tmp_path):
+    recipe = load_recipe(write_recipe(tmp_path))
+    assert recipe.data_refs == [("stages[0] (load_lama).trex", "data:mini_trex")]
+
+
+@pytest.mark.parametrize("bad, reason", [
+    ("data:", "needs a path"),
+    ("data:../elsewhere", "stay inside the data root"),
+    ("data:/etc/passwd", "stay inside the data root"),
+    ("data:lama\\\\TREx", "forward slashes"),
+])
+def test_bad_data_paths_are_located_errors(tmp_path, bad, reason):
+    with pytest.raises(InputError, match=reason) as err:
+        load_recipe(write_recipe(tmp_path, bad))
+    assert err.value.key == "stages[0] (load_lama).trex" and err.value.path.endswith("recipe.toml")
+
+
+def test_old_shared_data_paths_get_their_new_spelling(tmp_path):
+    with pytest.raises(InputError, match="write 'data:lama_trex/TREx'"):
+        load_recipe(write_recipe(tmp_path, "../../shared/data/lama_trex/TREx"))
+
+
+def test_build_resolves_data_paths_under_the_given_root(tmp_path):
+    root = write_data_root(tmp_path / "somewhere" / "data")
+    result = run_recipe(load_recipe(write_recipe(tmp_path / "r")), tmp_path / "run", data_dir=root)
+    assert result.stages[0].rows_out == 3
+    manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
+    assert manifest["data_dir"] == str(root.resolve())
+    assert [i["path"] for i in manifest["inputs"]] == ["data:mini_trex/TREx/P19.jsonl", "data:mini_trex/relations.jsonl"]
+    assert all(len(i["sha256"]) == 64 for i in manifest["inputs"])
+
+
+def test_environment_variable_names_the_root(tmp_path, monkeypatch):
+    root = write_data_root(tmp_path / "env-data")
+    monkeypatch.setenv(ENV_VAR, str(root))
+    assert find_data_dir(None) == (root.resolve(), ENV_VAR)
+    assert find_data_dir(tmp_path / "flag")[0] == (tmp_path / "flag").resolve()  # the flag wins
+    result = run_recipe(load_recipe(write_recipe(tmp_path / "r")), tmp_path / "run")
+    assert result.stages[0].rows_out == 3
+
+
+def test_default_is_shared_data_beside_the_checkout():
+    checkout = Path(__file__).resolve().parents[2]
+    assert repository_default() == checkout.parent / "shared" / "data"
+
+
+def test_missing_folder_says_how_to_fetch_it(tmp_path):
+    root = tmp_path / "empty"
+    root.mkdir()
+    with pytest.raises(UserError, match=r"lacks mini_trex\. Download with `kbench data fetch mini_trex --to "):
+        run_recipe(load_recipe(write_recipe(tmp_path / "r")), tmp_path / "run", data_dir=root)
+    with pytest.raises(UserError, match="does not exist. Download the sources into it with `kbench data fetch mini_trex"):
+        run_recipe(load_recipe(write_recipe(tmp_path / "r")), tmp_path / "run", data_dir=tmp_path / "nope")
+    assert not (tmp_path / "run" / "manifest.json").exists()
+
+
+def test_context_without_root_refuses_data_paths(tmp_path):
+    ctx = StageContext(recipe_path=tmp_path / "r.toml", run_dir=tmp_path / "run", seed=0)
+    with pytest.raises(UserError, match="needs a data folder: pass --data-dir"):
+        ctx.resolve("data:lama_trex")
+    assert ctx.resolve("mappings/x.toml") == tmp_path / "mappings" / "x.toml"  # no prefix: beside the recipe
