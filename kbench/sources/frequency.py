@@ -17,6 +17,7 @@ seen: evidence sentences, counts in a table, pageviews, corpus hits). Contract:
             # it may also add a Utf8 column `frequency_drop`: a reason to drop the row whatever the
             # stage's `missing` says (e.g. `pageviews_missing`), null for rows to keep.
         def details(self) -> dict: ...                    # after `frequency`: counts for stats.json
+        def run_options(self) -> dict: ...                # e.g. the SPARQL endpoint it asks
 
 HOOK for further sources (Wikimedia pageviews, infini-gram corpus counts): write the class in
 its own module under `kbench/sources/`, decorate it with `@register_frequency_source`, and add
@@ -66,6 +67,10 @@ class FrequencySource:
 
     def details(self) -> dict:
         """What the last `frequency` call found that a reader must know (written to stats.json)."""
+        return {}
+
+    def run_options(self) -> dict:
+        """Run-wide options that change the frequencies (see `Stage.run_options`)."""
         return {}
 
 

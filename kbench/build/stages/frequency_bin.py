@@ -139,6 +139,9 @@ class FrequencyBin(Stage):
     def input_files(self) -> list[Path]:
         return self._source().input_files()
 
+    def run_options(self) -> dict:
+        return self._source().run_options()
+
     def _unit_key(self):
         """Polars: the key rows are ranked by (one per row, or one per entity)."""
         import polars as pl
