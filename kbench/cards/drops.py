@@ -72,8 +72,9 @@ def render_drops(folder: DatasetFolder) -> str:
         out = [f"**No row was dropped.** The first step read {loaded:,} rows and the splits hold "
                f"{folder.stats.get('final_rows', folder.rows()):,}: every fact of the input files is in the dataset."]
     else:
-        out = [f"The first step read {loaded:,} rows; {total_dropped:,} were dropped on the way and "
-               f"{folder.stats.get('final_rows', folder.rows()):,} remain. Step by step:"]
+        out = [f"{total_dropped:,} rows were dropped, each by the step and for the reason below, and "
+               f"{folder.stats.get('final_rows', folder.rows()):,} remain (rows in and out of every step: "
+               "\"How it was built\"). Step by step:"]
     for index, stage in enumerate(stages):
         dropped = stage.get("dropped") or {}
         details = stage.get("details") or {}
