@@ -124,9 +124,9 @@ def test_titles_from_sitelinks_in_the_store_and_missing_articles_in_frequency_bi
     ctx = StageContext(recipe_path=tmp_path / "r.toml", run_dir=tmp_path / "run", seed=0, cache_dir=tmp_path / "cache")
     options = {"base_url": httpserver.url_for("/api/rest_v1"), "min_interval_s": 0, "wikidata": {"store": "wd.nt"}}
 
-    def build(**extra):
+    def build(missing="drop", **extra):
         stage = FrequencyBin(FrequencyBin.Params(source="pageviews", options={**options, **extra}, unit="entity",
-                                                 percentages=[50, 0, 0, 0, 50]), ctx)
+                                                 percentages=[50, 0, 0, 0, 50], missing=missing), ctx)
         out = stage.run(pl.LazyFrame(ENTITY_ROWS))
         return out.kept.collect(), out.rejected.collect(), out.details, stage
 
@@ -140,6 +140,18 @@ def test_titles_from_sitelinks_in_the_store_and_missing_articles_in_frequency_bi
     requested = sorted(entry[0].path.split("/")[-4] for entry in httpserver.log)
     assert requested == ["Bob_(musician)", "Douglas_Adams", "Nowhere", "Zed"]  # never "D. Adams", never "Bob"
 
+    _, rejected, _, _ = build(missing="keep")  # the stage keeps unknown frequencies, the source still drops 404s
+    assert rejected["reason"].to_list() == ["pageviews_missing"]
+
     kept, rejected, details, _ = build(missing_pageviews="keep_as_zero")
     assert dict(zip(kept["id"], kept["frequency"]))["d"] == 0.0 and rejected.height == 0
     assert details["source"]["missing_articles"] == 1 and details["source"]["missing_pageviews"] == "keep_as_zero"
+
+
+def test_a_build_against_another_sparql_endpoint_does_not_reuse_the_frequencies(tmp_path):
+    from kbench.build.stages.frequency_bin import FrequencyBin
+
+    ctx = StageContext(recipe_path=tmp_path / "r.toml", run_dir=tmp_path, seed=0, options={"sparql_endpoint": "http://wd.example/sparql"})
+    with_sitelinks = FrequencyBin(FrequencyBin.Params(source="pageviews", options={"wikidata": {"store": "wd.nt"}}), ctx)
+    assert with_sitelinks.run_options() == {"sparql_endpoint": "http://wd.example/sparql"}  # joins the resume key
+    assert FrequencyBin(FrequencyBin.Params(source="pageviews"), ctx).run_options() == {}
