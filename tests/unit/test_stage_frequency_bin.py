@@ -178,3 +178,10 @@ def test_params_are_validated():
         FrequencyBin.Params(source="counts_table", options={"pth": "x"})
     with pytest.raises(ValueError, match="summing to 100"):
         FrequencyBin.Params(percentages=[10, 20, 40, 20, 20])
+
+
+def test_binning_twice_replaces_the_first_bins(tmp_path):
+    rows = [{"id": str(i), "evidence_count": i, "frequency": 1.0, "frequency_bin": "head"} for i in range(4)]
+    kept, _, _ = run(tmp_path, rows, percentages=[50, 0, 0, 0, 50])
+    assert dict(zip(kept["id"], kept["frequency_bin"])) == {"0": "tail", "1": "tail", "2": "head", "3": "head"}
+    assert kept["frequency"].to_list() == [0.0, 1.0, 2.0, 3.0]

@@ -154,8 +154,8 @@ class FrequencyBin(Stage):
     def run(self, table) -> StageOutput:
         import polars as pl
 
-        if "frequency" in table.collect_schema().names():
-            table = table.drop("frequency")
+        stale = [c for c in ("frequency", "frequency_bin") if c in table.collect_schema().names()]
+        table = table.drop(stale)  # a second binning replaces the first
         source = self._source()
         frame = source.frequency(table).with_row_index("__row").collect()
         if DROP_COLUMN not in frame.columns:
@@ -179,9 +179,10 @@ class FrequencyBin(Stage):
         if self.params.missing == "drop":
             reason = reason.when(pl.col("frequency").is_null()).then(pl.lit("frequency_unknown"))
         out = filter_with_reason(binned.lazy(), reason.otherwise(pl.lit(None, pl.Utf8)))
-        details = {"unit": self.params.unit, **({"entity": self.params.entity, "entity_frequency": self.params.entity_frequency}
-                                                if self.params.unit == "entity" else {}),
-                   "rows_ranked": known.height, **details}
+        unit = {"unit": self.params.unit}
+        if self.params.unit == "entity":
+            unit |= {"entity": self.params.entity, "entity_frequency": self.params.entity_frequency}
+        details = {**unit, "rows_ranked": known.height, **details}
         if source_details := source.details():
             details["source"] = source_details
         return StageOutput(kept=out.kept.drop(DROP_COLUMN), rejected=out.rejected.drop(DROP_COLUMN), details=details)
