@@ -33,7 +33,7 @@ descriptive User-Agent and to stay under ~100 requests/s):
   * a missing article (404 for the whole window) is dropped (`missing_pageviews = "drop"`, the
     default: an unknown popularity is not the least popular, and counting it as 0 would fill the
     tail with mislinked entities) with reason `pageviews_missing`, or counted as 0 views
-    (`"keep_as_zero"`, the pre-2.0 behaviour).
+    (`"keep_as_zero"`, what kbench did before it told the two apart).
 `details()` reports entities, titles from sitelinks / labels and missing articles (stats.json).
 """
 
@@ -44,9 +44,9 @@ from pathlib import Path
 from typing import Literal
 from urllib.parse import quote
 
+from kbench.build.stages._wikidata_common import WikidataParams, endpoint_option, open_wikidata, wikidata_input_files
 from kbench.errors import InputError, UserError
 from kbench.io import read_json, stable_hash, write_json
-from kbench.build.stages._wikidata_common import WikidataParams, endpoint_option, open_wikidata, wikidata_input_files
 from kbench.sources.frequency import (
     DROP_COLUMN,
     FrequencySource,
@@ -138,16 +138,17 @@ class PageviewsClient:
 
     def total_views(self, article: str) -> int | None:
         """Views over the window; None when no request of the window found the article (all 404)."""
-        # "v2": entries before 2.0 stored a 404 as 0 views; they must not be read as such
+        # "v2": older entries stored a 404 as 0 views; they must not be read as such
         key = stable_hash(["v2", self.base_url, self.project, self.access, self.agent, article, self.window])
         path = self.cache_dir / f"{key}.json"
         if path.exists():
             try:
                 entry = read_json(path)
-                if isinstance(entry, dict) and entry.get("key") == key and (
-                        entry.get("views") is None and "views" in entry or isinstance(entry.get("views"), int)):
+                entry = entry if isinstance(entry, dict) else {}
+                views = entry.get("views", "absent")
+                if entry.get("key") == key and (views is None or isinstance(views, int)):  # None: missing article
                     self.cache_hits += 1
-                    return entry["views"]
+                    return views
             except InputError:
                 pass  # a damaged entry is fetched again
         found = []

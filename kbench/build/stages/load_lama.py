@@ -21,8 +21,9 @@ by their LAMA names, also in subfolders (so LAMA's own `data.zip` works unpacked
     `autoprompt_train` / `autoprompt_dev` and the preset split `train` / `dev`.
 
 Output columns: id, relation, wikidata_property, relation_label, template, subject, subject_id,
-object, object_id, source (`trex`, `google_re`, `autoprompt_train`, `autoprompt_dev`), evidence_count (len of `evidences`; null for AutoPrompt rows, which have none),
-subject_aliases, object_aliases, split (null unless the source presets it).
+object, object_id, source (`trex`, `google_re`, `autoprompt_train`, `autoprompt_dev`),
+evidence_count (len of `evidences`; null for AutoPrompt rows, which have none), subject_aliases,
+object_aliases, split (null unless the source presets it).
 Every bad line is an `InputError` naming the file and line.
 """
 
