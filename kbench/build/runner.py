@@ -64,10 +64,14 @@ class StageReport:
     dropped: dict[str, int]
     reused: bool
     seconds: float
+    details: dict[str, Any] = field(default_factory=dict)
 
     def stats(self) -> dict[str, Any]:  # what stats.json keeps: no timings, so reruns are identical
-        return {"id": self.id, "stage": self.stage, "rows_in": self.rows_in, "rows_out": self.rows_out,
-                "dropped": self.dropped, "dropped_total": sum(self.dropped.values())}
+        out = {"id": self.id, "stage": self.stage, "rows_in": self.rows_in, "rows_out": self.rows_out,
+               "dropped": self.dropped, "dropped_total": sum(self.dropped.values())}
+        if self.details:
+            out["details"] = self.details
+        return out
 
 
 @dataclass
@@ -282,10 +286,12 @@ def run_recipe(
                     else:
                         chunks = parquet_chunks(prev_output, CHUNK_ROWS) if prev_output else iter([pl.DataFrame()])
                     rejects = _run_chunked(stage, spec.id, chunks, output_path, rejected_path)
+                    details = {}
                 else:
                     out = stage.run(pl.scan_parquet(prev_output) if prev_output is not None else pl.LazyFrame())
                     _write_table(out.kept, output_path)
                     rejects = out.rejected is not None
+                    details = out.details or {}
                     if rejects:
                         _write_table(out.rejected, rejected_path)
                 dropped: dict[str, int] = {}
@@ -295,7 +301,7 @@ def run_recipe(
                     rejected_path.unlink(missing_ok=True)
                 rows_out = _count(output_path)
                 report = StageReport(spec.id, spec.stage_cls.name, rows_in, rows_out, dropped, False,
-                                     round(time.perf_counter() - started, 3))
+                                     round(time.perf_counter() - started, 3), details)
                 if not spec.stage_cls.source and getattr(spec.stage_cls, "preserves_rows", True):
                     lost = rows_in - rows_out - sum(dropped.values())
                     if lost != 0:
@@ -341,4 +347,4 @@ def _reuse(marker_path: Path, output_path: Path, key: str) -> StageReport | None
     if marker.get("key") != key:
         return None
     s = marker["report"]
-    return StageReport(s["id"], s["stage"], s["rows_in"], s["rows_out"], s["dropped"], True, 0.0)
+    return StageReport(s["id"], s["stage"], s["rows_in"], s["rows_out"], s["dropped"], True, 0.0, s.get("details", {}))

@@ -17,7 +17,8 @@ Contract of `run`:
   * input: the previous stage's kept rows as a `pl.LazyFrame` (an empty frame for the first stage);
   * output: `StageOutput(kept, rejected)`. `kept` is the table passed on. `rejected` (optional)
     holds dropped rows with a string column `reason`; the runner counts drops by reason and
-    writes them to `rejected/<stage>.parquet`. Rows must never vanish without a reason:
+    writes them to `rejected/<stage>.parquet`. `details` (optional) is a JSON-serialisable dict
+    written under the stage's entry in stats.json (and rendered in the data card). Rows must never vanish without a reason:
     rows_in == rows_out + rows_rejected is checked for non-source stages.
   * a stage that reads files lists them in `input_files()` so their sha256 joins the resume key
     and the manifest.
@@ -57,6 +58,9 @@ class StageParams(BaseModel):
 class StageOutput:
     kept: Any  # pl.LazyFrame | pl.DataFrame
     rejected: Any = None  # pl.LazyFrame | pl.DataFrame with a `reason` column, or None
+    #: What a reader of stats.json needs beyond row counts (e.g. where the frequency cuts fell,
+    #: how many entities had no pageviews): JSON-serialisable, deterministic (no timings).
+    details: Any = None  # dict | None
 
 
 class Stage:

@@ -5,7 +5,8 @@ Contract of `write_card(DIR)`:
     recipe's [pipeline] table), else the recipe/dataset name and the detected sources;
   * the template is `data_cards/<family>.md`: YAML front matter (Hub metadata plus a `kbench:` block
     with default `sources` and papers to `cite`, removed from the output) and a markdown body whose
-    `{{placeholders}}` are filled here from manifest.json, stats.json and the parquet splits;
+    `{{placeholders}}` are filled here from manifest.json, stats.json and the parquet splits
+    (`{{drops}}`: what each step dropped, per fact source, `kbench.cards.drops`);
   * `configs`, `license`, `size_categories` and `source_datasets` are computed, never copied from
     the template; the license is inherited from the sources and `--license` may only tighten it
     (see `kbench.cards.licenses`) unless forced;
@@ -22,13 +23,14 @@ from typing import Any
 
 from kbench.build.stages.write_dataset import dataset_configs, dataset_infos
 from kbench.cards import licenses
+from kbench.cards.drops import render_drops
 from kbench.cards.folder import DatasetFolder, ensure_file_hashes, load_folder
 from kbench.cards.sources import detect_sources, reference
 from kbench.cards.validate import validate_card
 from kbench.errors import InputError, UserError
 from kbench.io import write_text
 
-FAMILIES = ("lama", "maple-wiki", "left-textbook", "evolving")
+FAMILIES = ("lama", "lama-binned", "maple-wiki", "left-textbook", "evolving")
 _PLACEHOLDER = re.compile(r"{{\s*([a-z_]+)\s*}}")
 _SIZE_BOUNDS = [(1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"), (1_000_000, "100K<n<1M"),
                 (10_000_000, "1M<n<10M"), (100_000_000, "10M<n<100M"), (1_000_000_000, "100M<n<1B")]
@@ -64,14 +66,21 @@ def choose_family(folder: DatasetFolder, sources: list[str]) -> str:
         return declared
     name = f"{manifest.get('dataset', '')} {manifest.get('recipe_file', '')}".lower()
     for family, markers in (("evolving", ("evolv",)), ("left-textbook", ("left", "textbook", "openstax")),
-                            ("maple-wiki", ("maple", "rebel", "wiki")), ("lama", ("lama", "trex", "google"))):
+                            ("maple-wiki", ("maple", "rebel", "wiki")), ("lama-binned", ("binned",)),
+                            ("lama", ("lama", "trex", "google"))):
         if any(m in name for m in markers):
-            return family
+            return _lama_family(folder) if family == "lama" else family
     for family, source in (("maple-wiki", "rebel"), ("left-textbook", "openstax"), ("lama", "lama")):
         if source in sources:
-            return family
+            return _lama_family(folder) if family == "lama" else family
     raise UserError(f"{folder.root}: cannot tell the dataset family from the manifest; pass --family "
                     f"(one of {', '.join(FAMILIES)}) or set `card_family` in the manifest")
+
+
+def _lama_family(folder: DatasetFolder) -> str:
+    """The `lama` card says every LAMA fact is there; a build that dropped rows is a derived benchmark."""
+    dropped = any(stage.get("dropped_total") for stage in folder.stats.get("stages") or [])
+    return "lama-binned" if dropped else "lama"
 
 
 def size_category(rows: int) -> str:
@@ -237,6 +246,7 @@ def render_card(folder: DatasetFolder, *, family: str | None = None, license_id:
         "license": _license_text(chosen, source_keys, chosen_by_user=bool(license_id)),
         "structure": _structure(folder),
         "build": _build_steps(folder),
+        "drops": render_drops(folder),
         "distributions": _distributions(folder),
         "rebuild": _rebuild(folder),
         "files": _files(folder),

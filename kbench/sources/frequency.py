@@ -14,6 +14,10 @@ seen: evidence sentences, counts in a table, pageviews, corpus hits). Contract:
         def frequency(self, table: pl.LazyFrame) -> pl.LazyFrame: ...
             # returns `table` with a Float64 column `frequency` added, same rows, same order;
             # null means "unknown" (the stage drops or keeps such rows as configured).
+            # it may also add a Utf8 column `frequency_drop`: a reason to drop the row whatever the
+            # stage's `missing` says (e.g. `pageviews_missing`), null for rows to keep.
+        def details(self) -> dict: ...                    # after `frequency`: counts for stats.json
+        def run_options(self) -> dict: ...                # e.g. the SPARQL endpoint it asks
 
 HOOK for further sources (Wikimedia pageviews, infini-gram corpus counts): write the class in
 its own module under `kbench/sources/`, decorate it with `@register_frequency_source`, and add
@@ -39,6 +43,10 @@ if TYPE_CHECKING:
 SOURCE_MODULES: tuple[str, ...] = ("kbench.sources.pageviews", "kbench.sources.mention_counts", "kbench.sources.corpus_index")
 
 
+#: The optional column in which a source names why a row must be dropped (see the contract above).
+DROP_COLUMN = "frequency_drop"
+
+
 class SourceOptions(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -56,6 +64,14 @@ class FrequencySource:
 
     def frequency(self, table: pl.LazyFrame) -> pl.LazyFrame:  # pragma: no cover - interface
         raise NotImplementedError
+
+    def details(self) -> dict:
+        """What the last `frequency` call found that a reader must know (written to stats.json)."""
+        return {}
+
+    def run_options(self) -> dict:
+        """Run-wide options that change the frequencies (see `Stage.run_options`)."""
+        return {}
 
 
 _SOURCES: dict[str, type[FrequencySource]] = {}

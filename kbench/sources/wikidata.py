@@ -126,6 +126,32 @@ def object_count_query(pairs: Iterable[tuple[str, str]]) -> str:
     )
 
 
+def sitelinks_query(ids: Iterable[str], site: str) -> str:
+    """The article of each of `ids` on `site` (a wiki's base IRI, e.g. https://en.wikipedia.org/),
+    with its title (`schema:name`) where the data has one. Wikidata's RDF writes a sitelink as
+    `<https://en.wikipedia.org/wiki/Douglas_Adams> schema:about wd:Q42 ; schema:isPartOf
+    <https://en.wikipedia.org/> ; schema:name "Douglas Adams"@en`."""
+    if not re.fullmatch(r"https://[a-z0-9.-]+/", site):
+        raise ValueError(f"not a wiki base IRI (https://host/): {site!r}")
+    return PREFIXES + (
+        "SELECT ?item ?article ?title WHERE {\n"
+        f"  VALUES ?item {{ {_values(ids)} }}\n"
+        f"  ?article schema:about ?item ; schema:isPartOf <{site}> .\n"
+        "  OPTIONAL { ?article schema:name ?title }\n"
+        "}\n"
+    )
+
+
+def title_from_article_iri(iri: str, site: str) -> str | None:
+    """`https://en.wikipedia.org/wiki/AC%2FDC` -> `AC/DC` (underscores become spaces); None for another site."""
+    from urllib.parse import unquote
+
+    prefix = site + "wiki/"
+    if not iri.startswith(prefix) or len(iri) == len(prefix):
+        return None
+    return unquote(iri[len(prefix):]).replace("_", " ")
+
+
 def label_lookup_query(label: str, language: str = "en") -> str:
     """Entities whose label or alias is exactly `label` (used to prove literals round-trip as data)."""
     return PREFIXES + (
@@ -173,6 +199,17 @@ class WikidataClient:
                 if entity not in found or (label is not None and (found[entity] is None or label < found[entity])):
                     found[entity] = label
         return found
+
+    def sitelinks(self, ids: Iterable[str], site: str) -> dict[str, str]:
+        """The article title on `site` of each of `ids` that has one (the smallest if a store has several)."""
+        titles: dict[str, str] = {}
+        for batch in self._batches(validate_id(i) for i in ids):
+            for row in self.sparql.select(sitelinks_query(batch, site)):
+                entity = id_from_iri(row.get("item", ""))
+                title = row.get("title") or title_from_article_iri(row.get("article", ""), site)
+                if entity is not None and title and (entity not in titles or title < titles[entity]):
+                    titles[entity] = title
+        return titles
 
     def object_counts(self, pairs: Iterable[tuple[str, str]]) -> dict[tuple[str, str], int]:
         """Distinct `wdt:<relation>` values per (relation, subject) pair; pairs with no value map to 0.

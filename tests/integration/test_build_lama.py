@@ -1,5 +1,6 @@
-"""The LAMA recipe end to end through the CLI, on the real data in ../shared/data.
+"""The binned LAMA T-REx recipe end to end through the CLI, on the real data in ../shared/data.
 
+(The original LAMA probe, pipelines/lama.toml, has its own test: test_build_lama_probe.py.)
 Covers: `kbench build pipelines/lama-trex.toml` -> datasets.load_dataset with counts that match
 stats.json and rejected/; `kbench inspect`; resume after `kill -9`; `--set` invalidation; and
 bad inputs giving exit code 2 with file and line/key and no traceback.
@@ -60,21 +61,30 @@ def test_dataset_loads_and_counts_match_stats(built, tmp_path):
         if after["dropped_total"]:
             counts = pl.read_parquet(rejected)["reason"].value_counts()
             assert dict(counts.iter_rows()) == after["dropped"]
-    assert stats["stages"][0]["rows_out"] == 22881 + 5528 + 38892  # every T-REx, Google-RE, AutoPrompt fact
+    assert stats["stages"][0]["rows_out"] == 22881 + 38892  # every T-REx and AutoPrompt fact (no Google-RE)
     test = loaded["test"].to_polars()
-    assert test.group_by("relation").len()["len"].max() <= 600  # 300 T-REx + 300 Google-RE for P19 / P20
+    assert set(test["source"]) == {"trex"}
+    assert test.group_by("relation").len()["len"].max() <= 300
     assert set(test["frequency_bin"]) == {"head", "torso", "tail"}
+    # ties never split: every evidence count lands in exactly one bin
+    assert test.group_by("frequency").agg(pl.col("frequency_bin").n_unique())["frequency_bin"].max() == 1
+    frequency = next(s for s in stats["stages"] if s["id"] == "frequency")
+    dropped_before = sum(pl.read_parquet(built / "rejected" / f"{step}.parquet").filter(pl.col("source") == "trex").height
+                         for step in ("verify", "single") if (built / "rejected" / f"{step}.parquet").exists())
+    assert frequency["details"]["unit"] == "row" and frequency["details"]["rows_ranked"] == 22881 - dropped_before
+    assert frequency["dropped"]["frequency_buffer"] == sum(
+        frequency["details"]["units_per_segment"][k] for k in ("buffer_upper", "buffer_lower"))
     assert set(loaded["train"]["source"]) == {"autoprompt_train"}
     manifest = json.loads((built / "manifest.json").read_text())
     loaded_files = [i for i in manifest["inputs"] if i["stage"] == "load"]
-    assert len(loaded_files) == 28 + 1 + 3 + 82  # T-REx files, relations.jsonl, Google-RE, AutoPrompt train/dev
-    assert all(len(i["sha256"]) == 64 for i in manifest["inputs"])
+    assert len(loaded_files) == 28 + 1 + 82  # T-REx files, relations.jsonl, AutoPrompt train/dev
+
 
 
 def test_inspect_prints_stages_relations_and_bins(built):
     result = run_kbench("inspect", str(built), env={"COLUMNS": "160"})
     assert result.returncode == 0, result.stderr
-    for text in ("frequency_buffer", "rows per relation", "place of birth", "P569", "rows per frequency bin", "torso"):
+    for text in ("frequency_buffer", "rows per relation", "place of birth", "P19", "rows per frequency bin", "torso"):
         assert text in result.stdout
 
 

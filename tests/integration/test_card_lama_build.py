@@ -22,6 +22,13 @@ def test_build_card_load_and_dry_run_on_real_lama(tmp_path, monkeypatch):
     for stage in stats["stages"]:  # every stage of the real build appears with its counts
         assert f"| `{stage['id']}` | {stage['stage']} | {stage['rows_in']:,} | {stage['rows_out']:,} |" in readme
     assert "| P19 | place of birth |" in readme
+    # the binned recipe gets the card of a derived benchmark, which says what each step dropped
+    assert "pretty_name: LAMA T-REx facts, single-answer and frequency-binned" in readme
+    assert "It is **not the LAMA\nprobe**" in readme and "## What was dropped" in readme
+    frequency = next(s for s in stats["stages"] if s["id"] == "frequency")
+    assert f"dropped {frequency['dropped_total']:,} of {frequency['rows_in']:,}" in readme
+    assert "| `frequency_buffer` | 0 of " in readme  # AutoPrompt rows are never binned, so never buffered
+    assert "units_moved_by_ties" in readme
     assert "kbench build pipelines/lama-trex.toml --out lama" in readme
 
     monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")

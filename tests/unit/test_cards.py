@@ -122,6 +122,33 @@ def test_declared_family_wins_and_unknown_family_is_an_error(lama_dir):
         write_card(lama_dir, family="nope")
 
 
+def test_a_lama_build_that_dropped_rows_gets_the_derived_card_with_its_drops(lama_dir):
+    import polars as pl
+
+    rejected = lama_dir / "rejected" / "frequency_bin.parquet"
+    pl.read_parquet(rejected).with_columns(pl.Series("source", ["trex", "trex", "google_re"])).write_parquet(rejected)
+    text = write_card(lama_dir).read_text()
+    assert _front_matter(lama_dir / "README.md")["pretty_name"].startswith("LAMA T-REx facts, single-answer and frequency-binned")
+    assert "- **`frequency_bin`** (`frequency_bin`): dropped 3 of 27 (11.1%) rows (`buffer` 3)" in text
+    assert "| reason | google_re | trex |\n|---|---|---|\n| `buffer` | 1 | 2 |" in text  # by source
+    # with the step's input still in .kbench/ (a work file), each count is also a share of its source
+    (lama_dir / ".kbench" / "stages" / "00_load_lama").mkdir(parents=True)
+    pl.DataFrame({"source": ["trex"] * 20 + ["google_re"] * 7}).write_parquet(
+        lama_dir / ".kbench" / "stages" / "00_load_lama" / "output.parquet")
+    text = write_card(lama_dir).read_text()
+    assert "| `buffer` | 1 of 7 (14.3%) | 2 of 20 (10.0%) |" in text
+
+
+def test_a_lama_build_without_drops_gets_the_probe_card(lama_dir):
+    stats = json.loads((lama_dir / "stats.json").read_text())
+    stats["stages"] = [dict(s, dropped={}, dropped_total=0) for s in stats["stages"]]
+    (lama_dir / "stats.json").write_text(json.dumps(stats))
+    (lama_dir / "rejected" / "frequency_bin.parquet").unlink()
+    text = write_card(lama_dir).read_text()
+    assert _front_matter(lama_dir / "README.md")["pretty_name"] == "LAMA probe (T-REx and Google-RE)"
+    assert "**No row was dropped.**" in text
+
+
 def test_work_files_are_never_published(lama_dir):
     (lama_dir / "data" / "default" / ".test.parquet.abc.tmp").write_text("partial")
     write_card(lama_dir)

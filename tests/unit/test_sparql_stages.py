@@ -128,6 +128,21 @@ def test_single_answer_counts_distinct_objects(ctx, store_file):
     assert _reasons(out) == {"b": "multiple_answers", "c": "no_answer_in_store", "d": "invalid_id"}
 
 
+def test_google_re_rows_are_checked_by_their_wikidata_property(ctx, store_file):
+    # relation ids of Google-RE (google_re:...) are not Wikidata's: the stages query `wikidata_property`
+    facts = pl.DataFrame({"id": ["g1", "g2", "t1"], "relation": ["google_re:date_of_birth", "google_re:place_of_birth", "P19"],
+                          "wikidata_property": ["P569", "P19", "P19"], "relation_label": ["", "place of birth", ""],
+                          "subject": ["Ada", "Bob", "Ada"], "subject_id": ["Q10", "Q11", "Q10"],
+                          "object": ["1815", "Rome", "Paris"], "object_id": [None, "Q21", "Q20"]})
+    verified = VerifyWikidata(VerifyWikidata.Params(store=str(store_file)), ctx).run(facts.lazy()).kept.collect()
+    assert verified["id"].to_list() == ["g1", "g2", "t1"]
+    assert verified["relation"].to_list() == facts["relation"].to_list()  # ids stay as they were
+    assert verified["relation_label"].to_list()[0] == "date of birth"  # filled from the property P569
+    out = SingleAnswer(SingleAnswer.Params(store=str(store_file)), ctx).run(verified.lazy())
+    assert out.kept.collect()["id"].to_list() == ["g1", "t1"]
+    assert _reasons(out) == {"g2": "multiple_answers"}  # Q11 has two birthplaces in the store
+
+
 def test_subset_from_builds_the_store_once(ctx, lama):
     settings = {"trex_dir": str(lama.trex_dir), "relations": str(lama.relations), "aliases": str(lama.aliases),
                 "autoprompt_dir": str(lama.autoprompt_dir), "google_re_dir": str(lama.google_re_dir)}

@@ -64,11 +64,14 @@ def test_loads_all_three_sources(tmp_path, lama):
     table, files = run(tmp_path, trex="data/lama_trex", google_re="data/google_re", autoprompt="data/autoprompt")
     rows = {r["id"]: r for r in table.to_dicts()}
     assert table.height == 6
-    assert rows["u1"] == {"id": "u1", "relation": "P19", "relation_label": "place of birth", "template": "[X] was born in [Y] .",
+    assert rows["u1"] == {"id": "u1", "relation": "P19", "wikidata_property": "P19", "relation_label": "place of birth", "template": "[X] was born in [Y] .",
                           "subject": "Ann", "subject_id": "Q1", "object": "Paris", "object_id": "Q90", "source": "trex",
                           "evidence_count": 2, "subject_aliases": [], "object_aliases": [], "split": None}
-    assert rows["g1"]["relation"] == "P569" and rows["g1"]["subject_id"] is None and rows["g1"]["object"] == "1941"
-    assert rows["g2"]["relation"] == "P19" and rows["g2"]["source"] == "google_re"
+    assert rows["g1"]["relation"] == "google_re:date_of_birth" and rows["g1"]["wikidata_property"] == "P569"
+    assert rows["g1"]["subject_id"] is None and rows["g1"]["object"] == "1941"
+    # Google-RE's place of birth is its own relation, never merged into T-REx's P19
+    assert (rows["g2"]["relation"], rows["g2"]["wikidata_property"], rows["g2"]["source"]) == (
+        "google_re:place_of_birth", "P19", "google_re")
     assert rows["g2"]["subject_aliases"] == ["D."]  # the label itself is not an alias
     assert rows["g2"]["object_aliases"] == ["Lebanese Republic"]
     auto = table.filter(table["source"].str.starts_with("autoprompt")).sort("split").to_dicts()
@@ -83,8 +86,10 @@ def test_loads_all_three_sources(tmp_path, lama):
 def test_relation_filter_and_row_limit(tmp_path, lama):
     table, files = run(tmp_path, trex="data/lama_trex", google_re="data/google_re", autoprompt="data/autoprompt",
                        relations=["P19"], max_per_relation=1)
-    assert sorted(table["id"].to_list()) == ["g2", "u1"]
+    assert sorted(table["id"].to_list()) == ["g2", "u1"]  # P19 selects T-REx P19 and google_re:place_of_birth
     assert "train.jsonl" not in [p.name for p in files]
+    table, _ = run(tmp_path, trex="data/lama_trex", google_re="data/google_re", relations=["google_re:place_of_birth"])
+    assert table["id"].to_list() == ["g2"]
 
 
 def test_a_requested_relation_without_facts_is_an_error(tmp_path, lama):
@@ -94,7 +99,7 @@ def test_a_requested_relation_without_facts_is_an_error(tmp_path, lama):
 
 def test_google_re_alone_needs_no_relations_file(tmp_path, lama):
     table, files = run(tmp_path, google_re="data/google_re")
-    assert sorted(table["relation"].to_list()) == ["P19", "P569"]
+    assert sorted(table["relation"].to_list()) == ["google_re:date_of_birth", "google_re:place_of_birth"]
     assert all(p.parent.name == "google_re" for p in files)
 
 
@@ -151,4 +156,9 @@ def test_params_are_validated():
     with pytest.raises(ValueError, match="property id"):
         LoadLama.Params(trex="x", relations=["19"])
     with pytest.raises(ValueError, match=r"\[Y\] exactly once"):
-        LoadLama.Params(google_re="x", google_re_relations={"dob": {"relation": "P569", "label": "d", "template": "[X] born"}})
+        LoadLama.Params(google_re="x", google_re_relations={"dob": {"wikidata_property": "P569", "label": "d", "template": "[X] born"}})
+    with pytest.raises(ValueError, match="a-z, 0-9"):
+        LoadLama.Params(google_re="x", google_re_relations={"Date Of Birth": {"wikidata_property": "P569", "label": "d",
+                                                                               "template": "[X] born in [Y]"}})
+    with pytest.raises(ValueError, match="google_re:place_of_birth"):
+        LoadLama.Params(trex="x", relations=["trex:P19"])

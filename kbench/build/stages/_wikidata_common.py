@@ -126,6 +126,13 @@ def open_wikidata(params: WikidataParams, ctx: StageContext, on_batch=None) -> W
     return WikidataClient(SparqlClient(transport, cache), batch_size=params.batch_size, on_batch=on_batch)
 
 
+def property_column(table) -> str:
+    """The column holding each row's Wikidata property: `wikidata_property` where the table has it
+    (LAMA: Google-RE's relations have ids of their own, `google_re:place_of_birth`, and P19 here),
+    else `relation`."""
+    return "wikidata_property" if "wikidata_property" in table.collect_schema().names() else "relation"
+
+
 def present(column: str):
     """Polars: the cell holds a non-blank value."""
     import polars as pl

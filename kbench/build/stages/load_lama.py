@@ -11,12 +11,19 @@ by their LAMA names, also in subfolders (so LAMA's own `data.zip` works unpacked
     date_of_birth P569, place_of_birth P19, place_of_death P20, with shipped templates, since
     the Google-RE release has no template file). Ids come from `sub_w` / `obj_w` (may be null),
     aliases from `sub_aliases` / `obj_aliases`.
+    Relation ids: a Google-RE row's `relation` is `google_re:<name>` (`google_re:place_of_birth`),
+    never the Wikidata id. LAMA reports Google-RE apart from T-REx, and every per-relation table
+    groups by `relation`, so T-REx's P19 and Google-RE's place of birth (different facts, other
+    annotators, other evidence) can never be averaged together by accident. The Wikidata property
+    each row corresponds to is in `wikidata_property` (P19 for both), which the Wikidata stages
+    (`verify_wikidata`, `single_answer`) query.
   * AutoPrompt: `<P-id>/train.jsonl` and `<P-id>/dev.jsonl`; rows get source
     `autoprompt_train` / `autoprompt_dev` and the preset split `train` / `dev`.
 
-Output columns: id, relation, relation_label, template, subject, subject_id, object, object_id,
-source, evidence_count (len of `evidences`; null for AutoPrompt rows, which have none),
-subject_aliases, object_aliases, split (null unless the source presets it).
+Output columns: id, relation, wikidata_property, relation_label, template, subject, subject_id,
+object, object_id, source (`trex`, `google_re`, `autoprompt_train`, `autoprompt_dev`),
+evidence_count (len of `evidences`; null for AutoPrompt rows, which have none), subject_aliases,
+object_aliases, split (null unless the source presets it).
 Every bad line is an `InputError` naming the file and line.
 """
 
@@ -35,10 +42,13 @@ from kbench.io import iter_jsonl, stable_hash
 
 QID = re.compile(r"^Q[1-9][0-9]*$")
 PID = re.compile(r"^P[1-9][0-9]*$")
+#: A relation id that is not Wikidata's own: `<source>:<name>` (Google-RE's `google_re:place_of_birth`).
+SOURCE_RELATION = re.compile(r"^[a-z][a-z0-9_]*:[a-z0-9_]+$")
+GOOGLE_RE_PREFIX = "google_re:"
 _RELATION_FILE = re.compile(r"^(P[1-9][0-9]*)\.jsonl$")
 
 COLUMNS = {
-    "id": "str", "relation": "str", "relation_label": "str", "template": "str",
+    "id": "str", "relation": "str", "wikidata_property": "str", "relation_label": "str", "template": "str",
     "subject": "str", "subject_id": "str", "object": "str", "object_id": "str", "source": "str",
     "evidence_count": "int", "subject_aliases": "list", "object_aliases": "list", "split": "str",
 }
@@ -54,11 +64,12 @@ def check_template(template: str) -> str | None:
 
 class GoogleRERelation(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
-    relation: str
+    #: The Wikidata property the Google-RE relation corresponds to (its rows' `wikidata_property`).
+    wikidata_property: str
     label: str
     template: str
 
-    @field_validator("relation")
+    @field_validator("wikidata_property")
     @classmethod
     def _pid(cls, v: str) -> str:
         if not PID.match(v):
@@ -74,9 +85,9 @@ class GoogleRERelation(BaseModel):
 
 
 DEFAULT_GOOGLE_RE = {
-    "date_of_birth": GoogleRERelation(relation="P569", label="date of birth", template="[X] was born in [Y] ."),
-    "place_of_birth": GoogleRERelation(relation="P19", label="place of birth", template="[X] was born in [Y] ."),
-    "place_of_death": GoogleRERelation(relation="P20", label="place of death", template="[X] died in [Y] ."),
+    "date_of_birth": GoogleRERelation(wikidata_property="P569", label="date of birth", template="[X] was born in [Y] ."),
+    "place_of_birth": GoogleRERelation(wikidata_property="P19", label="place of birth", template="[X] was born in [Y] ."),
+    "place_of_death": GoogleRERelation(wikidata_property="P20", label="place of death", template="[X] died in [Y] ."),
 }
 
 
@@ -84,6 +95,7 @@ DEFAULT_GOOGLE_RE = {
 class LoadLama(Stage):
     name = "load_lama"
     source = True
+    version = 2  # 2: Google-RE rows get relation ids of their own and every row a `wikidata_property`
 
     class Params(StageParams):
         trex: Optional[str] = None
@@ -95,7 +107,9 @@ class LoadLama(Stage):
         google_re_relations: dict[str, GoogleRERelation] = Field(default_factory=lambda: dict(DEFAULT_GOOGLE_RE))
         autoprompt: Optional[str] = None
         autoprompt_sha256: Optional[str] = None
-        #: Relation ids to load; None loads every relation found.
+        #: Relations to load; None loads every relation found. A Wikidata id (P19) selects every
+        #: source's rows of that property (T-REx P19 and google_re:place_of_birth); a
+        #: `google_re:<name>` id selects only that Google-RE relation.
         relations: Optional[list[str]] = None
         #: Keep only the first N rows of each file (quick runs).
         max_per_relation: Optional[int] = Field(default=None, ge=1)
@@ -103,9 +117,17 @@ class LoadLama(Stage):
         @field_validator("relations")
         @classmethod
         def _pids(cls, v: Optional[list[str]]) -> Optional[list[str]]:
-            for pid in v or []:
-                if not PID.match(pid):
-                    raise ValueError(f"not a Wikidata property id: {pid!r}")
+            for rid in v or []:
+                if not (PID.match(rid) or rid.startswith(GOOGLE_RE_PREFIX) and SOURCE_RELATION.match(rid)):
+                    raise ValueError(f"not a Wikidata property id (P19) or a Google-RE relation (google_re:place_of_birth): {rid!r}")
+            return v
+
+        @field_validator("google_re_relations")
+        @classmethod
+        def _names(cls, v: dict[str, GoogleRERelation]) -> dict[str, GoogleRERelation]:
+            for name in v:
+                if not SOURCE_RELATION.match(GOOGLE_RE_PREFIX + name):
+                    raise ValueError(f"Google-RE relation name {name!r} may only use a-z, 0-9 and _ (it becomes google_re:{name})")
             return v
 
         @model_validator(mode="after")
@@ -129,8 +151,9 @@ class LoadLama(Stage):
             self._materialized[key] = self.ctx.materialize(location, getattr(self.params, f"{key}_sha256"), key=key)
         return self._materialized[key]
 
-    def _wanted(self, relation: str) -> bool:
-        return self.params.relations is None or relation in self.params.relations
+    def _wanted(self, relation: str, wikidata_property: str | None = None) -> bool:
+        wanted = self.params.relations
+        return wanted is None or relation in wanted or wikidata_property in wanted
 
     @cached_property
     def _trex_files(self) -> list[tuple[str, Path]]:
@@ -186,7 +209,7 @@ class LoadLama(Stage):
         folder = _first_folder(folder, lambda d: bool(candidates(d)))
         if folder is None:
             raise UserError(f"google_re: none of {', '.join(f'{n}_test.jsonl' for n in sorted(names))} found in {root}")
-        return [(n, p) for n, p in candidates(folder) if self._wanted(names[n].relation)]
+        return [(n, p) for n, p in candidates(folder) if self._wanted(GOOGLE_RE_PREFIX + n, names[n].wikidata_property)]
 
     @cached_property
     def _autoprompt_files(self) -> list[tuple[str, str, Path]]:
@@ -251,7 +274,7 @@ class LoadLama(Stage):
                     break
                 if obj.get("predicate_id", relation) != relation:
                     raise InputError(path, f"predicate_id {obj['predicate_id']!r} does not match the file's relation {relation}", line=lineno)
-                _append(rows, path, lineno, id=obj["uuid"], relation=relation, meta=meta, source="trex",
+                _append(rows, path, lineno, id=obj["uuid"], relation=relation, wikidata_property=relation, meta=meta, source="trex",
                         subject=obj["sub_label"], subject_id=obj["sub_uri"], object=obj["obj_label"],
                         object_id=obj["obj_uri"], evidence_count=len(obj.get("evidences") or []))
 
@@ -261,7 +284,8 @@ class LoadLama(Stage):
             for n, (lineno, obj) in enumerate(iter_jsonl(path, required=("uuid", "sub_label", "obj_label"))):
                 if limit is not None and n >= limit:
                     break
-                _append(rows, path, lineno, id=obj["uuid"], relation=spec.relation, meta=meta, source="google_re",
+                _append(rows, path, lineno, id=obj["uuid"], relation=GOOGLE_RE_PREFIX + name,
+                        wikidata_property=spec.wikidata_property, meta=meta, source="google_re",
                         subject=obj["sub_label"], subject_id=obj.get("sub_w"), object=obj["obj_label"],
                         object_id=obj.get("obj_w"), evidence_count=len(obj.get("evidences") or []),
                         subject_aliases=obj.get("sub_aliases"), object_aliases=obj.get("obj_aliases"))
@@ -272,11 +296,12 @@ class LoadLama(Stage):
                 if limit is not None and n >= limit:
                     break
                 fact_id = "autoprompt-" + stable_hash([relation, split, obj["sub_uri"], obj["obj_uri"]])[:24]
-                _append(rows, path, lineno, id=fact_id, relation=relation, meta=meta, source=f"autoprompt_{split}",
+                _append(rows, path, lineno, id=fact_id, relation=relation, wikidata_property=relation, meta=meta,
+                        source=f"autoprompt_{split}",
                         subject=obj["sub_label"], subject_id=obj["sub_uri"], object=obj["obj_label"],
                         object_id=obj["obj_uri"], evidence_count=None, split=split)
 
-        missing = sorted(set(self.params.relations or []) - set(rows["relation"]))
+        missing = sorted(set(self.params.relations or []) - set(rows["relation"]) - set(rows["wikidata_property"]))
         if missing:
             raise UserError(f"relations: no facts found for {', '.join(missing)} in the given sources")
         schema = {c: {"str": pl.Utf8, "int": pl.Int64, "list": pl.List(pl.Utf8)}[t] for c, t in COLUMNS.items()}
