@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from itertools import zip_longest
 from pathlib import Path
 
 from kbench.io import write_json, write_parquet
@@ -29,10 +30,12 @@ def lama_items(shared_data: Path, n: int = 300, relations: int = 6, with_labels:
     chosen = sorted(p.stem for p in (shared_data / "lama_trex/TREx").glob("P*.jsonl"))[:relations]
     facts = {r: [json.loads(line) for line in (shared_data / f"lama_trex/TREx/{r}.jsonl").read_text().splitlines()]
              for r in chosen}
+    # round-robin over the relations, skipping those that ran out of facts
+    pool = [pair for group in zip_longest(*[[(r, f) for f in facts[r]] for r in chosen]) for pair in group if pair]
+    if n > len(pool):
+        raise ValueError(f"only {len(pool)} facts in the first {relations} relations")
     items = []
-    for i in range(n):
-        relation = chosen[i % relations]
-        fact = facts[relation][i // relations]
+    for i, (relation, fact) in enumerate(pool[:n]):
         items.append({"id": f"test-{i}", "relation": relation, "relation_label": labels[relation] if with_labels else "",
                       "subject": fact["sub_label"], "object": fact["obj_label"],
                       "answers": [fact["obj_label"], fact["obj_label"].lower()],

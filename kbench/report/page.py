@@ -28,6 +28,7 @@ th:first-child, td:first-child { text-align: left; }
 thead th { background: #f4f4f4; }
 tbody tr:nth-child(even) { background: #fafafa; }
 td.small { background: #fff4e5; }
+table.runs td { white-space: normal; word-break: break-all; text-align: left; }
 .ci { color: #777; font-size: 0.85em; }
 .warn { background: #fff4e5; border-left: 4px solid #e9a23b; padding: 0.4rem 0.8rem; }
 img { max-width: 100%; border: 1px solid #eee; margin: 0.5rem 0; }
@@ -135,7 +136,7 @@ def render_page(runs: list[Run], explorers: dict[str, str], charts: dict[str, st
         f"<td>{escape(r.labels_source)}</td><td>"
         + (f"<a href='{escape(explorers[r.label])}'>items</a>" if r.label in explorers else "—") + "</td></tr>"
         for r in runs)
-    parts.append("<table><thead><tr><th>run</th><th>task</th><th>folder</th><th>results schema</th>"
+    parts.append("<table class='runs'><thead><tr><th>run</th><th>task</th><th>folder</th><th>results schema</th>"
                  f"<th>relation labels from</th><th>explorer</th></tr></thead><tbody>{rows}</tbody></table>")
     parts += _summary(runs)
     parts += _comparisons(comparisons, notes, charts.get("models"))

@@ -62,16 +62,27 @@ def _is_table(value: Any) -> bool:
     return any(is_estimate(v) for r in rows for v in leaves(r).values())
 
 
+# results.json is written with sorted keys: the tables a reader looks at first come first
+_FIRST_TABLES = ("per_technique", "per_relation", "per_frequency_bin")
+
+
+def _table_rank(key: str) -> tuple[int, str]:
+    return (_FIRST_TABLES.index(key) if key in _FIRST_TABLES else len(_FIRST_TABLES), key)
+
+
 def metric_tables(metrics: dict) -> list[tuple[str, str, dict[str, dict[str, Any]]]]:
-    """(title, kind, {row: {column: leaf}}) for every table in `metrics`, in file order; `kind` is
-    the top-level key (per_relation, per_frequency_bin, ...). A mapping of metrics that is not a
+    """(title, kind, {row: {column: leaf}}) for every table in `metrics` (technique, relation and
+    bin tables first, then by name); `kind` is
+    the top-level key (per_relation, per_frequency_bin, ...), "" for the inner tables of a mapping
+    of tables. A mapping of metrics that is not a
     table (KEE's edited preference, truefalse's before/after) becomes a one-row table."""
     out = []
-    for key, value in metrics.items():
+    for key, value in sorted(metrics.items(), key=lambda kv: _table_rank(kv[0])):
         if _is_table(value):
             out.append((key, key, {str(r): leaves(m) for r, m in value.items()}))
         elif isinstance(value, dict) and value and all(_is_table(v) for v in value.values()):
-            out += [(f"{key}: {sub}", key, {str(r): leaves(m) for r, m in table.items()}) for sub, table in value.items()]
+            # rows of the inner tables are not the outer key's kind (KEE: techniques within a bin)
+            out += [(f"{key}: {sub}", "", {str(r): leaves(m) for r, m in table.items()}) for sub, table in value.items()]
         elif isinstance(value, dict) and any(is_estimate(v) for v in leaves(value).values()):
             out.append((key, key, {key: leaves(value)}))
     return out
