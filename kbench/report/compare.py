@@ -37,10 +37,9 @@ def correctness(rows: list[dict]) -> dict[str, dict[str, bool]]:
     """group (technique, or "") -> item id -> correct."""
     out: dict[str, dict[str, bool]] = {}
     for row in rows:
-        ok = item_correct(row)
-        if ok is not None:
-            key = str(row.get("item_id") or row["id"])
-            out.setdefault(str(row.get("technique") or ""), {})[key] = ok
+        ok, key = item_correct(row), row.get("item_id") or row.get("id")
+        if ok is not None and key is not None:
+            out.setdefault(str(row.get("technique") or ""), {})[str(key)] = ok
     return out
 
 

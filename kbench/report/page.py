@@ -89,16 +89,16 @@ def breakdown(run: Run, kind: str, rows: dict[str, dict[str, Any]], first: str) 
     return table([first, "n", *columns], [[label(r), _row_n(rows[r]), *[rows[r].get(c) for c in columns]] for r in names])
 
 
-def _summary(runs: list[Run]) -> list[str]:
+def _summary(runs: list[Run], comparisons: list[Comparison]) -> list[str]:
     parts = ["<h2>Summary</h2>", SMALL_LEGEND]
+    partial = {c.task for c in comparisons if any(c.left_out(label) for label in c.labels)}
     for task in dict.fromkeys(r.task for r in runs):
         members = [r for r in runs if r.task == task]
         keys = list(dict.fromkeys([r.primary for r in members] + [k for r in members for k in r.headline]))
         parts.append(f"<h3>{escape(task)}</h3>")
-        sizes = {_row_n(r.headline) for r in members}
-        if len(members) > 1 and len(sizes) > 1:
-            parts.append("<p class='warn'>These runs were evaluated on different numbers of items; each number "
-                         "here is over the run's own items. The paired comparison below uses the shared items only.</p>")
+        if len(members) > 1 and (task in partial or len({_row_n(r.headline) for r in members}) > 1):
+            parts.append("<p class='warn'>These runs were evaluated on different items; each number here is over "
+                         "the run's own items. The paired comparison below uses the shared items only.</p>")
         parts.append(table(["run", "n", *keys], [[r.label, _row_n(r.headline), *[r.headline.get(k) for k in keys]]
                                                  for r in members]))
     return parts
@@ -138,7 +138,7 @@ def render_page(runs: list[Run], explorers: dict[str, str], charts: dict[str, st
         for r in runs)
     parts.append("<table class='runs'><thead><tr><th>run</th><th>task</th><th>folder</th><th>results schema</th>"
                  f"<th>relation labels from</th><th>explorer</th></tr></thead><tbody>{rows}</tbody></table>")
-    parts += _summary(runs)
+    parts += _summary(runs, comparisons)
     parts += _comparisons(comparisons, notes, charts.get("models"))
     if charts.get("relations") or charts.get("bins") or charts.get("gaps"):
         parts += ["<h2>Charts</h2>", image(charts.get("relations"), "per relation"),

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from kbench.io import atomic_path
 from kbench.metrics.uncertainty import is_small
-from kbench.report.runs import Run, is_estimate, order_bins
+from kbench.report.runs import Run, is_estimate, metric_tables, order_bins
 
 _GAP_COLOURS = {"usable_knowledge": "#2a9d8f", "gap2": "#e9c46a", "gap1": "#e76f51"}
 _GAP_NAMES = {"usable_knowledge": "usable (acc_D × downstream)", "gap2": "gap 2: known, not used",
@@ -133,9 +133,10 @@ def gap_chart(runs: list[Run], out_dir: Path) -> str | None:
     """XTEVAL: each run's facts split into usable knowledge, gap 2 and gap 1 (they sum to 1)."""
     rows = []
     for run in runs:
-        for setting, cells in run.table("per_setting").items():
-            if all(is_estimate(cells.get(k)) and cells[k]["value"] is not None for k in _GAP_COLOURS):
-                rows.append((f"{run.label} · {setting}", {k: cells[k]["value"] for k in _GAP_COLOURS}))
+        for _, _, table in metric_tables(run.metrics):   # XTEVAL v1: per_setting (iid, ood)
+            for setting, cells in table.items():
+                if all(is_estimate(cells.get(k)) and cells[k]["value"] is not None for k in _GAP_COLOURS):
+                    rows.append((f"{run.label} · {setting}", {k: cells[k]["value"] for k in _GAP_COLOURS}))
     if not rows:
         return None
     plt = _pyplot()

@@ -35,7 +35,7 @@ def test_runs_over_different_limits_are_compared_on_the_shared_items(shared_data
     assert "| model-a | 0.340 [0.255, 0.437] | 100 |" in markdown   # 34 of the shared 100, not 100 of 300
     html = index.read_text()
     assert "100 shared items" in html and "model-a: 200 of 300 left out" in html
-    assert "evaluated on different numbers of items" in html   # the per-run summary says its n differ
+    assert "evaluated on different items" in html   # the per-run summary says its n differ
     assert (tmp_path / "report" / "model_comparison.png").is_file()
 
 
