@@ -163,7 +163,7 @@
     status.setAttribute("data-shown", shown.length);
     status.setAttribute("data-page-rows", slice.length);
     status.textContent = shown.length ? "Showing " + (start + 1) + "–" + (start + slice.length) + " of " + shown.length +
-      " items" + (shown.length < rows.length ? " (filtered from " + rows.length + ")" : "") : "No item matches.";
+      (shown.length === 1 ? " item" : " items") + (shown.length < rows.length ? " (filtered from " + rows.length + ")" : "") : "No item matches.";
     var pager = document.getElementById("pager");
     pager.textContent = "";
     [["« first", 1], ["‹ prev", state.page - 1]].forEach(function (b) { pager.appendChild(pagerButton(b[0], b[1], pages)); });

@@ -118,6 +118,7 @@ def test_console_errors_are_seen(tmp_path):
 @needs_chromium
 def test_explorer_of_a_300_item_run_in_headless_chromium(shared_data, tmp_path):
     items = predict(lama_items(shared_data, 300), 4)
+    items[1]["prediction"] = "</script><img src=x onerror=\"console.error('injected')\">"  # item text is only text
     run = extraction_run(tmp_path / "run", "model-a", items)
     index = build_report([run], tmp_path / "report")
     explorer = index.parent / "explorer-1.html"
@@ -127,6 +128,7 @@ def test_explorer_of_a_300_item_run_in_headless_chromium(shared_data, tmp_path):
     assert counts == {"total": 300, "shown": 300, "page_rows": 50}   # 300 listed, 50 per page
     assert body.count("<tr>") == 50 and console == []
     assert f'<span class="rel-label"> · {labels["P101"]}</span>' in body
+    assert "&lt;/script&gt;&lt;img src=x" in body and "<img" not in body
 
     counts, body, console = _open(tmp_path, explorer, "#relation=P106")
     expected = sum(i["relation"] == "P106" for i in items)
