@@ -28,7 +28,7 @@ th:first-child, td:first-child { text-align: left; }
 thead th { background: #f4f4f4; }
 tbody tr:nth-child(even) { background: #fafafa; }
 td.small { background: #fff4e5; }
-table.runs td { white-space: normal; word-break: break-all; text-align: left; }
+table.runs td, table.runs th { white-space: normal; word-break: break-all; text-align: left; }
 .ci { color: #777; font-size: 0.85em; }
 .warn { background: #fff4e5; border-left: 4px solid #e9a23b; padding: 0.4rem 0.8rem; }
 img { max-width: 100%; border: 1px solid #eee; margin: 0.5rem 0; }

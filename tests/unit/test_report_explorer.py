@@ -1,10 +1,8 @@
 """The item explorer: its rows and columns for every task, and the page itself in a real headless
-Chromium (Debian's `chromium`; the browser tests skip only when it is not installed).
-
-Chromium is driven without extra dependencies: `--dump-dom` returns the DOM after the page's
-script ran (the filters are given in the URL hash, as a reader's link would), `#status` carries
-the counts, and `--enable-logging=stderr` prints every console message and uncaught exception as
-an `INFO:CONSOLE` line."""
+Chromium (Debian's `chromium`; the browser tests skip only when it is not installed), driven
+through the DevTools protocol over a pipe (tests/cdp.py, no extra dependency): the tests pick
+filters and type searches as a reader would, read the counts the page keeps on `#status`, collect
+every console message and uncaught exception, and take screenshots into the test's tmp folder."""
 
 from __future__ import annotations
 
@@ -12,7 +10,6 @@ import json
 import re
 import shutil
 import struct
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -21,6 +18,7 @@ from kbench.report.build import build_report
 from kbench.report.explorer import explorer_data
 from kbench.report.items import attach_relation_labels, dataset_rows, read_items
 from kbench.report.runs import load_runs
+from tests.cdp import Browser
 from tests.report_runs import extraction_run, lama_items, predict, relation_labels
 
 GOLDEN = Path(__file__).resolve().parents[1] / "fixtures" / "results_v1"
@@ -88,35 +86,38 @@ def _chromium() -> str | None:
 needs_chromium = pytest.mark.skipif(_chromium() is None, reason="headless Chromium is not installed (apt-get install -y chromium)")
 
 
-def _chromium_run(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-                           "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                           f"--user-data-dir={tmp_path / 'chromium-profile'}", "--enable-logging=stderr", "--v=0", *args],
-                          capture_output=True, text=True, timeout=180, check=False)
+@pytest.fixture()
+def browser(tmp_path):
+    with Browser(_chromium(), tmp_path / "chromium-profile") as b:
+        yield b
 
 
-def _open(tmp_path: Path, page: Path, hash_: str = "") -> tuple[dict, str, list[str]]:
-    """(status counts, the table body's HTML, console lines) of `page` after its script ran."""
-    done = _chromium_run(tmp_path, "--dump-dom", page.as_uri() + hash_)
-    status = re.search(r'<p id="status" data-total="(\d+)" data-shown="(\d+)" data-page-rows="(\d+)"', done.stdout)
-    assert status, f"no #status in the DOM; stderr: {done.stderr[-2000:]}"
-    body = re.search(r"<tbody>(.*?)</tbody>", done.stdout, re.S)
-    console = [line for line in done.stderr.splitlines() if ":CONSOLE" in line]
-    return dict(zip(("total", "shown", "page_rows"), map(int, status.groups()))), body.group(1) if body else "", console
+def _counts(page) -> dict:
+    return page.evaluate("Object.assign({}, document.getElementById('status').dataset)")
+
+
+def _choose(page, control: str, value: str) -> None:
+    """What a reader does: pick a value in a filter (or type into the search box)."""
+    event = "input" if control == "q" else "change"
+    page.evaluate(f"(() => {{ const box = document.getElementById('f-{control}'); box.value = {json.dumps(value)};"
+                  f" box.dispatchEvent(new Event('{event}')); }})()")
+
+
+def _body(page) -> str:
+    return page.evaluate("document.querySelector('#items tbody').innerHTML")
 
 
 @needs_chromium
-def test_console_errors_are_seen(tmp_path):
-    """The check below is not vacuous: a page with an error does print CONSOLE lines."""
+def test_console_errors_are_seen(browser, tmp_path):
+    """The console checks below are not vacuous: a page with an error is caught."""
     page = tmp_path / "broken.html"
-    page.write_text("<html><body><p id='status' data-total='0' data-shown='0' data-page-rows='0'></p>"
-                    "<script>console.error('boom'); missing();</script></body></html>")
-    _, _, console = _open(tmp_path, page)
-    assert any("boom" in line for line in console) and any("missing is not defined" in line for line in console)
+    page.write_text("<html><body><script>console.error('boom'); missing();</script></body></html>")
+    browser.open(page.as_uri())
+    assert browser.console[0] == "error: boom" and "missing is not defined" in browser.console[1]
 
 
 @needs_chromium
-def test_explorer_of_a_300_item_run_in_headless_chromium(shared_data, tmp_path):
+def test_explorer_of_a_300_item_run_in_headless_chromium(shared_data, tmp_path, browser):
     items = predict(lama_items(shared_data, 300), 4)
     items[1]["prediction"] = "</script><img src=x onerror=\"console.error('injected')\">"  # item text is only text
     run = extraction_run(tmp_path / "run", "model-a", items)
@@ -124,42 +125,57 @@ def test_explorer_of_a_300_item_run_in_headless_chromium(shared_data, tmp_path):
     explorer = index.parent / "explorer-1.html"
     labels = relation_labels(shared_data)
 
-    counts, body, console = _open(tmp_path, explorer)
-    assert counts == {"total": 300, "shown": 300, "page_rows": 50}   # 300 listed, 50 per page
-    assert body.count("<tr>") == 50 and console == []
-    assert f'<span class="rel-label"> · {labels["P101"]}</span>' in body
+    page = browser.open(explorer.as_uri())
+    assert _counts(page) == {"total": "300", "shown": "300", "pageRows": "50"}   # 300 listed, 50 per page
+    body = _body(page)
+    assert body.count("<tr>") == 50 and f'<span class="rel-label"> · {labels["P101"]}</span>' in body
     assert "&lt;/script&gt;&lt;img src=x" in body and "<img" not in body
 
-    counts, body, console = _open(tmp_path, explorer, "#relation=P106")
+    _choose(page, "relation", "P106")
     expected = sum(i["relation"] == "P106" for i in items)
-    assert counts["shown"] == expected == 50 and "P108" not in body and console == []
-    counts, _, _ = _open(tmp_path, explorer, "#relation=P106&correct=no")
-    assert counts["shown"] == sum(i["relation"] == "P106" and not i["correct"] for i in items) < expected
-    counts, body, _ = _open(tmp_path, explorer, "#q=" + items[7]["subject"].replace(" ", "%20"))
-    assert 1 <= counts["shown"] < 300 and items[7]["subject"] in body
-    counts, _, _ = _open(tmp_path, explorer, "#bin=tail&page=2")
-    assert counts == {"total": 300, "shown": 100, "page_rows": 50}
+    assert _counts(page)["shown"] == str(expected) == "50" and "P108" not in _body(page)
+    _choose(page, "correct", "no")
+    assert int(_counts(page)["shown"]) == sum(i["relation"] == "P106" and not i["correct"] for i in items) < expected
+    assert page.evaluate("location.hash") == "#relation=P106&correct=no"   # the view can be linked
+    _choose(page, "relation", "")
+    _choose(page, "correct", "")
+    _choose(page, "q", items[7]["subject"])
+    assert 1 <= int(_counts(page)["shown"]) < 300 and items[7]["subject"] in _body(page)
+    page.screenshot(tmp_path / "explorer-search.png")
 
+    linked = browser.open(explorer.as_uri() + "#bin=tail&page=2")   # a link opens the same view
+    assert _counts(linked) == {"total": "300", "shown": "100", "pageRows": "50"}
+    assert linked.evaluate("document.getElementById('f-bin').value") == "tail"
+    linked.evaluate("document.querySelectorAll('#pager button')[1].click()")   # '‹ prev'
+    assert "page 1 of 2" in linked.evaluate("document.getElementById('pager').textContent")
+    _choose(linked, "relation", "P106")   # every P106 item of this run is in the tail bin
+    assert _counts(linked)["shown"] == "50"
     shot = tmp_path / "explorer.png"
-    _chromium_run(tmp_path, "--window-size=1400,1000", f"--screenshot={shot}", explorer.as_uri() + "#relation=P101")
+    linked.screenshot(shot)
     data = shot.read_bytes()
-    assert data[:8] == b"\x89PNG\r\n\x1a\n" and struct.unpack(">II", data[16:24]) == (1400, 1000)
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and struct.unpack(">II", data[16:24])[0] == 1400
     assert len(data) > 30_000   # a blank page compresses to a few KB; a table of items does not
-    index_shot = tmp_path / "index.png"
-    _chromium_run(tmp_path, "--window-size=1200,2400", f"--screenshot={index_shot}", index.as_uri())
-    assert index_shot.stat().st_size > 30_000
+    report = browser.open(index.as_uri())
+    assert report.evaluate("document.images.length") == 2 and report.evaluate(
+        "Array.from(document.images).every(i => i.complete && i.naturalWidth > 300)")   # the charts load from disk
+    report.screenshot(tmp_path / "index.png")
+    assert browser.console == []
 
 
 @needs_chromium
-def test_kee_explorer_and_10000_items_stay_one_page_of_rows(shared_data, tmp_path):
+def test_kee_explorer_and_10000_items_stay_one_page_of_rows(shared_data, tmp_path, browser):
     kee = _kee_run_with_dataset(tmp_path)
     index = build_report([kee], tmp_path / "kee-report")
-    counts, body, console = _open(tmp_path, index.parent / "explorer-1.html", "#technique=temp0.7&correct=fixed")
-    assert counts["total"] == 7 and counts["shown"] == 1 and console == []   # temp0.7 fixes one baseline failure
-    assert "question f" in body and "rank" in body
+    page = browser.open((index.parent / "explorer-1.html").as_uri())
+    _choose(page, "technique", "temp0.7")
+    _choose(page, "correct", "fixed")
+    assert _counts(page) == {"total": "7", "shown": "1", "pageRows": "1"}   # temp0.7 fixes one baseline failure
+    assert "question f" in _body(page) and "rank" in _body(page)
 
     big = extraction_run(tmp_path / "big", "model-a", predict(lama_items(shared_data, 10_000, relations=28), 3))
     index = build_report([big], tmp_path / "big-report")
-    counts, body, console = _open(tmp_path, index.parent / "explorer-1.html", "#page=200")
-    assert counts == {"total": 10_000, "shown": 10_000, "page_rows": 50} and console == []
-    assert "test-9950" in body and "test-9949" not in body
+    page = browser.open((index.parent / "explorer-1.html").as_uri() + "#page=200")
+    assert _counts(page) == {"total": "10000", "shown": "10000", "pageRows": "50"}
+    assert "test-9950" in _body(page) and "test-9949" not in _body(page)
+    assert page.evaluate("document.querySelectorAll('#items tbody tr').length") == 50
+    assert browser.console == []
