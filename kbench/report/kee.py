@@ -17,6 +17,7 @@ import csv
 import io
 from pathlib import Path
 
+from kbench.errors import InputError
 from kbench.io import write_text
 from kbench.metrics.uncertainty import format_estimate
 from kbench.report.legacy import to_v2
@@ -25,7 +26,11 @@ from kbench.report.runs import V2, is_estimate, leaves
 
 
 def _envelope(results: dict) -> dict:
-    return results if results.get("schema") == V2 else to_v2(results, Path("results.json"))
+    env = results if results.get("schema") == V2 else to_v2(results, Path("results.json"))
+    if not isinstance(env.get("metrics", {}).get("per_technique"), dict):
+        raise InputError("results.json", "a KEE report needs metrics.per_technique ({technique: metrics})",
+                         key="metrics.per_technique")
+    return env
 
 
 def _text(value) -> str:
