@@ -116,3 +116,13 @@ def test_cli_report_and_its_errors(shared_data, tmp_path):
     (bad / "results.json").write_text(json.dumps({"schema": "whatever"}))
     out = run_kbench("report", str(bad), "--out", str(tmp_path / "r3"))
     assert out.returncode == 2 and "unknown results schema" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_handwritten_v2_fixture_beside_a_v1_run_of_the_same_task(shared_data, tmp_path):
+    v2 = FIXTURES / "results_v2/extraction"
+    html = build_report([v2, FIXTURES / "results_v1/extraction"], tmp_path / "report",
+                        relations_file=shared_data / "lama_trex/relations.jsonl").read_text()
+    assert "<td>P1412 · languages spoken, written or signed</td><td>30</td><td title='n = 30'>0.067" in html  # n = 30: not small
+    assert "<td>P19 · place of birth</td><td>3</td><td class=small title='n = 3'>" in html   # the v1 run's 3 facts
+    assert "extraction: no paired comparison, smollm2-135m has no per-item table" in html
+    assert "-6.02 <span class='ci'>[-6.31, -5.74]</span>" in html   # a bootstrap interval read as any Estimate
