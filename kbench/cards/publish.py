@@ -80,9 +80,9 @@ def _plan_dataset(root: Path) -> UploadPlan:
 
 
 def _plan_results(root: Path) -> UploadPlan:
-    results = read_json(root / "results.json")
-    if not isinstance(results, dict):
-        raise InputError(root / "results.json", "expected a JSON object")
+    from kbench.report.runs import load_run
+
+    run = load_run(root)  # the results envelope (a v1 file is converted); refuses what the report cannot read
     # Only results and per-item tables (plus top-level JSON such as a run manifest) are data worth
     # publishing; caches (sqlite, safetensors) and logs in a run directory stay local.
     # The resume journal duplicates the per-item rows; a JSONL twin of a parquet table is uploaded
@@ -91,13 +91,13 @@ def _plan_results(root: Path) -> UploadPlan:
     tables = [f for f in candidates if f.endswith(_PER_ITEM_SUFFIXES)]
     files = [f for f in candidates if f in tables or ("/" not in f and f.endswith(".json"))]
     per_item = [f for f in tables if not (f.endswith(".jsonl") and f[:-len(".jsonl")] + ".parquet" in tables)]
-    card = results_card(root, results, per_item, files)
+    card = results_card(root, run, per_item, files)
     validate_card(card, root, where=root / "README.md (generated)")
     files = sorted(set(files) | {"README.md"})
     return UploadPlan("results", root, files, generated={"README.md": card})
 
 
-def results_card(root: Path, results: dict[str, Any], per_item: list[str], files: list[str]) -> str:
+def results_card(root: Path, run, per_item: list[str], files: list[str]) -> str:
     """A card for an evaluation run: metrics summary and one config per per-item table."""
     import pyarrow.parquet as pq
     import yaml
@@ -111,9 +111,9 @@ def results_card(root: Path, results: dict[str, Any], per_item: list[str], files
         if i == 0:
             entry["default"] = True
         configs.append(entry)
-    task = str(results.get("task", "evaluation"))
-    model = results.get("model")
-    model_name = model.get("name") or model.get("id") if isinstance(model, dict) else model
+    from kbench.metrics.uncertainty import format_estimate
+
+    task, model_name = run.task, run.results["model"].get("name")
     meta = {
         "pretty_name": f"kbench {task} results" + (f" for {model_name}" if model_name else ""),
         "language": ["en"], "license": "other", "task_categories": ["question-answering"],
@@ -121,9 +121,7 @@ def results_card(root: Path, results: dict[str, Any], per_item: list[str], files
                                                if f.endswith(".parquet")), default=0))], "source_datasets": ["original"], "tags": ["kbench", "evaluation-results"],
         "configs": configs or [{"config_name": "results", "data_files": [{"split": "test", "path": "results.json"}]}],
     }
-    from kbench.report.runs import headline_metrics
-
-    summary = [f"- `{k}`: {v:.4g}" for k, v in headline_metrics(results).items()]
+    summary = [f"- `{k}`: {format_estimate(v)} (n = {v['n']})" for k, v in run.headline.items()]
     body = "\n".join([
         f"# kbench {task} results", "",
         f"Evaluation run `{root.name}` produced by `kbench evaluate {task}`"

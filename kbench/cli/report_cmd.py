@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Optional
 
 import typer
 
@@ -14,9 +15,13 @@ from kbench.errors import UserError
 def report(
     run_dirs: list[Path] = typer.Argument(..., help="Evaluation run directories (each holds results.json). "
                                           "With `standardize` first: KoLA standardised scores across the runs."),
-    out: Path = typer.Option(Path("report"), "--out", help="Output folder (index.html and PNG charts)."),
+    out: Path = typer.Option(Path("report"), "--out", help="Output folder (index.html, item explorers, PNG charts)."),
+    relations: Optional[Path] = typer.Option(None, "--relations", help="JSONL of {relation, label} (e.g. LAMA's "
+                                             "relations.jsonl): labels for runs whose items and dataset carry none."),
 ) -> None:
-    """Write a static HTML report with PNG charts; `kbench report standardize ...` writes KoLA standardised scores.
+    """Write a static HTML report: summary with 95% intervals, models compared on their shared items
+    (paired McNemar), an item explorer per run, PNG charts. `kbench report standardize ...` writes
+    KoLA standardised scores (one headline metric per task).
 
     To report a run folder literally named `standardize`, write it as `./standardize`.
     """
@@ -35,5 +40,5 @@ def report(
         return
     from kbench.report.build import build_report
 
-    index = build_report(list(run_dirs), out)
+    index = build_report(list(run_dirs), out, relations)
     typer.echo(f"report written to {index}")

@@ -223,7 +223,7 @@ class KnowledgeElicitation(Task):
             "technique_params": {n: get_technique(n, **_technique_params(n, s)).params() for n in s.techniques},
             "seed_a": SEED_A, "prompt_form": "chat" if self.context.chat else "question",
             "fitting_pool": f"{self.pool_split} split" if self.pool_split else "two folds of the items",
-            "overall": overall,
+            "per_technique": overall,
             "per_frequency_bin": {b: _summary(s.techniques, by_tech, partitions, b_ids, s.k)
                                   for b, b_ids in sorted(bins.items())},
             "ranking_stability": _stability(s.techniques, by_tech, partitions, ids, s.k, s.sweep_max),

@@ -1,2 +1,3 @@
-"""Reports people read: tables, PNG charts and a static HTML page over evaluation runs
-(`build.build_report`), and KoLA standardised scores across runs (`standardize`)."""
+"""Reports people read, from the results envelope of evaluation runs: the static HTML report with
+charts and an item explorer per run (`build.build_report`), models compared on their shared items
+(`compare`), the KEE technique comparison (`kee`) and KoLA standardised scores (`standardize`)."""

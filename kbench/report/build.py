@@ -1,7 +1,11 @@
 """`build_report(run_dirs, out_dir)`: the static report of one or more evaluation runs.
 
-Writes `OUT/index.html` and the PNG charts beside it (see `plots` and `page`). Every file is
-written atomically; charts a run has no data for are simply not drawn. Returns the index path.
+Writes into OUT, atomically, file by file:
+- `index.html`: summary, paired model comparison, charts and every metric table (`page`);
+- `explorer-<i>.html`: the item explorer of each run that has a per-item table (`explorer`);
+- `comparison.md`: the paired comparison on shared items, when two runs share a task (`compare`);
+- the PNG charts (`plots`); a chart no run has data for is not drawn.
+Returns the index path.
 """
 
 from __future__ import annotations
@@ -10,23 +14,36 @@ from pathlib import Path
 
 from kbench.errors import UserError
 from kbench.io import write_text
-from kbench.report import plots
+from kbench.report import compare, plots
+from kbench.report.explorer import write_explorer
+from kbench.report.items import attach_relation_labels, dataset_rows, read_items
 from kbench.report.page import render_page
-from kbench.report.runs import load_run, unique_labels
+from kbench.report.runs import load_runs
 
 
-def build_report(run_dirs: list[Path], out_dir: Path) -> Path:
+def build_report(run_dirs: list[Path], out_dir: Path, relations_file: Path | None = None) -> Path:
     if not run_dirs:
         raise UserError("give at least one run directory (it holds results.json)")
-    runs = [load_run(d) for d in run_dirs]
-    labels = unique_labels(runs)
+    if relations_file is not None and not relations_file.is_file():
+        raise UserError(f"--relations {relations_file}: no such file")
+    runs = load_runs(run_dirs)
+    items = [read_items(run.path) for run in runs]
+    comparisons, notes = compare.compare_runs(runs, items)   # refuses disjoint runs before writing anything
     out_dir.mkdir(parents=True, exist_ok=True)
+    explorers = {}
+    for i, (run, rows) in enumerate(zip(runs, items), 1):
+        dataset = dataset_rows(run)
+        attach_relation_labels(run, rows, dataset, relations_file)
+        if rows:
+            explorers[run.label] = write_explorer(run, rows, dataset, out_dir, f"explorer-{i}.html")
+    if comparisons or notes:
+        write_text(out_dir / "comparison.md", compare.markdown(comparisons, notes))
     charts = {
-        "models": plots.model_chart(runs, labels, out_dir),
-        "relations": plots.relation_chart(runs, labels, out_dir),
-        "bins": plots.bin_chart(runs, labels, out_dir),
-        "gaps": plots.gap_chart(runs, labels, out_dir),
+        "models": plots.comparison_chart(comparisons, out_dir),
+        "relations": plots.breakdown_chart(runs, out_dir, "per_relation", "per_relation.png", "Per relation"),
+        "bins": plots.breakdown_chart(runs, out_dir, "per_frequency_bin", "per_frequency_bin.png", "Per frequency bin"),
+        "gaps": plots.gap_chart(runs, out_dir),
     }
     index = out_dir / "index.html"
-    write_text(index, render_page(runs, labels, charts))
+    write_text(index, render_page(runs, explorers, charts, comparisons, notes))
     return index

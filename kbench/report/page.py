@@ -1,6 +1,10 @@
 """The report's index.html: one self-contained page (inline CSS, no scripts, no web fonts) whose
-images are relative links to the PNGs beside it, so the folder can be zipped, mailed or served
-as is and read in any browser without Python."""
+images and item explorers are relative links to files beside it, so the folder can be zipped,
+mailed or served as is.
+
+Every number is an Estimate shown with its 95% interval and n; a cell over fewer than 30 items is
+marked `*` (and shaded). Relations read "P19 · place of birth" wherever a label is known.
+"""
 
 from __future__ import annotations
 
@@ -8,33 +12,35 @@ import datetime as _dt
 from html import escape
 from typing import Any
 
-from kbench.report.plots import gap_rows
-from kbench.report.runs import GAP_KEYS, VALUE_KEYS, RunSummary, order_bins
+from kbench.metrics.uncertainty import SMALL_N, is_small
+from kbench.report.compare import Comparison, format_p
+from kbench.report.runs import Run, is_estimate, metric_tables, order_bins
 
 _CSS = """
-body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2rem auto; max-width: 1100px;
+body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2rem auto; max-width: 1150px;
        padding: 0 1rem; color: #222; line-height: 1.45; }
 h1 { margin-bottom: 0.2rem; } h2 { margin-top: 2.2rem; border-bottom: 1px solid #ddd; padding-bottom: 0.2rem; }
 .meta { color: #666; font-size: 0.9rem; }
-table { border-collapse: collapse; margin: 0.8rem 0; font-size: 0.9rem; }
-th, td { border: 1px solid #ddd; padding: 0.25rem 0.6rem; text-align: right; }
+.scroll { overflow-x: auto; }
+table { border-collapse: collapse; margin: 0.8rem 0; font-size: 0.88rem; }
+th, td { border: 1px solid #ddd; padding: 0.25rem 0.6rem; text-align: right; white-space: nowrap; }
 th:first-child, td:first-child { text-align: left; }
 thead th { background: #f4f4f4; }
 tbody tr:nth-child(even) { background: #fafafa; }
+td.small { background: #fff4e5; }
+table.runs td, table.runs th { white-space: normal; word-break: break-all; text-align: left; }
+.ci { color: #777; font-size: 0.85em; }
+.warn { background: #fff4e5; border-left: 4px solid #e9a23b; padding: 0.4rem 0.8rem; }
 img { max-width: 100%; border: 1px solid #eee; margin: 0.5rem 0; }
 code { background: #f4f4f4; padding: 0 0.2rem; }
 """
 
-
-_ACCURACY_NOTE = ("<p class='meta'>Accuracy is the first of " + ", ".join(f"<code>{k}</code>" for k in VALUE_KEYS)
-                  + " that a run reports (maple_accuracy: normalised match against the gold label and aliases).</p>")
+SMALL_LEGEND = (f"<p class='meta'>Values with 95% intervals in brackets (Wilson for proportions, bootstrap "
+                f"for means); <code>*</code> and shading mark cells over fewer than {SMALL_N} items.</p>")
 
 
 def fmt(value: Any) -> str:
-    if isinstance(value, dict) and "mean" in value:
-        std = value.get("std")
-        return fmt(value["mean"]) + (f" ± {fmt(std)}" if isinstance(std, (int, float)) else "")
-    if value is None:  # missing for this run, or undefined (an empty denominator)
+    if value is None:
         return "—"
     if isinstance(value, bool):
         return str(value)
@@ -45,76 +51,106 @@ def fmt(value: Any) -> str:
     return str(value)
 
 
+def cell(value: Any) -> str:
+    """One <td>: an Estimate with its interval (or ± std over seeds) and the small-n mark."""
+    if not is_estimate(value):
+        return f"<td>{escape(fmt(value))}</td>"
+    if value.get("value") is None:
+        return "<td title='undefined: no items'>undefined</td>"
+    text = escape(fmt(float(value["value"])))
+    if value.get("ci_low") is not None and value.get("ci_high") is not None:
+        text += f" <span class='ci'>[{fmt(float(value['ci_low']))}, {fmt(float(value['ci_high']))}]</span>"
+    elif value.get("std") is not None:
+        text += f" <span class='ci'>± {fmt(float(value['std']))} (sd over {value.get('runs', '?')} runs)</span>"
+    small = is_small(value)
+    return f"<td{' class=small' if small else ''} title='n = {value['n']}'>{text}{'*' if small else ''}</td>"
+
+
 def table(header: list[str], rows: list[list[Any]]) -> str:
     head = "".join(f"<th>{escape(str(h))}</th>" for h in header)
-    body = "".join("<tr>" + "".join(f"<td>{escape(fmt(v))}</td>" for v in row) + "</tr>" for row in rows)
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    body = "".join("<tr>" + "".join(cell(v) if i else f"<td>{escape(fmt(v))}</td>" for i, v in enumerate(row)) + "</tr>"
+                   for row in rows)
+    return f"<div class='scroll'><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>"
 
 
 def image(name: str | None, alt: str) -> str:
     return f'<img src="{escape(name)}" alt="{escape(alt)}">' if name else ""
 
 
-_TECHNIQUE_COLUMNS = ("n", "acc", "accuracy", "exact_accuracy", "exact", "gain", "loss", "prs", "sgr", "dgr")
-_PRS_PARTS = ("improved", "tied", "worsened", "n")
+def _row_n(cells: dict[str, Any]) -> int | None:
+    return next((v["n"] for v in cells.values() if is_estimate(v)), None)
 
 
-def _technique_column_order(column: str) -> tuple[int, int, str]:
-    """MAPLE's order (Acc, Gain, Loss, PRS improved/tied/worsened/n, SGR, DGR), then the rest."""
-    head, _, rest = column.lower().partition(" ")
-    group = _TECHNIQUE_COLUMNS.index(head) if head in _TECHNIQUE_COLUMNS else len(_TECHNIQUE_COLUMNS)
-    part = _PRS_PARTS.index(rest) if head == "prs" and rest in _PRS_PARTS else 0
-    return (group, part, column)
+def breakdown(run: Run, kind: str, rows: dict[str, dict[str, Any]], first: str) -> str:
+    """Rows of one metric table with n first; relations named, bins in head-torso-tail order."""
+    columns = list(dict.fromkeys(c for cells in rows.values() for c in cells))
+    names = order_bins(rows) if kind == "per_frequency_bin" else list(rows)
+    label = run.relation_name if kind == "per_relation" else str
+    return table([first, "n", *columns], [[label(r), _row_n(rows[r]), *[rows[r].get(c) for c in columns]] for r in names])
 
 
-def _metric_table(labels: list[str], tables: list[dict[str, Any]], first: str, keys: list[str]) -> str:
-    """Rows = keys, columns = the runs that have this table at all."""
-    shown = [(label, t) for label, t in zip(labels, tables) if t]
-    return table([first, *[label for label, _ in shown]], [[k, *[t.get(k) for _, t in shown]] for k in keys])
+def _summary(runs: list[Run], comparisons: list[Comparison]) -> list[str]:
+    parts = ["<h2>Summary</h2>", SMALL_LEGEND]
+    partial = {c.task for c in comparisons if any(c.left_out(label) for label in c.labels)}
+    for task in dict.fromkeys(r.task for r in runs):
+        members = [r for r in runs if r.task == task]
+        keys = list(dict.fromkeys([r.primary for r in members] + [k for r in members for k in r.headline]))
+        parts.append(f"<h3>{escape(task)}</h3>")
+        if len(members) > 1 and (task in partial or len({_row_n(r.headline) for r in members}) > 1):
+            parts.append("<p class='warn'>These runs were evaluated on different items; each number here is over "
+                         "the run's own items. The paired comparison below uses the shared items only.</p>")
+        parts.append(table(["run", "n", *keys], [[r.label, _row_n(r.headline), *[r.headline.get(k) for k in keys]]
+                                                 for r in members]))
+    return parts
 
 
-def render_page(runs: list[RunSummary], labels: list[str], charts: dict[str, str | None]) -> str:
+def _comparisons(comparisons: list[Comparison], notes: list[str], chart: str | None) -> list[str]:
+    if not comparisons and not notes:
+        return []
+    parts = ["<h2>Model comparison on shared items</h2>",
+             "<p class='meta'>Runs of one task compared on the items they all have (by item id), paired: "
+             "b = items only the first model gets right, c = only the second; p = exact McNemar test. "
+             "Full numbers in <a href='comparison.md'>comparison.md</a>.</p>", image(chart, "models on shared items")]
+    for c in comparisons:
+        left = "; ".join(f"{escape(label)}: {c.left_out(label)} of {c.items[label]} left out" for label in c.labels)
+        parts.append(f"<h3>{escape(c.task)}: {c.n_shared} shared items</h3><p class='meta'>{left}</p>")
+        for group, result in c.groups.items():
+            title = f"<p>technique <code>{escape(group)}</code></p>" if group else ""
+            accuracy = table(["model", "accuracy on shared items"], [[label, e] for label, e in result["accuracy"].items()])
+            pairs = "<table><thead><tr><th>first</th><th>second</th><th>b</th><th>c</th><th>p (exact McNemar)</th></tr>" \
+                    "</thead><tbody>" + "".join(
+                        f"<tr><td>{escape(p['first'])}</td><td>{escape(p['second'])}</td><td>{p['b']}</td><td>{p['c']}</td>"
+                        f"<td>{format_p(p['p_value'])}</td></tr>" for p in result["pairs"]) + "</tbody></table>"
+            parts += [title, accuracy, pairs]
+    parts += [f"<p class='warn'>{escape(note)}</p>" for note in notes]
+    return parts
+
+
+def render_page(runs: list[Run], explorers: dict[str, str], charts: dict[str, str | None],
+                comparisons: list[Comparison], notes: list[str]) -> str:
     parts = [f"<h1>kbench report</h1><p class='meta'>{len(runs)} run(s), generated "
              f"{_dt.datetime.now(_dt.timezone.utc):%Y-%m-%d %H:%M} UTC</p>"]
-    parts.append(table(["run", "task", "folder"], [[label, run.task, str(run.path)] for label, run in zip(labels, runs)]))
-
-    headline_keys = list(dict.fromkeys(k for run in runs for k in run.headline))
-    if headline_keys:
-        parts += ["<h2>Summary</h2>", _metric_table(labels, [r.headline for r in runs], "metric", headline_keys),
-                  image(charts.get("models"), "model vs model")]
-
-    relations = sorted({k for run in runs for k in run.per_relation})
-    if relations:
-        parts += ["<h2>Accuracy per relation</h2>", _ACCURACY_NOTE, image(charts.get("relations"), "accuracy per relation"),
-                  _metric_table(labels, [r.per_relation for r in runs], "relation", relations)]
-
-    bins = order_bins({k for run in runs for k in run.per_bin})
-    if bins:
-        parts += ["<h2>Accuracy per frequency bin</h2>", image(charts.get("bins"), "accuracy per frequency bin"),
-                  _metric_table(labels, [r.per_bin for r in runs], "frequency bin", bins)]
-
-    for label, run in zip(labels, runs):
-        if run.techniques:
-            columns = sorted(dict.fromkeys(c for t in run.techniques for c in t if c != "technique"),
-                             key=_technique_column_order)
-            parts += [f"<h2>Techniques: {escape(label)}</h2>",
-                      table(["technique", *columns], [[t["technique"], *[t.get(c) for c in columns]] for t in run.techniques])]
-        if run.technique_bins:
-            bins_seen = order_bins({b for per in run.technique_bins.values() for b in per})
-            parts += ["<p>Accuracy per frequency bin:</p>",
-                      table(["technique", *bins_seen], [[name, *[per.get(b) for b in bins_seen]]
-                                                        for name, per in run.technique_bins.items()])]
-
-    gap_columns = gap_rows(runs, labels)
-    if gap_columns:
-        keys = [k for k in GAP_KEYS if any(k in run.gaps[setting] for _, run, setting in gap_columns)]
-        tables = [{k: {"mean": v, "std": run.gap_std.get(setting, {}).get(k)} for k, v in run.gaps[setting].items()}
-                  for _, run, setting in gap_columns]
-        parts += ["<h2>Knowledge acquisition-utilization gaps</h2>", image(charts.get("gaps"), "gap chart"),
-                  "<p>gap 1 = 1 − acc_D (not extracted); usable = acc_D × downstream accuracy; "
-                  "gap 2 = acc_D × (1 − downstream accuracy) (extracted but not used).</p>",
-                  _metric_table([name for name, _, _ in gap_columns], tables, "metric", keys)]
-
+    rows = "".join(
+        f"<tr><td>{escape(r.label)}</td><td>{escape(r.task)}</td><td>{escape(str(r.path))}</td>"
+        f"<td>{escape(str(r.results.get('converted_from') or r.results.get('schema')))}</td>"
+        f"<td>{escape(r.labels_source)}</td><td>"
+        + (f"<a href='{escape(explorers[r.label])}'>items</a>" if r.label in explorers else "—") + "</td></tr>"
+        for r in runs)
+    parts.append("<table class='runs'><thead><tr><th>run</th><th>task</th><th>folder</th><th>results schema</th>"
+                 f"<th>relation labels from</th><th>explorer</th></tr></thead><tbody>{rows}</tbody></table>")
+    parts += _summary(runs, comparisons)
+    parts += _comparisons(comparisons, notes, charts.get("models"))
+    if charts.get("relations") or charts.get("bins") or charts.get("gaps"):
+        parts += ["<h2>Charts</h2>", image(charts.get("relations"), "per relation"),
+                  image(charts.get("bins"), "per frequency bin"), image(charts.get("gaps"), "acquisition-utilization gaps")]
+    for run in runs:
+        tables = metric_tables(run.metrics)
+        if not tables:
+            continue
+        parts.append(f"<h2>{escape(run.label)}: {escape(run.task)}</h2>")
+        for title, kind, rows_ in tables:
+            first = kind.removeprefix("per_").replace("_", " ")
+            parts += [f"<h3>{escape(title.replace('_', ' '))}</h3>", breakdown(run, kind, rows_, first)]
     body = "\n".join(p for p in parts if p)
     return (f"<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'><title>kbench report</title>"
             f"<meta name='viewport' content='width=device-width, initial-scale=1'><style>{_CSS}</style></head>"

@@ -1,8 +1,9 @@
 """PNG charts of the report (matplotlib, Agg backend: no display needed).
 
-Each function draws one chart for all runs at once (one bar colour per run, so a chart is
-"model vs model" as soon as there are two runs), writes it atomically and returns its file name,
-or None when no run has the data for it.
+Every bar is an Estimate: drawn with its 95% interval as an error bar when it has one, and faded
+when its n is below 30 (the tables mark the same cells with `*`). One colour per run, so a chart is
+"model vs model" as soon as there are two runs. Each function writes its chart atomically and
+returns the file name, or None when no run has the data for it.
 """
 
 from __future__ import annotations
@@ -10,11 +11,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from kbench.io import atomic_path
-from kbench.report.runs import RunSummary, order_bins
+from kbench.metrics.uncertainty import is_small
+from kbench.report.runs import Run, is_estimate, metric_tables, order_bins
 
 _GAP_COLOURS = {"usable_knowledge": "#2a9d8f", "gap2": "#e9c46a", "gap1": "#e76f51"}
 _GAP_NAMES = {"usable_knowledge": "usable (acc_D × downstream)", "gap2": "gap 2: known, not used",
               "gap1": "gap 1: not known (1 − acc_D)"}
+SMALL_NOTE = "faded bars: n < 30"
 
 
 def _pyplot():
@@ -33,80 +36,107 @@ def _save(fig, out_dir: Path, name: str) -> str:
     return name
 
 
-def _grouped_bars(out_dir: Path, name: str, title: str, categories: list[str], labels: list[str],
-                  values: list[dict[str, float]], *, horizontal: bool) -> str:
+def estimate_bars(ax, positions, estimates, width, label, horizontal, colour=None):
+    heights = [e["value"] if e and e.get("value") is not None else float("nan") for e in estimates]
+    # max(0, ...): a Wilson bound equals the value at k = 0 or k = n, up to float noise
+    errors = [[max(0.0, h - e["ci_low"]) if e and e.get("ci_low") is not None else 0 for h, e in zip(heights, estimates)],
+              [max(0.0, e["ci_high"] - h) if e and e.get("ci_high") is not None else 0 for h, e in zip(heights, estimates)]]
+    draw = ax.barh if horizontal else ax.bar
+    bars = draw(positions, heights, width, label=label, color=colour,
+                **({"xerr": errors} if horizontal else {"yerr": errors}), error_kw={"elinewidth": 1, "capsize": 2})
+    for bar, e in zip(bars, estimates):
+        if e and is_small(e):
+            bar.set_alpha(0.4)
+
+
+def grouped_bars(out_dir: Path, name: str, title: str, categories: list[str], series: list[tuple[str, dict]],
+                 *, horizontal: bool, axis: str, names: dict[str, str] | None = None) -> str:
+    """One group of bars per category, one bar per (label, {category: Estimate}) series."""
     plt = _pyplot()
-    n_runs = len(labels)
-    width = 0.8 / n_runs
-    size = (7.5, max(2.5, 0.28 * len(categories) * max(1, n_runs * 0.6) + 1)) if horizontal else (max(5, 1.2 * len(categories) + 2), 4)
+    names = names or {}
+    width = 0.8 / len(series)
+    size = ((8, max(2.5, 0.3 * len(categories) * max(1, len(series) * 0.6) + 1)) if horizontal
+            else (max(5, 1.2 * len(categories) + 2), 4))
     fig, ax = plt.subplots(figsize=size)
-    for i, (label, table) in enumerate(zip(labels, values)):
-        positions = [c + (i - (n_runs - 1) / 2) * width for c in range(len(categories))]
-        heights = [table.get(cat, float("nan")) for cat in categories]
-        (ax.barh if horizontal else ax.bar)(positions, heights, width, label=label)
+    for i, (label, table) in enumerate(series):
+        positions = [c + (i - (len(series) - 1) / 2) * width for c in range(len(categories))]
+        estimate_bars(ax, positions, [table.get(c) for c in categories], width, label, horizontal, colour=f"C{i}")
+    ticks = [names.get(c, c) for c in categories]
     if horizontal:
-        ax.set_yticks(range(len(categories)), categories)
+        ax.set_yticks(range(len(categories)), ticks)
         ax.invert_yaxis()
         ax.set_xlim(0, 1)
-        ax.set_xlabel("accuracy")
+        ax.set_xlabel(f"{axis} (95% interval; {SMALL_NOTE})")
     else:
-        ax.set_xticks(range(len(categories)), categories)
+        ax.set_xticks(range(len(categories)), ticks, rotation=20 if len(categories) > 4 else 0)
         ax.set_ylim(0, 1)
-        ax.set_ylabel("accuracy")
+        ax.set_ylabel(axis)
+        ax.set_xlabel(f"95% interval; {SMALL_NOTE}")
     ax.set_title(title)
     ax.grid(axis="x" if horizontal else "y", alpha=0.3)
-    if n_runs > 1:
-        ax.legend(fontsize="small", loc="best")
+    if len(series) > 1:  # legend patches at full colour, whatever the first bar's n
+        from matplotlib.patches import Patch
+
+        ax.legend(handles=[Patch(color=f"C{i}", label=label) for i, (label, _) in enumerate(series)],
+                  fontsize="small", loc="best")
     return _save(fig, out_dir, name)
 
 
-def _having(runs: list[RunSummary], labels: list[str], attr: str) -> tuple[list[str], list[dict[str, float]]]:
-    """Only the runs that have this table: a run without it would add an empty legend entry."""
-    pairs = [(label, getattr(run, attr)) for label, run in zip(labels, runs) if getattr(run, attr)]
-    return [p[0] for p in pairs], [p[1] for p in pairs]
+def _column(table: dict[str, dict], preferred: str | None) -> str | None:
+    """The metric a breakdown chart draws: the run's primary metric when the table has it, else
+    the first proportion-like Estimate column (values within [0, 1])."""
+    columns = list(dict.fromkeys(c for row in table.values() for c, v in row.items() if is_estimate(v)))
+    if preferred in columns:
+        return preferred
+    return next((c for c in columns if all(0 <= (row[c].get("value") or 0) <= 1 for row in table.values() if c in row)), None)
 
 
-def relation_chart(runs: list[RunSummary], labels: list[str], out_dir: Path) -> str | None:
-    names, tables = _having(runs, labels, "per_relation")
-    if not tables:
+def breakdown_chart(runs: list[Run], out_dir: Path, kind: str, name: str, title: str) -> str | None:
+    series, metrics = [], []
+    for run in runs:
+        table = run.table(kind)
+        column = _column(table, run.primary)
+        if column:
+            series.append((run.label, {row: cells[column] for row, cells in table.items() if column in cells}))
+            metrics.append(column)
+    if not series:
         return None
-    relations = sorted({r for t in tables for r in t})
-    return _grouped_bars(out_dir, "accuracy_per_relation.png", "Accuracy per relation", relations, names, tables,
-                         horizontal=True)
+    categories = (order_bins({c for _, t in series for c in t}) if kind == "per_frequency_bin"
+                  else sorted({c for _, t in series for c in t}))
+    names = {}
+    if kind == "per_relation":
+        for run in runs:
+            names.update({r: run.relation_name(r) for r in categories if r in run.relation_labels})
+    axis = " / ".join(dict.fromkeys(metrics))
+    return grouped_bars(out_dir, name, f"{title}: {axis}", categories, series, horizontal=kind == "per_relation",
+                        axis=axis, names=names)
 
 
-def bin_chart(runs: list[RunSummary], labels: list[str], out_dir: Path) -> str | None:
-    names, tables = _having(runs, labels, "per_bin")
-    if not tables:
+def comparison_chart(comparisons, out_dir: Path) -> str | None:
+    """Each task's runs on their shared items (KEE: the baseline technique), with intervals."""
+    categories, series = [], {}
+    for c in comparisons:
+        group = next(iter(c.groups), None)
+        if group is None:
+            continue
+        category = f"{c.task}{f' ({group})' if group else ''}\nn = {c.n_shared} shared"
+        categories.append(category)
+        for label, estimate in c.groups[group]["accuracy"].items():
+            series.setdefault(label, {})[category] = estimate
+    if not categories:
         return None
-    bins = order_bins({b for t in tables for b in t})
-    return _grouped_bars(out_dir, "accuracy_per_frequency_bin.png", "Accuracy per frequency bin", bins, names, tables,
-                         horizontal=False)
+    return grouped_bars(out_dir, "model_comparison.png", "Models on their shared items", categories,
+                        list(series.items()), horizontal=False, axis="accuracy on shared items")
 
 
-def model_chart(runs: list[RunSummary], labels: list[str], out_dir: Path) -> str | None:
-    """Model vs model on the headline metrics in [0, 1] that at least two runs share."""
-    names, tables = _having(runs, labels, "headline")
-    shared = list(dict.fromkeys(k for t in tables for k in t
-                                if sum(k in u for u in tables) >= 2 and all(0 <= u.get(k, 0) <= 1 for u in tables)))
-    if not shared:
-        return None
-    keep = [i for i, t in enumerate(tables) if any(k in t for k in shared)]
-    return _grouped_bars(out_dir, "model_comparison.png", "Model vs model", shared, [names[i] for i in keep],
-                         [tables[i] for i in keep], horizontal=False)
-
-
-def gap_rows(runs: list[RunSummary], labels: list[str]) -> list[tuple[str, RunSummary, str]]:
-    """(row label, run, setting) for every run and XTEVAL setting that has gaps: the chart's bars
-    and the table's columns."""
-    return [(f"{label} · {setting}" if setting else label, run, setting)
-            for label, run in zip(labels, runs) for setting in run.gaps]
-
-
-def gap_chart(runs: list[RunSummary], labels: list[str], out_dir: Path) -> str | None:
+def gap_chart(runs: list[Run], out_dir: Path) -> str | None:
     """XTEVAL: each run's facts split into usable knowledge, gap 2 and gap 1 (they sum to 1)."""
-    rows = [(name, run.gaps[setting]) for name, run, setting in gap_rows(runs, labels)
-            if {"usable_knowledge", "gap1", "gap2"} <= set(run.gaps[setting])]
+    rows = []
+    for run in runs:
+        for _, _, table in metric_tables(run.metrics):   # XTEVAL v1: per_setting (iid, ood)
+            for setting, cells in table.items():
+                if all(is_estimate(cells.get(k)) and cells[k]["value"] is not None for k in _GAP_COLOURS):
+                    rows.append((f"{run.label} · {setting}", {k: cells[k]["value"] for k in _GAP_COLOURS}))
     if not rows:
         return None
     plt = _pyplot()
@@ -121,7 +151,7 @@ def gap_chart(runs: list[RunSummary], labels: list[str], out_dir: Path) -> str |
     ax.set_yticks(range(len(rows)), [name for name, _ in rows])
     ax.invert_yaxis()
     ax.set_xlim(0, 1)
-    ax.set_xlabel("share of facts")
+    ax.set_xlabel("share of facts (means over seeds)")
     ax.set_title("Acquisition-utilization gaps (XTEVAL)")
     ax.legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.25), ncol=3)
     return _save(fig, out_dir, "gaps.png")

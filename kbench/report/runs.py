@@ -1,26 +1,16 @@
-"""Read evaluation run directories into the few shapes the report draws.
+"""Read evaluation run directories for the report: the results envelope, nothing else.
 
-A run directory holds `results.json` (aggregates, written by `kbench evaluate <task>`) and per-item
-tables. The report needs, per run:
+A run directory holds `results.json` and the per-item table (`items.parquet` / `items.jsonl`).
+`load_run` reads `results.json`:
+  * `kbench.results.v2` (docs/results-envelope.md) is read as is: `task`, `model.name`,
+    `headline` ({metric: Estimate}) and `metrics` (task-specific);
+  * a v1 file (`results.<task>.v1`) is first converted by its task's adapter (`legacy.py`).
 
-  * a label: `model` (a string, or a dict with `name`/`id`/`path`) and `task`;
-  * `headline`: the scalar metrics at the top level or under `overall` / `headline` / `metrics`
-    (numbers only: maple_accuracy, exact_accuracy, lama_p_at_1, accuracy, em, f1 ...);
-  * `per_relation` and `per_bin`: metric tables keyed by relation id / frequency bin, found under
-    `per_relation` / `by_relation` and `per_bin` / `per_frequency_bin` / `by_bin`; a value is a
-    number or a summary dict, read through its first of `maple_accuracy`, `accuracy`, `acc`,
-    `p_at_1`, `em`, ... (the extraction summaries of results.extraction.v1);
-  * `techniques` (KEE): results.kee.v1 lists technique names in `techniques` and keeps each one's
-    metrics under `overall.<name>` and `per_frequency_bin.<bin>.<name>`; a dict name -> metrics or
-    a list of dicts with `name`/`technique` is read too. Nested metrics become flat columns
-    ("prs improved", "SGR τ=0.7");
-  * `gaps` (XTEVAL): acc_D, downstream_accuracy, usable_knowledge, gap1, gap2 per setting: under
-    `settings.<iid|ood>` (results.xteval.v1), or at the top level / under `gaps` / `overall` (one
-    unnamed setting); a {"mean", "std", ...} value is read as its mean and std.
-
-When results.json has no per-relation or per-bin table but a per-item table has `correct` plus
-`relation` / `frequency_bin` columns, the tables are computed from the items (mean of `correct`).
-Unknown keys are ignored; a run with nothing to draw is an error naming its results.json.
+The report never guesses key names inside `metrics`; it reads them by shape (`metric_tables`):
+a mapping {row: {metric: Estimate | nested metrics}} is a table, a mapping of such tables (KEE's
+per-bin technique tables) is a list of tables. Two names carry meaning: `per_relation` (rows are
+relation ids, shown with their labels) and `per_frequency_bin` (rows are bins, shown head, torso,
+tail). A run's primary metric (`PRIMARY_METRIC` of its task) is what the charts draw.
 """
 
 from __future__ import annotations
@@ -31,153 +21,115 @@ from typing import Any
 
 from kbench.errors import InputError, UserError
 from kbench.io import read_json
+from kbench.report.legacy import to_v2
 
-GAP_KEYS = ("acc_D", "downstream_accuracy", "usable_knowledge", "gap1", "gap2")
-VALUE_KEYS = ("maple_accuracy", "accuracy", "acc", "p_at_1", "p@1", "em", "exact_match", "score", "mean")
-_RELATION_KEYS = ("per_relation", "by_relation", "relations")
-_BIN_KEYS = ("per_bin", "per_frequency_bin", "by_bin", "by_frequency_bin", "frequency_bins")
-_TECHNIQUE_KEYS = ("techniques", "per_technique", "by_technique")
-BIN_ORDER = ("head", "torso", "tail")
-
-
-@dataclass
-class RunSummary:
-    path: Path
-    label: str
-    task: str
-    headline: dict[str, float] = field(default_factory=dict)
-    per_relation: dict[str, float] = field(default_factory=dict)
-    per_bin: dict[str, float] = field(default_factory=dict)
-    techniques: list[dict[str, Any]] = field(default_factory=list)        # {"technique": name, column: value}
-    technique_bins: dict[str, dict[str, float]] = field(default_factory=dict)  # technique -> bin -> accuracy
-    gaps: dict[str, dict[str, float]] = field(default_factory=dict)     # setting ("" if unnamed) -> figures
-    gap_std: dict[str, dict[str, float]] = field(default_factory=dict)  # the same, std over seeds
-
-    def is_empty(self) -> bool:
-        return not (self.headline or self.per_relation or self.per_bin or self.techniques or self.gaps)
+V2 = "kbench.results.v2"
+# The number that stands for a run in charts, the summary and KoLA standardisation: one per task.
+# results.json is written with sorted keys, so the headline's order cannot say it.
+PRIMARY_METRIC = {"extraction": "maple_accuracy", "kee": "accuracy", "truefalse": "accuracy", "qa": "updated_em",
+                  "xteval": "usable_knowledge"}
+BIN_ORDER = ("head", "torso", "tail", "unbinned")
 
 
-def _number(value: Any) -> float | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, (int, float)):
-        return float(value)
-    if isinstance(value, dict):
-        for key in VALUE_KEYS:
-            if key in value and (n := _number(value[key])) is not None:
-                return n
-    return None
+def is_estimate(value: Any) -> bool:
+    return isinstance(value, dict) and "value" in value and "n" in value
 
 
-def _table(results: dict[str, Any], keys: tuple[str, ...]) -> dict[str, float]:
-    for key in keys:
-        raw = results.get(key)
-        if isinstance(raw, dict):
-            return {str(k): n for k, v in raw.items() if (n := _number(v)) is not None}
-        if isinstance(raw, list):  # [{"relation": "P19", "accuracy": 0.3}, ...]
-            out = {}
-            for row in raw:
-                if isinstance(row, dict):
-                    name = next((row[k] for k in ("relation", "bin", "frequency_bin", "name") if k in row), None)
-                    if name is not None and (n := _number(row)) is not None:
-                        out[str(name)] = n
-            return out
-    return {}
-
-
-def _label(results: dict[str, Any], path: Path) -> str:
-    model = results.get("model")
-    if isinstance(model, dict):
-        model = model.get("name") or model.get("id") or model.get("path")
-    return str(model) if model else path.name
-
-
-def flatten_metrics(metrics: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    """Nested metric dicts as flat columns; `beyond_sampling.<τ>.<rate>` reads as "SGR τ=0.7"."""
+def leaves(metrics: dict, prefix: str = "") -> dict[str, Any]:
+    """Nested metrics as flat columns: {"prs": {"improved": E}} -> {"prs improved": E}; Estimates
+    and plain numbers are leaves, strings and lists are not shown."""
     flat: dict[str, Any] = {}
     for key, value in metrics.items():
-        if key in ("technique", "name"):
-            continue
-        if key == "beyond_sampling" and isinstance(value, dict):
-            for temp, rates in value.items():
-                for rate, v in (rates or {}).items():
-                    flat[f"{rate.upper() if rate in ('sgr', 'dgr') else rate} τ={temp}"] = v
-        elif isinstance(value, dict) and "mean" not in value:
-            flat.update(flatten_metrics(value, f"{prefix}{key} "))
-        elif value is None or isinstance(value, (int, float, dict)) and not isinstance(value, bool):
-            flat[f"{prefix}{key}"] = value
+        name = f"{prefix}{key}"
+        if is_estimate(value) or (isinstance(value, (int, float)) and not isinstance(value, bool)):
+            flat[name] = value
+        elif isinstance(value, dict) and "p_value" in value and "b" in value:  # a paired test (uncertainty.mcnemar)
+            flat.update({f"{name} b": value["b"], f"{name} c": value["c"], f"{name} p": value["p_value"]})
+        elif isinstance(value, dict):
+            flat.update(leaves(value, name + " "))
     return flat
 
 
-def _techniques(results: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str, dict[str, float]]]:
-    names = results.get("techniques")
-    overall = results.get("overall")
-    if isinstance(names, list) and names and all(isinstance(n, str) for n in names) and isinstance(overall, dict):
-        rows = [{"technique": n, **flatten_metrics(overall.get(n) or {})} for n in names]
-        bins = results.get("per_frequency_bin") or {}
-        per_bin = {n: {str(b): acc for b, slice_ in bins.items() if isinstance(slice_, dict)
-                       and (acc := _number(slice_.get(n))) is not None} for n in names}
-        return rows, {n: v for n, v in per_bin.items() if v}
-    for key in _TECHNIQUE_KEYS:
-        raw = results.get(key)
-        if isinstance(raw, dict):
-            return [{"technique": n, **(flatten_metrics(v) if isinstance(v, dict) else {"value": v})}
-                    for n, v in raw.items()], {}
-        if isinstance(raw, list):
-            return [{"technique": r.get("technique") or r.get("name") or f"#{i}", **flatten_metrics(r)}
-                    for i, r in enumerate(raw) if isinstance(r, dict)], {}
-    return [], {}
+def _is_table(value: Any) -> bool:
+    """{row: {metric: ...}} with at least one Estimate, rows themselves not tables."""
+    if not isinstance(value, dict) or not value:
+        return False
+    rows = list(value.values())
+    if not all(isinstance(r, dict) and not is_estimate(r) for r in rows):
+        return False
+    if any(_is_table(r) for r in rows):
+        return False
+    return any(is_estimate(v) for r in rows for v in leaves(r).values())
 
 
-def _gap_figures(scope: Any) -> tuple[dict[str, float], dict[str, float]]:
-    """(values, standard deviations) of the XTEVAL figures in one dict; {"mean", "std"} gives both."""
-    if not isinstance(scope, dict):
-        return {}, {}
-    found = {k: n for k in GAP_KEYS if (n := _number(scope.get(k))) is not None}
-    std = {k: float(scope[k]["std"]) for k in found
-           if isinstance(scope[k], dict) and isinstance(scope[k].get("std"), (int, float))}
-    return found, std
+# results.json is written with sorted keys: the tables a reader looks at first come first
+_FIRST_TABLES = ("per_technique", "per_relation", "per_frequency_bin")
 
 
-def _gaps(results: dict[str, Any]) -> tuple[dict[str, dict[str, float]], dict[str, dict[str, float]]]:
-    settings = results.get("settings")
-    if isinstance(settings, dict):
-        per_setting = {name: _gap_figures(scope) for name, scope in settings.items()}
-        per_setting = {name: figs for name, figs in per_setting.items() if figs[0]}
-        if per_setting:
-            return {n: f[0] for n, f in per_setting.items()}, {n: f[1] for n, f in per_setting.items()}
-    for scope in (results.get("gaps"), results.get("overall"), results):
-        found, std = _gap_figures(scope)
-        if found:
-            return {"": found}, {"": std}
-    return {}, {}
+def _table_rank(key: str) -> tuple[int, str]:
+    return (_FIRST_TABLES.index(key) if key in _FIRST_TABLES else len(_FIRST_TABLES), key)
 
 
-def headline_metrics(results: dict[str, Any]) -> dict[str, float]:
-    out = {}
-    for scope in (results, results.get("overall"), results.get("headline"), results.get("metrics")):
-        if isinstance(scope, dict):
-            # counts (n, n_facts), seeds and versions are sizes and labels, not scores
-            out.update({k: float(v) for k, v in scope.items()
-                        if isinstance(v, (int, float)) and not isinstance(v, bool)
-                        and k not in ("seed", "n", "version") and not k.startswith("n_")})
+def metric_tables(metrics: dict) -> list[tuple[str, str, dict[str, dict[str, Any]]]]:
+    """(title, kind, {row: {column: leaf}}) for every table in `metrics` (technique, relation and
+    bin tables first, then by name); `kind` is
+    the top-level key (per_relation, per_frequency_bin, ...), "" for the inner tables of a mapping
+    of tables. A mapping of metrics that is not a
+    table (KEE's edited preference, truefalse's before/after) becomes a one-row table."""
+    out = []
+    for key, value in sorted(metrics.items(), key=lambda kv: _table_rank(kv[0])):
+        if _is_table(value):
+            out.append((key, key, {str(r): leaves(m) for r, m in value.items()}))
+        elif isinstance(value, dict) and value and all(_is_table(v) for v in value.values()):
+            # rows of the inner tables are not the outer key's kind (KEE: techniques within a bin)
+            out += [(f"{key}: {sub}", "", {str(r): leaves(m) for r, m in table.items()}) for sub, table in value.items()]
+        elif isinstance(value, dict) and any(is_estimate(v) for v in leaves(value).values()):
+            out.append((key, key, {key: leaves(value)}))
     return out
 
 
-def _from_items(run_dir: Path, column: str) -> dict[str, float]:
-    """Mean of `correct` by `column` over the run's per-item parquet tables, when they have both."""
-    import polars as pl
+@dataclass
+class Run:
+    path: Path
+    results: dict                      # the v2 envelope (converted when the file was v1)
+    label: str = ""                    # set by `load_runs`: tells runs apart
+    relation_labels: dict[str, str] = field(default_factory=dict)
+    labels_source: str = "none"
 
-    for path in sorted(run_dir.glob("*.parquet")):
-        schema = pl.read_parquet_schema(path)
-        if "correct" in schema and column in schema:
-            frame = pl.read_parquet(path, columns=[column, "correct"]).drop_nulls(column)
-            grouped = frame.group_by(column).agg(pl.col("correct").cast(pl.Float64).mean()).sort(column)
-            return {str(k): float(v) for k, v in grouped.iter_rows()}
-    return {}
+    @property
+    def task(self) -> str:
+        return str(self.results["task"])
+
+    @property
+    def model_name(self) -> str:
+        name = str(self.results["model"].get("name") or self.path.name)
+        return Path(name).name if "/" in name else name  # a local folder: its name, not the whole path
+
+    @property
+    def headline(self) -> dict[str, dict]:
+        return {k: v for k, v in self.results["headline"].items() if is_estimate(v)}
+
+    @property
+    def metrics(self) -> dict:
+        return self.results.get("metrics") or {}
+
+    @property
+    def primary(self) -> str | None:
+        """The task's PRIMARY_METRIC when the headline has it, else the first headline metric."""
+        preferred = PRIMARY_METRIC.get(self.task)
+        return preferred if preferred in self.headline else next(iter(self.headline), None)
+
+    def table(self, name: str) -> dict[str, dict[str, Any]]:
+        """A flat table of `metrics[name]` ({} when absent or not flat, as KEE's per-bin tables)."""
+        value = self.metrics.get(name)
+        return {str(r): leaves(m) for r, m in value.items()} if _is_table(value) else {}
+
+    def relation_name(self, relation: str) -> str:
+        label = self.relation_labels.get(relation)
+        return f"{relation} · {label}" if label else relation
 
 
-def load_run(run_dir: str | Path) -> RunSummary:
+def load_run(run_dir: str | Path) -> Run:
     run_dir = Path(run_dir)
     path = run_dir / "results.json"
     if not run_dir.is_dir():
@@ -185,25 +137,29 @@ def load_run(run_dir: str | Path) -> RunSummary:
     results = read_json(path)
     if not isinstance(results, dict):
         raise InputError(path, "expected a JSON object")
-    run = RunSummary(
-        path=run_dir, label=_label(results, run_dir), task=str(results.get("task", "evaluation")),
-        headline=headline_metrics(results), per_relation=_table(results, _RELATION_KEYS) or _from_items(run_dir, "relation"),
-        per_bin=_table(results, _BIN_KEYS) or _from_items(run_dir, "frequency_bin"),
-    )
-    run.techniques, run.technique_bins = _techniques(results)
-    run.gaps, run.gap_std = _gaps(results)
-    if run.is_empty():
-        raise InputError(path, "no metrics the report can show (see kbench/report/runs.py for the keys it reads)")
+    if results.get("schema") != V2:
+        results = to_v2(results, path)
+    for key, kind in (("task", str), ("model", dict), ("headline", dict)):
+        if not isinstance(results.get(key), kind):
+            raise InputError(path, f"expected {kind.__name__} (see docs/results-envelope.md)", key=key)
+    if not isinstance(results.get("metrics", {}), dict):
+        raise InputError(path, "expected an object (see docs/results-envelope.md)", key="metrics")
+    run = Run(run_dir, results)
+    if not run.headline and not metric_tables(run.metrics):
+        raise InputError(path, "no metrics the report can show: `headline` and `metrics` hold no Estimates")
     return run
 
 
-def unique_labels(runs: list[RunSummary]) -> list[str]:
-    """Labels that tell runs apart: the model name, plus the folder name when two runs share it."""
+def load_runs(run_dirs: list[Path]) -> list[Run]:
+    """Read the runs and give each a label: the model name, plus the folder name when two share it."""
+    runs = [load_run(d) for d in run_dirs]
     counts: dict[str, int] = {}
     for r in runs:
-        counts[r.label] = counts.get(r.label, 0) + 1
-    return [f"{r.label} ({r.path.name})" if counts[r.label] > 1 else r.label for r in runs]
+        counts[r.model_name] = counts.get(r.model_name, 0) + 1
+    for r in runs:
+        r.label = f"{r.model_name} ({r.path.name})" if counts[r.model_name] > 1 else r.model_name
+    return runs
 
 
-def order_bins(bins: set[str]) -> list[str]:
+def order_bins(bins) -> list[str]:
     return sorted(bins, key=lambda b: (BIN_ORDER.index(b) if b in BIN_ORDER else len(BIN_ORDER), b))

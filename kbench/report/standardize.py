@@ -1,16 +1,22 @@
 """`kbench report standardize RUN_DIR... --out DIR`: KoLA standardised scores across models and tasks.
 
-Each run directory holds one model's `results.json` for one evaluation. Its tasks are its
-accuracy-like headline numbers:
-  * the `headline` mapping when results.json has one (task-qualified names such as
-    `truefalse:prior:dev:accuracy`, `qa:updated:em`);
-  * otherwise the accuracy-like numbers among the report's headline metrics
-    (`kbench.report.runs.headline_metrics`: names with "accuracy", "p_at_1", "em" or "f1"),
-    prefixed with the run's task (`extraction:maple_accuracy`).
-The model is the run's label (`kbench.report.runs`). Runs of several models and tasks form a
-model x task matrix; `kbench.metrics.standardize` turns it into scores in [0, 100] (population
-std per task, min-max over all z; see there for the zero-std rule). Two runs giving the same
-model the same task is an error: the matrix would be ambiguous.
+Each run directory holds one model's results for one evaluation, and counts as ONE task with ONE
+score: its task's primary headline metric (`kbench.report.runs.PRIMARY_METRIC`). Several
+correlated numbers of one run (extraction's MAPLE, exact and rank-1 accuracies) would otherwise
+weigh as several tasks.
+
+  extraction  maple_accuracy   what the model knows: generated answer matches gold or an alias
+  kee         accuracy         the greedy baseline's accuracy (techniques are compared in the KEE report)
+  truefalse   accuracy         calibrated pair accuracy; the task is named per setting and split
+                               (truefalse:prior:dev), as the settings are different tasks
+  qa          updated_em       EM against the new answer of edited facts: is the update known
+  xteval      usable_knowledge share of facts both extracted and used downstream
+
+A task not listed (or a run without that metric) counts with its first headline metric. The
+model is the run's label (`kbench.report.runs`). Runs of several models and tasks form a model x
+task matrix; `kbench.metrics.standardize` turns it into scores in [0, 100] (population std per
+task, min-max over all z; see there for the zero-std rule). Two runs giving the same model the
+same task is an error: the matrix would be ambiguous.
 
 Writes `standardized.csv` (one row per model and task: raw, z, standardised), `standardized.md`
 (a model x task table of standardised scores with the mean per model) and `standardized.json`.
@@ -20,30 +26,31 @@ from __future__ import annotations
 
 import csv
 import io
-import re
 from pathlib import Path
 
 from kbench.errors import InputError, UserError
-from kbench.io import read_json, write_json, write_text
+from kbench.io import write_json, write_text
 from kbench.metrics.standardize import standardized_scores, z_scores
+from kbench.report.runs import PRIMARY_METRIC, load_run
 
-_ACCURACY_LIKE = re.compile(r"accuracy|p_at_1|p@1|(^|_)(em|f1)$")
+
+def task_name(run) -> str:
+    """The task a run's score is filed under; truefalse settings and splits are different tasks."""
+    settings = run.results.get("settings") or {}
+    if run.task == "truefalse" and settings.get("setting"):
+        retriever = f"-{settings['retriever']}" if settings.get("retriever") else ""
+        return f"truefalse:{settings['setting']}{retriever}:{settings.get('split', '')}".rstrip(":")
+    return run.task
 
 
 def run_tasks(run_dir: Path) -> tuple[str, dict[str, float]]:
-    """(model label, task -> raw score) of one run directory."""
-    from kbench.report.runs import headline_metrics, load_run
-
+    """(model label, {task: raw score}) of one run directory: one task, one score."""
     run = load_run(run_dir)
-    results = read_json(Path(run_dir) / "results.json")
-    headline = results.get("headline")
-    if isinstance(headline, dict) and headline:
-        tasks = {str(k): float(v) for k, v in headline.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
-    else:
-        tasks = {f"{run.task}:{k}": v for k, v in headline_metrics(results).items() if _ACCURACY_LIKE.search(k)}
-    if not tasks:
-        raise InputError(Path(run_dir) / "results.json", "no accuracy-like headline number to standardise")
-    return run.label, tasks
+    metric = run.primary
+    value = run.headline[metric]["value"] if metric else None
+    if value is None:
+        raise InputError(Path(run_dir) / "results.json", "no headline number to standardise", key="headline")
+    return run.model_name, {f"{task_name(run)}:{metric}": float(value)}
 
 
 def standardize_runs(run_dirs: list[Path], out_dir: Path) -> dict:
@@ -68,6 +75,7 @@ def standardize_runs(run_dirs: list[Path], out_dir: Path) -> dict:
     models = sorted(raw)
     result = {
         "method": "KoLA: z per task with population std (0 when the std is 0), then min-max over all z into [0, 100] (50 when all z are equal)",
+        "metric_per_task": {**PRIMARY_METRIC, "other tasks": "the first headline metric"},
         "models": models, "tasks": tasks,
         "raw": raw, "z": z, "standardized": std,
         "mean_standardized": {m: _mean([std[m][t] for t in tasks]) for m in models},

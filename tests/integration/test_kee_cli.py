@@ -69,7 +69,7 @@ def test_metrics_match_the_rows(finished_run):
         return dict(zip(part["item_id"], part[column]))
 
     base, base_rank = table("baseline", "correct"), table("baseline", "gold_rank")
-    overall = results["metrics"]["overall"]
+    overall = results["metrics"]["per_technique"]
     for name in ("temp0.7", "caa", "decore"):
         got = overall[name]
         correct = table(name, "correct")

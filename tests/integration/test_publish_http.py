@@ -17,6 +17,7 @@ from conftest import run_kbench
 from werkzeug import Request, Response
 
 from kbench.io import write_json, write_parquet
+from kbench.metrics.uncertainty import proportion
 
 TOKEN = "hf_kbenchTestTokenThatMustNeverLeak0042"
 REPO = "someone/lama-probe"
@@ -123,7 +124,8 @@ def test_publish_evaluation_run_as_a_results_dataset(hub, tmp_path):
 
     fake, env = hub
     run = tmp_path / "run"
-    write_json(run / "results.json", {"task": "extraction", "model": {"name": "tiny-llama"}, "accuracy": 0.5})
+    write_json(run / "results.json", {"schema": "kbench.results.v2", "task": "extraction", "model": {"name": "tiny-llama"},
+                                      "headline": {"accuracy": proportion(1, 2)}, "metrics": {}})
     write_parquet(run / "items.parquet", pl.DataFrame({"id": ["a", "b"], "correct": [True, False]}))
     (run / "cache.sqlite").write_bytes(b"local cache, not for the Hub")
     (run / "items.jsonl").write_text('{"id": "a", "correct": true}\n{"id": "b", "correct": false}\n')
@@ -135,7 +137,7 @@ def test_publish_evaluation_run_as_a_results_dataset(hub, tmp_path):
     uploaded = fake.committed_files()
     assert sorted(uploaded) == ["README.md", "items.jsonl", "items.parquet", "results.json"]
     card = uploaded["README.md"].decode()
-    assert "config_name: items" in card and "path: items.parquet" in card and "`accuracy`: 0.5" in card
+    assert "config_name: items" in card and "path: items.parquet" in card and "`accuracy`: 0.500 [0.095, 0.905]* (n = 2)" in card
     assert card.count("config_name:") == 1  # the JSONL twin of items.parquet is not a second config
     fake.assert_token_only_in_authorization()
 

@@ -1,19 +1,26 @@
-"""`kbench report`: reading run directories, the HTML page, the PNG charts, headless rendering."""
+"""`kbench report`: the envelope read by shape, the index page (intervals, n, small-n marks,
+relation labels), charts, and the CLI. Runs are built from real LAMA facts (tests/report_runs.py)
+or are the golden v1 folders of tests/fixtures/results_v1."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import struct
-import subprocess
 from pathlib import Path
 
 import pytest
 from conftest import run_kbench
 
 from kbench.errors import InputError
-from kbench.io import write_json, write_parquet
+from kbench.io import write_json
+from kbench.metrics.uncertainty import proportion
 from kbench.report.build import build_report
-from kbench.report.runs import load_run
+from kbench.report.runs import load_run, metric_tables
+from tests.report_runs import extraction_run, lama_items, predict, relation_labels
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+V1_TASKS = ("extraction", "kee", "qa", "truefalse", "xteval")
 
 
 def _png_size(path: Path) -> tuple[int, int]:
@@ -22,170 +29,100 @@ def _png_size(path: Path) -> tuple[int, int]:
     return struct.unpack(">II", data[16:24])
 
 
-def _summary(acc: float, n: int = 40) -> dict:
-    return {"n": n, "maple_accuracy": acc, "exact_accuracy": acc / 2, "rank1_accuracy": acc / 2,
-            "lama_p_at_1": acc / 2, "mean_gold_logprob": -3.5}
+def test_v2_tables_are_read_by_shape(shared_data, tmp_path):
+    run = load_run(extraction_run(tmp_path / "a", "model-a", predict(lama_items(shared_data, 60), 3)))
+    assert run.primary == "maple_accuracy" and run.headline["maple_accuracy"] == proportion(20, 60)
+    kinds = [(title, kind, len(rows)) for title, kind, rows in metric_tables(run.metrics)]
+    assert kinds == [("per_relation", "per_relation", 6), ("per_frequency_bin", "per_frequency_bin", 3)]
+    kee = load_run(FIXTURES / "results_v2/kee")
+    titles = [title for title, _, _ in metric_tables(kee.metrics)]
+    assert titles == ["per_technique", "per_frequency_bin: head", "per_frequency_bin: tail"]
+    rows = metric_tables(kee.metrics)[0][2]
+    assert rows["recite"]["mcnemar p"] == 0.21875 and rows["recite"]["gain"]["n"] == 28
 
 
-def extraction_run(root: Path, model: str, shift: float) -> Path:
-    """results.json shaped as schemas/results.extraction.v1.json (checked below)."""
-    write_json(root / "results.json", {
-        "schema": "results.extraction.v1", "task": "extraction",
-        "model": {"name": model, "identity": "0" * 64, "kind": "causal", "dtype": "float32"},
-        "dataset": {"path": "lama", "file": "data/default/test.parquet", "sha256": "1" * 64, "split": "test"},
-        "settings": {"split": "test", "config": None, "limit": None, "prompt": "cloze", "fewshot": 0, "seed": 0,
-                     "protocol": "maple", "common_vocab": None, "case_sensitive": False, "max_new_tokens": 16},
-        "protocol_drops": {}, "overall": _summary(0.4 + shift, 120),
-        "per_relation": {"P19": _summary(0.5 + shift), "P20": _summary(0.25 + shift), "P106": _summary(0.1)},
-        "per_frequency_bin": {"tail": _summary(0.2 + shift), "head": _summary(0.6 + shift), "torso": _summary(0.4 + shift)},
-        "known_facts": {"file": "known_facts.parquet", "count": 48, "criterion": "maple_correct"},
-        "timing": {"seconds": 1.0, "items_computed": 120, "items_per_second": 120.0},
-    })
-    return root
-
-
-def _technique(acc, gain, loss, improved, sgr) -> dict:
-    return {"n": 20, "accuracy": acc, "exact_accuracy": acc, "gain": gain, "loss": loss,
-            "prs": {"n": 10, "improved": improved, "tied": 0.1, "worsened": 0.9 - improved if improved is not None else None},
-            "beyond_sampling": {"0.7": {"sgr": sgr, "dgr": 0.05, "shallow": 4, "deep": 6}}}
-
-
-def kee_run(root: Path) -> Path:
-    """results.json shaped as schemas/results.kee.v1.json: technique names plus per-slice metrics."""
-    baseline, recite = _technique(0.31, 0.0, 0.0, None, None), _technique(0.35, 0.12, 0.05, 0.4, 0.3)
-    write_json(root / "results.json", {
-        "schema": "results.kee.v1", "task": "kee",
-        "model": {"name": "tiny-llama", "identity": "0" * 64, "dtype": "float32"},
-        "dataset": {"path": "maple", "file": "data/default/test.parquet", "sha256": "1" * 64, "split": "test",
-                    "items": 20, "fitting_pool": "train split"},
-        "settings": {"techniques": ["baseline", "recite"], "split": "test", "k": 20, "sweep_max": 30,
-                     "temperatures": [0.7], "seed_a": 42, "technique_params": {}},
-        "techniques": ["baseline", "recite"],
-        "overall": {"baseline": baseline, "recite": recite},
-        "per_frequency_bin": {"tail": {"baseline": _technique(0.1, 0.0, 0.0, None, None), "recite": recite},
-                              "head": {"baseline": _technique(0.5, 0.0, 0.0, None, None), "recite": recite}},
-        "ranking_stability": {}, "timing": {},
-    })
-    return root
-
-
-def _aggregate(value: float) -> dict:
-    return {"mean": value, "std": 0.01, "values": [value]}
-
-
-def xteval_run(root: Path, model: str, acc_d: float, down: float) -> Path:
-    """results.json shaped as schemas/results.xteval.v1.json, with an iid and an ood setting."""
-    def setting(d: float) -> dict:
-        figures = {"acc_D": acc_d, "downstream_accuracy": d, "usable_knowledge": acc_d * d,
-                   "gap1": 1 - acc_d, "gap2": acc_d * (1 - d)}
-        run = {"extraction_seed": 0, "split_seed": 0, "finetune_seed": 0, **figures}
-        return {**{k: _aggregate(v) for k, v in figures.items()}, "runs": [run]}
-    write_json(root / "results.json", {
-        "schema": "results.xteval.v1", "task": "xteval", "model": model, "model_identity": "x", "dataset": "lama",
-        "dataset_split": "test", "n_facts": 100,
-        "extraction": {"method": "discrete", "seeds": [{"seed": 0, "acc_D": acc_d, "n_known": int(100 * acc_d)}]},
-        "settings": {"iid": setting(down), "ood": setting(down / 2)}, "config": {},
-    })
-    return root
-
-
-def test_fixture_results_follow_the_published_schemas(tmp_path):
-    import json
-
-    from jsonschema import Draft202012Validator
-
-    schemas = Path(__file__).resolve().parents[2] / "schemas"
-    for run, name in ((extraction_run(tmp_path / "e", "m", 0.1), "results.extraction.v1.json"),
-                      (xteval_run(tmp_path / "x", "m", 0.6, 0.5), "results.xteval.v1.json"),
-                      (kee_run(tmp_path / "k"), "results.kee.v1.json")):
-        schema = json.loads((schemas / name).read_text())
-        Draft202012Validator(schema).validate(json.loads((run / "results.json").read_text()))
-
-
-def test_reads_tables_from_results_and_falls_back_to_items(tmp_path):
-    import polars as pl
-
-    run = load_run(extraction_run(tmp_path / "a", "m1", 0.0))
-    assert run.label == "m1" and run.per_relation == {"P19": 0.5, "P20": 0.25, "P106": 0.1}
-    assert run.per_bin == {"tail": 0.2, "head": 0.6, "torso": 0.4}
-    assert run.headline == {"maple_accuracy": 0.4, "exact_accuracy": 0.2, "rank1_accuracy": 0.2,
-                            "lama_p_at_1": 0.2, "mean_gold_logprob": -3.5}
-    xt = load_run(xteval_run(tmp_path / "x", "m1", 0.6, 0.5))
-    assert sorted(xt.gaps) == ["iid", "ood"] and xt.gaps["ood"]["downstream_accuracy"] == 0.25
-    assert xt.gap_std["iid"]["acc_D"] == 0.01
-
-    items_only = tmp_path / "b"
-    write_json(items_only / "results.json", {"task": "extraction", "model": "m2", "accuracy": 0.5})
-    write_parquet(items_only / "items.parquet", pl.DataFrame({
-        "relation": ["P19", "P19", "P20", "P20"], "frequency_bin": ["head", "tail", "head", None],
-        "correct": [True, False, True, True]}))
-    run = load_run(items_only)
-    assert run.per_relation == {"P19": 0.5, "P20": 1.0}
-    assert run.per_bin == {"head": 1.0, "tail": 0.0}
-
-
-def test_run_without_metrics_is_an_input_error(tmp_path):
-    write_json(tmp_path / "results.json", {"task": "extraction", "model": "m"})
-    with pytest.raises(InputError, match="no metrics"):
+def test_envelope_errors_name_the_key(tmp_path):
+    write_json(tmp_path / "results.json", {"schema": "kbench.results.v2", "task": "extraction", "model": "m",
+                                           "headline": {}, "metrics": {}})
+    with pytest.raises(InputError, match=r"\[model\]: expected dict"):
+        load_run(tmp_path)
+    write_json(tmp_path / "results.json", {"schema": "kbench.results.v2", "task": "extraction", "model": {"name": "m"},
+                                           "headline": {"acc": 0.5}, "metrics": {}})
+    with pytest.raises(InputError, match="no metrics the report can show"):
         load_run(tmp_path)
 
 
-def test_report_of_several_runs_has_every_section_and_chart(tmp_path):
-    runs = [extraction_run(tmp_path / "r1", "model-a", 0.0), extraction_run(tmp_path / "r2", "model-b", 0.2),
-            kee_run(tmp_path / "r3"), xteval_run(tmp_path / "r4", "model-a", 0.6, 0.5)]
-    index = build_report(runs, tmp_path / "report")
+def test_page_shows_intervals_n_small_marks_and_relation_labels(shared_data, tmp_path):
+    items = lama_items(shared_data, 90)
+    run = extraction_run(tmp_path / "a", "model-a", predict(items, 3))
+    index = build_report([run], tmp_path / "report")
     html = index.read_text()
-    for png in ("accuracy_per_relation.png", "accuracy_per_frequency_bin.png", "model_comparison.png", "gaps.png"):
-        assert f'src="{png}"' in html  # relative links: the folder stands alone
-        width, height = _png_size(tmp_path / "report" / png)
-        assert width > 200 and height > 100
-    assert "<h2>Techniques: tiny-llama</h2>" in html and "<th>prs improved</th>" in html and "<th>SGR τ=0.7</th>" in html
-    assert "<tr><td>recite</td><td>20</td><td>0.350</td><td>0.350</td><td>0.120</td><td>0.050</td>" in html
-    assert "<tr><td>baseline</td><td>0.500</td><td>0.100</td></tr>" in html  # per-bin accuracy, head before tail
-    assert "0.600 ± 0.010" in html  # acc_D mean ± std
-    assert "<th>model-a (r4) · iid</th>" in html and "<th>model-a (r4) · ood</th>" in html
-    # bins in head, torso, tail order whatever order results.json used
-    assert html.index("<td>head</td>") < html.index("<td>torso</td>") < html.index("<td>tail</td>")
+    labels = relation_labels(shared_data)
+    first = sorted({i["relation"] for i in items})[0]
+    assert f"<td>{first} · {labels[first]}</td><td>15</td>" in html  # relation with its label, then n
+    # 15 items per relation: every cell is marked small; the overall cell (n = 90) is not
+    assert "class=small title='n = 15'" in html and "title='n = 90'>0.333 <span class='ci'>[0.245, 0.436]</span></td>" in html
+    assert "the items&#x27; relation_label column" in html
+    assert '<a href=\'explorer-1.html\'>items</a>' in html
+    width, height = _png_size(tmp_path / "report" / "per_relation.png")
+    assert width > 300 and height > 150
     assert "<script" not in html and "http" not in html.split("<body>")[1]
 
 
-def test_cli_report_writes_index_and_pngs(tmp_path):
-    run = extraction_run(tmp_path / "ext", "model-a", 0.0)
+def test_report_of_every_v1_task_and_a_v2_run_renders(shared_data, tmp_path):
+    runs = [FIXTURES / "results_v1" / t for t in V1_TASKS] + [FIXTURES / "results_v2/kee"]
+    index = build_report(runs, tmp_path / "report")
+    html = index.read_text()
+    for title in ("tiny (extraction): extraction", "tiny (kee): kee", "tiny (qa): qa", "tiny (truefalse): truefalse",
+                  "smollm2-135m (xteval): xteval", "smollm2-135m (kee): kee"):
+        assert f"<h2>{title}</h2>" in html
+    assert "0.305 <span class='ci'>± 0.010 (sd over 2 runs)</span>" in html  # XTEVAL: mean ± sd over seeds
+    assert "<h3>per technique</h3>" in html and "<th>prs improved</th>" in html and "<th>SGR τ=0.7</th>" in html
+    # two KEE runs on different items (f0.. vs no items file): no pairing, said so
+    assert "kee: no paired comparison" in html
+    assert sorted(p.name for p in (tmp_path / "report").glob("*.png")) == ["gaps.png", "per_frequency_bin.png",
+                                                                          "per_relation.png"]
+    assert len(list((tmp_path / "report").glob("explorer-*.html"))) == 4   # xteval v1 and the v2 KEE have no items
+
+
+def test_labels_from_the_dataset_split_or_a_relations_file(shared_data, tmp_path):
+    import polars as pl
+
+    items = lama_items(shared_data, 30, with_labels=False)
+    run = extraction_run(tmp_path / "a", "model-a", predict(items, 3))
+    plain = build_report([run], tmp_path / "r0").read_text()
+    assert "none (bare relation ids)" in plain
+    relations = shared_data / "lama_trex/relations.jsonl"
+    labelled = build_report([run], tmp_path / "r1", relations_file=relations).read_text()
+    assert f"the relations file {relations}" in labelled and "P101 · field of work" in labelled
+    # the dataset split the run names in results.json carries labels: they win over the file
+    dataset = tmp_path / "a" / "no-such-dataset" / "data" / "default"
+    dataset.mkdir(parents=True)
+    pl.DataFrame([{**i, "relation_label": f"label of {i['relation']}"} for i in items]).write_parquet(dataset / "test.parquet")
+    from_dataset = build_report([run], tmp_path / "r2", relations_file=relations).read_text()
+    assert "P101 · label of P101" in from_dataset and "the dataset split (" in from_dataset
+
+
+def test_cli_report_and_its_errors(shared_data, tmp_path):
+    run = extraction_run(tmp_path / "ext", "model-a", predict(lama_items(shared_data, 30), 3))
     out = run_kbench("report", str(run), "--out", str(tmp_path / "report"))
     assert out.returncode == 0, out.stderr
-    assert (tmp_path / "report" / "index.html").is_file()
-    assert sorted(p.name for p in (tmp_path / "report").glob("*.png")) == [
-        "accuracy_per_frequency_bin.png", "accuracy_per_relation.png"]
+    assert sorted(p.name for p in (tmp_path / "report").iterdir()) == [
+        "explorer-1.html", "index.html", "per_frequency_bin.png", "per_relation.png"]
     missing = run_kbench("report", str(tmp_path / "nope"), "--out", str(tmp_path / "r2"))
-    assert missing.returncode == 2 and "Traceback" not in missing.stderr
+    assert missing.returncode == 2 and "not a run directory" in missing.stderr and "Traceback" not in missing.stderr
+    bad = tmp_path / "bad"
+    shutil.copytree(run, bad)
+    (bad / "results.json").write_text(json.dumps({"schema": "whatever"}))
+    out = run_kbench("report", str(bad), "--out", str(tmp_path / "r3"))
+    assert out.returncode == 2 and "unknown results schema" in out.stderr and "Traceback" not in out.stderr
 
 
-def _chromium() -> str | None:
-    return next((shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome") if shutil.which(n)), None)
-
-
-@pytest.mark.skipif(_chromium() is None, reason="headless Chromium is not installed (apt-get install -y chromium)")
-def test_report_renders_in_headless_chromium(tmp_path):
-    runs = [extraction_run(tmp_path / "r1", "model-a", 0.0), extraction_run(tmp_path / "r2", "model-b", 0.2),
-            xteval_run(tmp_path / "r3", "model-a", 0.6, 0.5)]
-    index = build_report(runs, tmp_path / "report")
-    shot = tmp_path / "screenshot.png"
-    subprocess.run([_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                    f"--user-data-dir={tmp_path / 'chromium-profile'}", "--window-size=1200,2400",
-                    f"--screenshot={shot}", index.as_uri()], capture_output=True, timeout=120, check=False)
-    assert shot.is_file(), "Chromium wrote no screenshot"
-    assert _png_size(shot) == (1200, 2400)
-    assert shot.stat().st_size > 30_000  # a blank page compresses to a few KB; charts and tables do not
-
-
-def test_cli_report_standardize_dispatches_to_the_standardisation_library(tmp_path):
-    import importlib.util
-
-    runs = [extraction_run(tmp_path / "r1", "model-a", 0.0), extraction_run(tmp_path / "r2", "model-b", 0.2)]
-    out = run_kbench("report", "standardize", *map(str, runs), "--out", str(tmp_path / "std"))
-    if importlib.util.find_spec("kbench.report.standardize") is None:
-        assert out.returncode == 2 and "kbench.report.standardize" in out.stderr and "Traceback" not in out.stderr
-    else:
-        assert out.returncode == 0, out.stderr
-        assert any((tmp_path / "std").iterdir())
+def test_handwritten_v2_fixture_beside_a_v1_run_of_the_same_task(shared_data, tmp_path):
+    v2 = FIXTURES / "results_v2/extraction"
+    html = build_report([v2, FIXTURES / "results_v1/extraction"], tmp_path / "report",
+                        relations_file=shared_data / "lama_trex/relations.jsonl").read_text()
+    assert "<td>P1412 · languages spoken, written or signed</td><td>30</td><td title='n = 30'>0.067" in html  # n = 30: not small
+    assert "<td>P19 · place of birth</td><td>3</td><td class=small title='n = 3'>" in html   # the v1 run's 3 facts
+    assert "extraction: no paired comparison, smollm2-135m has no per-item table" in html
+    assert "-6.02 <span class='ci'>[-6.31, -5.74]</span>" in html   # a bootstrap interval read as any Estimate

@@ -9,6 +9,7 @@ import math
 import pytest
 
 from kbench.errors import UserError
+from kbench.metrics.uncertainty import mean, proportion
 from kbench.report.standardize import standardize_runs
 from tests.conftest import run_kbench
 
@@ -20,9 +21,22 @@ def _run(tmp_path, name, results):
     return folder
 
 
+def _envelope(task: str, model: str, headline: dict, settings: dict | None = None) -> dict:
+    return {"schema": "kbench.results.v2", "task": task, "model": {"name": model}, "settings": settings or {},
+            "headline": headline, "metrics": {}}
+
+
 def _truefalse(model, setting, accuracy):
-    return {"task": "truefalse", "model": {"name": model}, "overall": {"n": 10, "accuracy": accuracy},
-            "headline": {f"truefalse:{setting}:dev:accuracy": accuracy}}
+    return _envelope("truefalse", model, {"accuracy": proportion(round(accuracy * 10), 10),
+                                          "uncalibrated_accuracy": proportion(5, 10)},
+                     {"setting": setting, "retriever": None, "split": "dev"})
+
+
+def _extraction(model, maple):
+    # four correlated numbers of one run: only maple_accuracy counts as the extraction task
+    return _envelope("extraction", model, {"maple_accuracy": proportion(round(maple * 5), 5),
+                                           "exact_accuracy": proportion(0, 5), "rank1_accuracy": proportion(5, 5),
+                                           "mean_gold_logprob": mean([-3.0, -2.0])})
 
 
 def test_three_models_two_tasks(tmp_path):
@@ -30,11 +44,8 @@ def test_three_models_two_tasks(tmp_path):
         _run(tmp_path, "a-prior", _truefalse("a", "prior", 0.5)),
         _run(tmp_path, "b-prior", _truefalse("b", "prior", 0.6)),
         _run(tmp_path, "c-prior", _truefalse("c", "prior", 0.7)),
-        # an extraction-style result without `headline`: accuracy-like overall numbers are the tasks
-        _run(tmp_path, "a-ext", {"task": "extraction", "model": {"name": "a"},
-                                 "overall": {"n": 5, "maple_accuracy": 0.2, "mean_gold_logprob": -3.0}}),
-        _run(tmp_path, "b-ext", {"task": "extraction", "model": {"name": "b"},
-                                 "overall": {"n": 5, "maple_accuracy": 0.4, "mean_gold_logprob": -2.0}}),
+        _run(tmp_path, "a-ext", _extraction("a", 0.2)),
+        _run(tmp_path, "b-ext", _extraction("b", 0.4)),
     ]
     out = tmp_path / "std"
     result = standardize_runs(runs, out)
@@ -62,9 +73,26 @@ def test_ambiguous_runs_and_cli(tmp_path):
     two = _run(tmp_path, "two", _truefalse("a", "prior", 0.6))
     with pytest.raises(UserError, match="both give"):
         standardize_runs([one, two], tmp_path / "x")
-    other = _run(tmp_path, "three", _truefalse("a", "open-book-gold", 0.9))
+    other = _run(tmp_path, "three", _truefalse("a", "open-book", 0.9))
+    other_results = json.loads((other / "results.json").read_text())
+    other_results["settings"]["retriever"] = "gold"
+    (other / "results.json").write_text(json.dumps(other_results))
     proc = run_kbench("report", "standardize", str(one), str(other), "--out", str(tmp_path / "cli"))
     assert proc.returncode == 0, proc.stderr
-    assert (tmp_path / "cli" / "standardized.csv").is_file()
+    tasks = json.loads((tmp_path / "cli" / "standardized.json").read_text())["tasks"]
+    assert tasks == ["truefalse:open-book-gold:dev:accuracy", "truefalse:prior:dev:accuracy"]
     bad = run_kbench("report", "standardize", str(one), str(tmp_path / "missing"), "--out", str(tmp_path / "bad"))
     assert bad.returncode == 2 and "Traceback" not in bad.stderr
+
+
+def test_one_headline_metric_per_task_also_for_v1_runs(tmp_path):
+    from pathlib import Path
+
+    from kbench.report.standardize import run_tasks
+
+    golden = Path(__file__).resolve().parents[1] / "fixtures" / "results_v1"
+    tasks = {task: run_tasks(golden / task)[1] for task in ("extraction", "kee", "qa", "truefalse", "xteval")}
+    assert {t: list(v) for t, v in tasks.items()} == {
+        "extraction": ["extraction:maple_accuracy"], "kee": ["kee:accuracy"], "qa": ["qa:updated_em"],
+        "truefalse": ["truefalse:prior:dev:accuracy"], "xteval": ["xteval:usable_knowledge"]}
+    assert tasks["xteval"]["xteval:usable_knowledge"] == 0.305 and tasks["truefalse"]["truefalse:prior:dev:accuracy"] == 0.5
