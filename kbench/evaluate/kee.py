@@ -228,10 +228,10 @@ class KnowledgeElicitation(Task):
                                   for b, b_ids in sorted(bins.items())},
             "ranking_stability": _stability(s.techniques, by_tech, partitions, ids, s.k, s.sweep_max),
         }
-        headline = {}
+        headline = {"accuracy": overall["baseline"]["accuracy"]}   # the greedy baseline's
         for name in s.techniques:
-            headline[f"accuracy:{name}"] = overall[name]["accuracy"]
             if name != "baseline":
+                headline[f"accuracy:{name}"] = overall[name]["accuracy"]
                 headline[f"gain:{name}"] = overall[name]["gain"]
                 headline[f"loss:{name}"] = overall[name]["loss"]
         return Summary(headline=headline, metrics=result)

@@ -56,7 +56,7 @@ def test_run_folder_schema_and_rows(finished_run):
     assert rows.height == len(FACTS) * (4 + 2)   # 4 techniques + 2 partition temperatures
     assert sorted(rows["technique"].unique()) == ["baseline", "caa", "decore", "partition@0.7", "partition@1.2", "temp0.7"]
     assert (run / "prs.png").read_bytes()[:4] == b"\x89PNG" and (run / "gain_loss.png").read_bytes()[:4] == b"\x89PNG"
-    assert "| caa |" in (run / "comparison.md").read_text() and "accuracy:baseline" in first.stdout
+    assert "| caa |" in (run / "comparison.md").read_text() and "accuracy:caa" in first.stdout
 
 
 def test_metrics_match_the_rows(finished_run):
