@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict
+from kbench.registry import Registry
 
 if TYPE_CHECKING:  # polars is imported lazily to keep `kbench --help` fast
     from collections.abc import Iterator
@@ -97,16 +98,14 @@ class Stage:
         raise NotImplementedError
 
 
-_REGISTRY: dict[str, type[Stage]] = {}
+STAGES: Registry[type[Stage]] = Registry("stage")
 
 
 def register_stage(cls: type[Stage]) -> type[Stage]:
     """Class decorator: make a stage available to recipes under `cls.name`."""
     if not cls.name:
         raise TypeError(f"{cls.__qualname__} has no `name`")
-    if cls.name in _REGISTRY and _REGISTRY[cls.name] is not cls:
-        raise TypeError(f"duplicate stage name {cls.name!r}: {_REGISTRY[cls.name].__module__} and {cls.__module__}")
-    _REGISTRY[cls.name] = cls
+    STAGES.add(cls.name, cls)
     return cls
 
 
@@ -115,7 +114,7 @@ def stage_registry() -> dict[str, type[Stage]]:
     from kbench.build import stages as _stages  # noqa: F401  (imports register the stages)
 
     _stages.load_all()
-    return dict(_REGISTRY)
+    return STAGES.items()
 
 
 def filter_with_reason(table: pl.LazyFrame, reason: pl.Expr) -> StageOutput:

@@ -19,6 +19,8 @@ import string
 from collections import Counter
 from collections.abc import Callable, Sequence
 
+from kbench.registry import Registry
+
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _PUNCTUATION = set(string.punctuation)
 
@@ -60,18 +62,13 @@ def card_f1(prediction: str, gold: str) -> float:
 
 
 #: scorer name -> (em, f1), each (prediction, gold) -> float in [0, 1]
-SCORERS: dict[str, tuple[Callable[[str, str], float], Callable[[str, str], float]]] = {
-    "official": (official_em, official_f1),
-    "card": (card_em, card_f1),
-}
+SCORERS: Registry[tuple[Callable[[str, str], float], Callable[[str, str], float]]] = Registry("QA metric")
+SCORERS.add("official", (official_em, official_f1))
+SCORERS.add("card", (card_em, card_f1))
 
 
 def get_scorer(name: str) -> tuple[Callable[[str, str], float], Callable[[str, str], float]]:
-    from kbench.errors import UserError
-
-    if name not in SCORERS:
-        raise UserError(f"unknown QA metric {name!r}; known: {', '.join(SCORERS)}")
-    return SCORERS[name]
+    return SCORERS.get(name)
 
 
 def aggregate(predictions: Sequence[str], golds: Sequence[str], metric: str = "official") -> dict[str, float | int]:

@@ -6,8 +6,6 @@ import json
 
 import pytest
 
-from kbench.build.recipe import load_recipe
-from kbench.build.runner import run_recipe
 from kbench.errors import UserError
 from kbench.evaluate.engine import evaluate, validate
 from kbench.evaluate.qa import KnowledgeUpdateQA, QASettings, aggregate
@@ -16,25 +14,12 @@ from kbench.metrics.qa import official_em, official_f1
 from kbench.models.loading import load_model
 from kbench.models.result_cache import ResultCache
 from kbench.models.runner import ModelRunner
+from tests.datasets import evolving_dataset
 from tests.fixtures_models import tiny_causal_dir  # noqa: F401
-
-OLD = [{"subject": s, "subject_id": f"Q{i + 1}", "relation": "P108", "object": o, "object_id": f"Q{100 + i}"}
-       for i, (s, o) in enumerate([("Ada", "Acme"), ("Bob", "Globex"), ("Cy", "Initech"), ("Dee", "Hooli")])]
-NEW = OLD[:2] + [{**OLD[2], "object": "Paris", "object_id": "Q90"}, {**OLD[3], "object": "Berlin", "object_id": "Q64"},
-                 {"subject": "Eve", "subject_id": "Q9", "relation": "P108", "object": "Umbrella", "object_id": "Q200"}]
-
 
 @pytest.fixture(scope="module")
 def evolving(tmp_path_factory):
-    root = tmp_path_factory.mktemp("evo")
-    for name, rows in (("old", OLD), ("new", NEW)):
-        (root / f"{name}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    recipe = root / "evo.toml"
-    recipe.write_text('[pipeline]\nname = "evo"\nconfig = "evolving"\n\n'
-                      f'[[stages]]\nstage = "evolving_snapshots"\nold = "{root / "old.jsonl"}"\nnew = "{root / "new.jsonl"}"\n\n'
-                      '[[stages]]\nstage = "write_dataset"\nschema_name = "qa_item.v1.json"\n')
-    run_recipe(load_recipe(recipe), root / "run")
-    return root / "run"
+    return evolving_dataset(tmp_path_factory.mktemp("evo"))
 
 
 def run_qa(model, dataset, out, settings: QASettings) -> dict:

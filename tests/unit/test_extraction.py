@@ -15,7 +15,6 @@ from kbench.evaluate.prompts import build_prompts
 from kbench.evaluate.task import RunContext
 from kbench.models.loading import load_model
 from kbench.models.runner import ModelRunner
-from tests.conftest import run_kbench
 from tests.fixtures_models import tiny_causal_dir, tiny_masked_dir  # noqa: F401
 
 FACTS = [  # relation, template, subject, object, bin
@@ -187,13 +186,3 @@ def test_lama_protocol_on_a_masked_lm(tiny_masked_dir, dataset, tmp_path):
     with pytest.raises(UserError, match="causal"):
         run_extraction(masked, ModelRunner(masked), dataset, tmp_path / "run2", ExtractionSettings())
 
-
-def test_cli_runs_and_reports_bad_input(tiny_causal_dir, dataset, tmp_path):
-    out = tmp_path / "cli-run"
-    done = run_kbench("evaluate", "extraction", "--dataset", str(dataset), "--model", str(tiny_causal_dir),
-                      "--limit", "5", "--max-new-tokens", "2", "--out", str(out), "--batch-size", "2")
-    assert done.returncode == 0, done.stderr
-    assert _results(out)["headline"]["maple_accuracy"]["n"] == 5 and "maple_accuracy" in done.stdout
-    bad = run_kbench("evaluate", "extraction", "--dataset", str(dataset), "--model", str(tiny_causal_dir),
-                     "--split", "nope", "--out", str(tmp_path / "bad"))
-    assert bad.returncode == 2 and "no split 'nope'" in bad.stderr and "Traceback" not in bad.stderr

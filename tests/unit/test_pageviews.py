@@ -8,7 +8,7 @@ from werkzeug import Response
 
 from kbench.build.context import StageContext
 from kbench.errors import UserError
-from kbench.sources.frequency import make_source
+from kbench.build.frequency import make_source
 from kbench.sources.pageviews import PageviewsClient, month_window
 
 PREFIX = "/api/rest_v1/metrics/pageviews/per-article/en.wikipedia/all-access/user"

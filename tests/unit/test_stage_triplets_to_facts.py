@@ -10,7 +10,7 @@ import pytest
 from kbench.build.context import StageContext
 from kbench.build.stage import stage_registry
 from kbench.errors import InputError
-from kbench.sources.frequency import make_source
+from kbench.build.frequency import make_source
 
 
 def _ctx(tmp_path):

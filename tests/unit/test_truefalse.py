@@ -16,22 +16,13 @@ from kbench.models.loading import load_model
 from kbench.models.result_cache import ResultCache
 from kbench.models.runner import ModelRunner
 from kbench.read import ReadSettings, read_text
-from tests.conftest import run_kbench
+from tests.datasets import left_dataset as build_left_dataset
 from tests.fixtures_models import tiny_causal_dir  # noqa: F401
 
 
 @pytest.fixture(scope="module")
 def left_dataset(shared_data, tmp_path_factory):
-    root = tmp_path_factory.mktemp("left-tf")
-    recipe = root / "left.toml"
-    recipe.write_text(
-        f'[pipeline]\nname = "left"\nseed = 13\nconfig = "statements"\n\n'
-        f'[[stages]]\nstage = "load_textbook"\nbooks = [{json.dumps(str(shared_data / "openstax_us_history"))}]\n\n'
-        f'[[stages]]\nstage = "textbook_statements"\n\n'
-        f'[[stages]]\nstage = "write_dataset"\nschema_name = "statement.v1.json"\n'
-    )
-    run_recipe(load_recipe(recipe), root / "run")
-    return root / "run"
+    return build_left_dataset(shared_data, tmp_path_factory.mktemp("left-tf"))
 
 
 def run_truefalse(model, dataset, out, settings, base_runner=None) -> dict:
@@ -115,9 +106,3 @@ def test_bad_settings_are_user_errors(runner, left_dataset, tmp_path):
     with pytest.raises(UserError, match="no split"):
         run_truefalse(runner, left_dataset, tmp_path / "z", TrueFalseSettings(split="train"))
 
-
-def test_cli_rejects_missing_retriever_without_traceback(left_dataset, tiny_causal_dir, tmp_path):
-    proc = run_kbench("evaluate", "truefalse", "--dataset", str(left_dataset), "--model", str(tiny_causal_dir),
-                      "--setting", "open-book", "--out", str(tmp_path / "cli"))
-    assert proc.returncode == 2, proc.stderr
-    assert "--retriever" in proc.stderr and "Traceback" not in proc.stderr

@@ -1,6 +1,6 @@
 """Stage `frequency_bin`: label facts head / torso / tail by frequency, drop the buffers.
 
-The frequency comes from a pluggable source (`kbench.sources.frequency`): `evidence_count`
+The frequency comes from a pluggable source (`kbench.build.frequency`): `evidence_count`
 (the T-REx evidence column), `counts_table` (a local qid -> count table), `pageviews`, or any
 source added through that module's hook. It is written to the `frequency` column.
 
@@ -43,7 +43,7 @@ from typing import Any, Literal
 from pydantic import Field, ValidationError, field_validator, model_validator
 
 from kbench.build.stage import Stage, StageOutput, StageParams, filter_with_reason, register_stage
-from kbench.sources.frequency import DROP_COLUMN, frequency_sources, make_source
+from kbench.build.frequency import DROP_COLUMN, frequency_sources, make_source
 
 BIN_NAMES = ("head", "buffer", "torso", "buffer", "tail")
 

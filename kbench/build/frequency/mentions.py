@@ -13,10 +13,10 @@ from collections import Counter
 from pathlib import Path
 from typing import Literal
 
-from kbench.sources.frequency import FrequencySource, SourceOptions, register_frequency_source
+from kbench.build.frequency import FREQUENCY_SOURCES, FrequencySource, SourceOptions
 
 
-@register_frequency_source
+@FREQUENCY_SOURCES.register("document_mentions")
 class DocumentMentions(FrequencySource):
     name = "document_mentions"
 
