@@ -3,6 +3,8 @@
     DIR/data/<config>/<split>.parquet     the splits (`write_dataset`)
     DIR/corpus/...                        side files some families carry (LEFT's book text)
 
+`dataset_configs` / `dataset_infos` describe the splits for the Hub card (`write_dataset` and
+`kbench card` share them); `run_lock` keeps two writers (a build, a card rewrite) off one folder.
 `open_split(DIR, split, config, schema="question.v1.json")` returns a `Split`: its file, sha256
 and rows, with the columns checked against the record schema's `required` list (a missing column
 is an `InputError` naming the file and the schema). `seeded_sample` draws `--limit` items the
@@ -11,12 +13,18 @@ same way for every task.
 
 from __future__ import annotations
 
+import fcntl
+import os
 import random
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
 from kbench.errors import InputError, UserError
+
+SPLIT_ORDER = ("train", "dev", "validation", "test")   # how splits are listed; others follow by name
 
 
 @dataclass(frozen=True)
@@ -113,3 +121,68 @@ def seeded_sample(rows: list[dict], limit: int | None, seed: int) -> list[dict]:
     order = sorted(range(len(rows)), key=lambda i: rows[i]["id"])
     chosen = sorted(random.Random(seed).sample(order, limit))
     return [rows[i] for i in chosen]
+
+
+def split_order(split: str) -> tuple[int, str]:
+    return (SPLIT_ORDER.index(split) if split in SPLIT_ORDER else len(SPLIT_ORDER), split)
+
+
+def dataset_configs(run_dir: str | Path) -> list[dict]:
+    """The Hub `configs:` entries for the parquet files under `run_dir/data/<config>/<split>.parquet`."""
+    data = Path(run_dir) / "data"
+    configs = []
+    for folder in sorted(p for p in data.glob("*") if p.is_dir()) if data.is_dir() else []:
+        splits = sorted((p.stem for p in folder.glob("*.parquet")), key=split_order)
+        if splits:
+            configs.append({"config_name": folder.name,
+                            "data_files": [{"split": s, "path": f"data/{folder.name}/{s}.parquet"} for s in splits]})
+    if configs and not any(c["config_name"] == "default" for c in configs):
+        configs[0]["default"] = True  # `load_dataset(dir)` without a config name opens this one
+    return configs
+
+
+def dataset_infos(run_dir: str | Path) -> list[dict]:
+    """The Hub `dataset_info:` entries: rows and parquet bytes per split of each config.
+
+    Why: `datasets` caches a local folder under its folder name and a hash of this front matter
+    (not of the data files), so a rebuild into the same folder would load stale rows. Recording
+    the exact row counts and file sizes moves the cache whenever a rebuild changes the data.
+    `num_bytes` is the size of the split's parquet file.
+    """
+    import pyarrow.parquet as pq
+
+    infos = []
+    for config in dataset_configs(run_dir):
+        splits = []
+        for entry in config["data_files"]:
+            path = Path(run_dir) / entry["path"]
+            splits.append({"name": entry["split"], "num_bytes": path.stat().st_size,
+                           "num_examples": pq.read_metadata(path).num_rows})
+        size = sum(s["num_bytes"] for s in splits)
+        infos.append({"config_name": config["config_name"], "splits": splits, "download_size": size, "dataset_size": size})
+    return infos
+
+
+@contextmanager
+def run_lock(run_dir: Path) -> Iterator[None]:
+    """One build per run directory: a second one fails at once with a clear message."""
+    lock_path = run_dir / ".kbench" / "lock"
+    try:
+        lock_path.parent.mkdir(parents=True, exist_ok=True)
+        fh = open(lock_path, "a+")
+    except OSError as exc:
+        raise UserError(f"cannot write to {run_dir}: {exc.strerror or exc}") from exc
+    try:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            fh.seek(0)
+            holder = fh.read().strip() or "unknown"
+            raise UserError(f"another kbench process (pid {holder}) is writing to {run_dir}; wait for it or pick another --out")
+        fh.seek(0)
+        fh.truncate()
+        fh.write(str(os.getpid()))
+        fh.flush()
+        yield
+    finally:
+        fh.close()

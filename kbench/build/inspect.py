@@ -17,7 +17,7 @@ from kbench.errors import UserError
 def _load(run_dir: Path):
     import polars as pl
 
-    from kbench.build.stages.write_dataset import dataset_configs
+    from kbench.dataset import dataset_configs
 
     if not run_dir.is_dir():
         raise UserError(f"{run_dir} is not a folder")

@@ -24,19 +24,18 @@ plan. Every table is written in row groups of `ROW_GROUP_ROWS` rows.
 
 from __future__ import annotations
 
-import fcntl
 import json
-import os
 import shutil
 import time
 from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
 from typing import Any, Callable
 
 from kbench.build.context import StageContext
+from kbench.dataset import run_lock
 from kbench.paths import default_cache_dir
 from kbench.build.recipe import Recipe
 from kbench.build.data_root import check_data_root
@@ -89,31 +88,6 @@ def package_versions() -> dict[str, str]:
         except metadata.PackageNotFoundError:
             continue
     return found
-
-
-@contextmanager
-def run_lock(run_dir: Path) -> Iterator[None]:
-    """One build per run directory: a second one fails at once with a clear message."""
-    lock_path = run_dir / ".kbench" / "lock"
-    try:
-        lock_path.parent.mkdir(parents=True, exist_ok=True)
-        fh = open(lock_path, "a+")
-    except OSError as exc:
-        raise UserError(f"cannot write to {run_dir}: {exc.strerror or exc}") from exc
-    try:
-        try:
-            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            fh.seek(0)
-            holder = fh.read().strip() or "unknown"
-            raise UserError(f"another kbench process (pid {holder}) is writing to {run_dir}; wait for it or pick another --out")
-        fh.seek(0)
-        fh.truncate()
-        fh.write(str(os.getpid()))
-        fh.flush()
-        yield
-    finally:
-        fh.close()
 
 
 def _write_table(frame, path: Path) -> None:

@@ -21,7 +21,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from kbench.build.stages.write_dataset import dataset_configs, dataset_infos
+from kbench.dataset import dataset_configs, dataset_infos
 from kbench.cards import licenses
 from kbench.cards.drops import render_drops
 from kbench.cards.folder import DatasetFolder, ensure_file_hashes, load_folder
@@ -265,7 +265,7 @@ def render_card(folder: DatasetFolder, *, family: str | None = None, license_id:
 def write_card(root: str | Path, *, family: str | None = None, license_id: str | None = None,
                force: bool = False) -> Path:
     """Render, validate and atomically write DIR/README.md; returns its path."""
-    from kbench.build.runner import run_lock
+    from kbench.dataset import run_lock
 
     if not (Path(root) / "manifest.json").is_file():
         load_folder(root)  # raises the precise error (no folder, no manifest) before any lock file is made

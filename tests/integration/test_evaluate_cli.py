@@ -12,7 +12,7 @@ import pytest
 
 from kbench.evaluate.engine import validate
 from tests.conftest import run_kbench
-from tests.datasets import evolving_dataset, left_dataset, question_dataset
+from tests.dataset_folders import evolving_dataset, left_dataset, question_dataset
 from tests.fixtures_models import tiny_causal_dir  # noqa: F401
 
 ENVELOPE_KEYS = {"schema", "task", "model", "dataset", "settings", "environment", "timing", "headline", "metrics", "items"}

@@ -14,7 +14,7 @@ from kbench.metrics.qa import official_em, official_f1
 from kbench.models.loading import load_model
 from kbench.models.result_cache import ResultCache
 from kbench.models.runner import ModelRunner
-from tests.datasets import evolving_dataset
+from tests.dataset_folders import evolving_dataset
 from tests.fixtures_models import tiny_causal_dir  # noqa: F401
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,8 @@ import polars as pl
 import pytest
 
 from kbench.build.context import StageContext
-from kbench.build.stages.write_dataset import WriteDataset, dataset_configs, front_matter
+from kbench.build.stages.write_dataset import WriteDataset, front_matter
+from kbench.dataset import dataset_configs
 from kbench.errors import UserError
 
 

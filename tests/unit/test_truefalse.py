@@ -6,8 +6,6 @@ import json
 
 import pytest
 
-from kbench.build.recipe import load_recipe
-from kbench.build.runner import run_recipe
 from kbench.errors import UserError
 from kbench.evaluate.engine import evaluate, validate
 from kbench.evaluate.task import RunContext
@@ -16,7 +14,7 @@ from kbench.models.loading import load_model
 from kbench.models.result_cache import ResultCache
 from kbench.models.runner import ModelRunner
 from kbench.read import ReadSettings, read_text
-from tests.datasets import left_dataset as build_left_dataset
+from tests.dataset_folders import left_dataset as build_left_dataset
 from tests.fixtures_models import tiny_causal_dir  # noqa: F401
 
 

@@ -17,13 +17,12 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 
 from kbench.build.stage import Stage, StageOutput, StageParams, register_stage
+from kbench.dataset import dataset_configs, dataset_infos, split_order
 from kbench.errors import InputError, UserError
 from kbench.io import load_schema, write_parquet, write_text
 
-SPLIT_ORDER = ("train", "dev", "validation", "test")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 _ROW_LEVEL_KEYWORDS = {"type", "required", "properties", "additionalProperties"}
 _ANNOTATIONS = {"$schema", "$id", "title", "description", "version"}
@@ -54,46 +53,6 @@ def validate_table(frame, schema: dict, schema_name: str) -> None:
         if error is not None:
             field = ".".join(str(p) for p in error.absolute_path) or "(row)"
             raise UserError(f"row {row.get('id')!r} does not match schemas/{schema_name} at {field}: {error.message}")
-
-
-def _split_key(split: str) -> tuple[int, str]:
-    return (SPLIT_ORDER.index(split) if split in SPLIT_ORDER else len(SPLIT_ORDER), split)
-
-
-def dataset_configs(run_dir: str | Path) -> list[dict]:
-    """The Hub `configs:` entries for the parquet files under `run_dir/data/<config>/<split>.parquet`."""
-    data = Path(run_dir) / "data"
-    configs = []
-    for folder in sorted(p for p in data.glob("*") if p.is_dir()) if data.is_dir() else []:
-        splits = sorted((p.stem for p in folder.glob("*.parquet")), key=_split_key)
-        if splits:
-            configs.append({"config_name": folder.name,
-                            "data_files": [{"split": s, "path": f"data/{folder.name}/{s}.parquet"} for s in splits]})
-    if configs and not any(c["config_name"] == "default" for c in configs):
-        configs[0]["default"] = True  # `load_dataset(dir)` without a config name opens this one
-    return configs
-
-
-def dataset_infos(run_dir: str | Path) -> list[dict]:
-    """The Hub `dataset_info:` entries: rows and parquet bytes per split of each config.
-
-    Why: `datasets` caches a local folder under its folder name and a hash of this front matter
-    (not of the data files), so a rebuild into the same folder would load stale rows. Recording
-    the exact row counts and file sizes moves the cache whenever a rebuild changes the data.
-    `num_bytes` is the size of the split's parquet file.
-    """
-    import pyarrow.parquet as pq
-
-    infos = []
-    for config in dataset_configs(run_dir):
-        splits = []
-        for entry in config["data_files"]:
-            path = Path(run_dir) / entry["path"]
-            splits.append({"name": entry["split"], "num_bytes": path.stat().st_size,
-                           "num_examples": pq.read_metadata(path).num_rows})
-        size = sum(s["num_bytes"] for s in splits)
-        infos.append({"config_name": config["config_name"], "splits": splits, "download_size": size, "dataset_size": size})
-    return infos
 
 
 def front_matter(configs: list[dict], infos: list[dict] | None = None) -> str:
@@ -138,7 +97,7 @@ class WriteDataset(Stage):
         validate_table(frame, load_schema(self.params.schema_name), self.params.schema_name)
 
         out_dir = self.ctx.output_path(f"data/{config}")
-        splits = sorted(frame["split"].unique().to_list(), key=_split_key)
+        splits = sorted(frame["split"].unique().to_list(), key=split_order)
         for split in splits:
             write_parquet(out_dir / f"{split}.parquet", frame.filter(pl.col("split") == split))
         for stale in out_dir.glob("*.parquet"):
@@ -146,7 +105,7 @@ class WriteDataset(Stage):
                 stale.unlink()
 
         counts = frame.group_by("split").len()
-        rows = "\n".join(f"| {s} | {n:,} |" for s, n in sorted(counts.iter_rows(), key=lambda r: _split_key(r[0])))
+        rows = "\n".join(f"| {s} | {n:,} |" for s, n in sorted(counts.iter_rows(), key=lambda r: split_order(r[0])))
         body = (f"# {self.ctx.dataset_name} {self.ctx.dataset_version}\n\n"
                 f"Built by `kbench build`. Provenance: `manifest.json`; rows per stage and drops: `stats.json`.\n\n"
                 f"Config `{config}`:\n\n| split | rows |\n|---|---:|\n{rows}\n")
