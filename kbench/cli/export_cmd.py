@@ -66,9 +66,10 @@ def inspect(
     case_sensitive: bool = CASE_SENSITIVE,
 ) -> None:
     """Write an Inspect task: the question as a chat turn, a generate solver and a MAPLE-match scorer."""
-    from kbench.export.inspect import write_inspect_task
+    from kbench.export.inspect import check_exportable, write_inspect_task
 
-    docs, settings = _docs(dataset, split, config, "chat", fewshot, limit, seed)
-    path = write_inspect_task(dataset, docs, out, case_sensitive=case_sensitive)
+    check_exportable(dataset, config)
+    docs, _ = _docs(dataset, split, config, "chat", fewshot, limit, seed)
+    path = write_inspect_task(docs, out, case_sensitive=case_sensitive)
     typer.echo(f"{docs.kind} task ({len(docs.docs)} items of {docs.split}) written to {path}\n"
                f"run: inspect eval {path} --model hf/local -M model_path=MODEL -M do_sample=false")
