@@ -42,7 +42,7 @@ def run_lm_eval(task_dir, task: str, model: str, out, tmp_path) -> dict:
     cmd = [sys.executable, "-m", "lm_eval", "--model", "hf", "--model_args", f"pretrained={model},dtype=float32",
            "--device", "cpu", "--batch_size", "64", "--tasks", task, "--include_path", str(task_dir),
            "--log_samples", "--output_path", str(out)]
-    proc = subprocess.run(cmd, env=offline_env(tmp_path), capture_output=True, text=True, timeout=1200)
+    proc = subprocess.run(cmd, check=False, env=offline_env(tmp_path), capture_output=True, text=True, timeout=1200)
     assert proc.returncode == 0, proc.stderr[-3000:]
     (samples_file,) = out.rglob(f"samples_{task}_*.jsonl")
     return {s["doc"]["id"]: s for s in map(json.loads, samples_file.read_text().splitlines())}
@@ -102,7 +102,7 @@ def test_inspect_agrees_with_kbench_chat_prompt(built_lama, model_folder, tmp_pa
               f"    model_args={{'model_path': {model_folder!r}, 'do_sample': False, 'device': 'cpu'}})\n"
               "assert log.status == 'success', log.error\n"
               "print(json.dumps({s.id: [s.scores['maple_match'].answer, s.scores['maple_match'].value] for s in log.samples}))\n")
-    proc = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=offline_env(tmp_path),
+    proc = subprocess.run([sys.executable, "-c", script], check=False, cwd=tmp_path, env=offline_env(tmp_path),
                           capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
     theirs = json.loads(proc.stdout.strip().splitlines()[-1])
