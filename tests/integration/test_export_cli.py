@@ -60,6 +60,20 @@ def test_lmeval_task_prompts_as_kbench_does(lama_export, built_lama):
     assert gen["until"] == list(prompts[0].stop) and gen["max_gen_toks"] == 16 and gen["do_sample"] is False
 
 
+def test_fewshot_question_prompts_as_kbench_does(built_lama, tmp_path):
+    out = tmp_path / "task"
+    proc = run_kbench("export", "lm-eval", str(built_lama), "--out", str(out), "--prompt", "question",
+                      "--fewshot", "2", "--limit", "5", "--seed", "7")
+    assert proc.returncode == 0, proc.stderr
+    rows = seeded_sample(read_rows(split_path(built_lama, "test", None)), 5, 7)
+    train = read_rows(split_path(built_lama, "train", None))
+    prompts = build_prompts(rows, "question", None, "causal", 2, train, 7)
+    task = lmeval_task(out, "kbench_lama_test_question")
+    requests = sorted(task.instances, key=lambda r: r.doc_id)
+    assert [r.arguments[0] for r in requests] == [p.text for p in prompts]
+    assert requests[0].arguments[1]["until"] == ["\n"] and requests[0].arguments[0].count("Question:") == 3
+
+
 def test_exported_scoring_agrees_with_kbench_item_by_item(lama_export):
     utils = load_module(lama_export / "utils.py", "exported_lama_utils")
     docs = [json.loads(line) for line in (lama_export / "data.jsonl").read_text().splitlines()]
