@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import json
+import subprocess
 import sys
 
 import pytest
@@ -86,6 +87,27 @@ def test_exported_scoring_agrees_with_kbench_item_by_item(lama_export):
             assert scores["exact_match"] == float(exact_match(answer.strip(), doc["answers"]))
             checked += 1
     assert checked == 6 * LIMIT
+
+
+def test_exported_code_runs_without_kbench(lama_export, built_lama, tmp_path):
+    """Both exported task files import, load their data and score with every `kbench` import made to fail."""
+    inspect_file = tmp_path / "kbench_lama_plain.py"
+    assert run_kbench("export", "inspect", str(built_lama), "--out", str(inspect_file), "--limit", "4").returncode == 0
+    script = (
+        "import importlib.util, json, sys\n"
+        "sys.modules['kbench'] = None  # any `import kbench...` now raises ImportError\n"
+        "def load(path, name):\n"
+        "    spec = importlib.util.spec_from_file_location(name, path)\n"
+        "    module = sys.modules[name] = importlib.util.module_from_spec(spec)\n"
+        "    spec.loader.exec_module(module)\n"
+        "    return module\n"
+        f"utils = load({str(lama_export / 'utils.py')!r}, 'utils')\n"
+        "doc = utils.load_docs()['test'][0]\n"
+        f"task = load({str(inspect_file)!r}, 'kbench_lama_plain').kbench_lama_plain()\n"
+        "print(json.dumps([utils.process_results(doc, [' ' + doc['object'] + ' indeed']), len(task.dataset)]))\n")
+    proc = subprocess.run([sys.executable, "-c", script], check=False, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout.splitlines()[-1]) == [{"maple_acc": 1.0, "exact_match": 0.0}, 4]
 
 
 def test_lmeval_folder_moves(lama_export, tmp_path):
