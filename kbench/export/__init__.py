@@ -1,0 +1,9 @@
+"""Export a built dataset as a task for another evaluation harness.
+
+* `items`   - the rows of a split as harness-neutral documents: the prompt exactly as
+              `kbench evaluate` builds it, its stop strings, the gold and its aliases.
+* `lmeval`  - an lm-evaluation-harness task folder (YAML, utils.py, data.jsonl).
+* `inspect` - an Inspect (`inspect_ai`) task file with its data beside it.
+* `standalone` - kbench's answer matching as source text, so an exported task scores exactly
+  as kbench does without kbench installed.
+"""
