@@ -84,7 +84,14 @@ def _shard_task(stage_cls, params, ctx, stage_id: str, key: str, input_path: Pat
     if stage is None:
         _WORKER_STAGE.clear()
         stage = _WORKER_STAGE[key] = stage_cls(params, ctx)
-    return run_shard(stage, stage_id, key, input_path, shard, chunk_rows)
+    return _on_this_node(run_shard(stage, stage_id, key, input_path, shard, chunk_rows))
+
+
+def _on_this_node(marker: dict) -> dict:
+    """The marker plus the Ray node that computed it (for the events log: which shard ran where)."""
+    import ray
+
+    return {**marker, "node": ray.get_runtime_context().get_node_id()}
 
 
 class _ShardActor:
@@ -94,7 +101,7 @@ class _ShardActor:
         self.stage = stage_cls(params, ctx)
 
     def run(self, stage_id: str, key: str, input_path: Path, shard: Shard, chunk_rows: int) -> dict:
-        return run_shard(self.stage, stage_id, key, input_path, shard, chunk_rows)
+        return _on_this_node(run_shard(self.stage, stage_id, key, input_path, shard, chunk_rows))
 
 
 class RayExecutor:
@@ -141,7 +148,7 @@ class RayExecutor:
             run = self._run_on_actors if job.stage.model_device() is not None else self._run_as_tasks
             for marker in run(job, input_path, pending):
                 markers[marker["shard"]] = marker
-                job.log({"stage": job.stage_id, "shard": marker["shard"], "action": "computed"})
+                job.log({"stage": job.stage_id, "shard": marker["shard"], "action": "computed", "node": marker["node"]})
         rejects = _merge(job, shards, markers)
         shutil.rmtree(folder, ignore_errors=True)
         for leftover in ("source.parquet", "source.json"):
