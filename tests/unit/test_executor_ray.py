@@ -142,6 +142,8 @@ def test_options_are_checked(tmp_path):
 
     with pytest.raises(UserError, match="--workers must be at least 1"):
         RayExecutor(workers=0)
+    with pytest.raises(UserError, match="no Ray cluster answers at 127.0.0.1:1"):  # at once, not after Ray's minutes
+        RayExecutor(address="127.0.0.1:1")
     with pytest.raises(UserError, match="need --executor ray"):
         make_executor("local", workers=2)
     with pytest.raises(UserError, match="unknown executor 'slurm'"):

@@ -74,16 +74,18 @@ def run_shard(stage, stage_id: str, key: str, input_path: Path, shard: Shard, ch
     return marker
 
 
-#: The stage a worker process ran last, kept for its next shard of the same stage, so lookup
-#: tables (link indexes, alias tables) load once per worker process, not once per shard.
-_WORKER_STAGE: dict[str, object] = {}
+#: The stage a worker process ran last, kept for its next shard of the same stage (same resume
+#: key and context), so lookup tables (link indexes, alias tables) load once per worker process,
+#: not once per shard.
+_WORKER_STAGE: dict[tuple, object] = {}
 
 
 def _shard_task(stage_cls, params, ctx, stage_id: str, key: str, input_path: Path, shard: Shard, chunk_rows: int) -> dict:
-    stage = _WORKER_STAGE.get(key)
+    which = (key, repr(ctx))
+    stage = _WORKER_STAGE.get(which)
     if stage is None:
         _WORKER_STAGE.clear()
-        stage = _WORKER_STAGE[key] = stage_cls(params, ctx)
+        stage = _WORKER_STAGE[which] = stage_cls(params, ctx)
     return _on_this_node(run_shard(stage, stage_id, key, input_path, shard, chunk_rows))
 
 
@@ -115,6 +117,8 @@ class RayExecutor:
         self.ray = require("ray", "builds with --executor ray", extra="ray")
         self.workers, self.shard_rows = workers, shard_rows or DEFAULT_SHARD_ROWS
         self.owns_ray = not self.ray.is_initialized()
+        if address:
+            _check_reachable(address)
         if self.owns_ray:
             import kbench
 
@@ -213,6 +217,20 @@ class RayExecutor:
             return self.ray.get(ref)
         except self.ray.exceptions.RayTaskError as exc:
             raise _cause(exc) from None
+
+
+def _check_reachable(address: str) -> None:
+    """Fail at once on a HOST:PORT where nothing listens (Ray itself would wait for minutes)."""
+    import socket
+
+    host, sep, port = address.rpartition(":")
+    if not sep or "/" in address or not port.isdigit():
+        return  # "auto", "ray://...": Ray resolves those itself
+    try:
+        socket.create_connection((host, int(port)), timeout=5).close()
+    except OSError as exc:
+        raise UserError(f"no Ray cluster answers at {address} ({exc.strerror or exc}); start one with "
+                        f"`ray start --head --port {port}` or check --ray-address") from exc
 
 
 def _cause(exc) -> BaseException:
