@@ -192,3 +192,17 @@ def test_model_stage_on_cuda_asks_ray_for_a_gpu(tmp_path, tiny_rebel):
     recipe = rebel_recipe(tmp_path, tiny_rebel, device="cuda")
     with pytest.raises(UserError, match="runs on cuda but the Ray cluster has no GPU"):
         build(recipe, tmp_path / "ray", RayExecutor(shard_rows=2))
+
+
+def test_the_local_executor_never_imports_ray(tmp_path):
+    import subprocess
+
+    recipe = write_inputs(tmp_path, 10)
+    code = ("import sys; from pathlib import Path; from kbench.build.recipe import load_recipe; "
+            "from kbench.build.executors import make_executor; from kbench.build.runner import run_recipe; "
+            f"run_recipe(load_recipe(Path({str(recipe)!r})), Path({str(tmp_path / 'run')!r}), "
+            f"cache_dir=Path({str(tmp_path / 'cache')!r}), executor=make_executor('local')); "
+            "print('ray' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=Path(__file__).parents[2])
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "False"
