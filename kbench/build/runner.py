@@ -38,7 +38,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Callable
 
-from kbench.build.chunks import ROW_GROUP_ROWS, count_rows as _count, parquet_chunks  # noqa: F401 (parquet_chunks: public here too)
+from kbench.build.chunks import ROW_GROUP_ROWS, count_rows
 from kbench.build.context import StageContext, default_cache_dir
 from kbench.build.executors import Executor, RowWiseJob
 from kbench.build.executors.local import LocalExecutor
@@ -210,7 +210,7 @@ def run_recipe(
             report = _reuse(marker_path, output_path, key)
             if report is None:
                 started = time.perf_counter()
-                rows_in = _count(prev_output) if prev_output is not None else 0
+                rows_in = count_rows(prev_output) if prev_output is not None else 0
                 marker_path.unlink(missing_ok=True)
                 if spec.stage_cls.row_wise:
                     rejects = executor.run_row_wise(RowWiseJob(
@@ -228,7 +228,7 @@ def run_recipe(
                     dropped = _drops(rejected_path)
                 else:
                     rejected_path.unlink(missing_ok=True)
-                rows_out = _count(output_path)
+                rows_out = count_rows(output_path)
                 report = StageReport(spec.id, spec.stage_cls.name, rows_in, rows_out, dropped, False,
                                      round(time.perf_counter() - started, 3))
                 if not spec.stage_cls.source and getattr(spec.stage_cls, "preserves_rows", True):
