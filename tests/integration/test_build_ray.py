@@ -79,13 +79,13 @@ def test_two_node_build_equals_local(tmp_path, local_builds, cluster, name, reci
     assert len({e["node"] for e in shards}) == 2  # both nodes computed shards
 
 
-def test_worker_node_killed_mid_build_still_gives_the_same_dataset(tmp_path, local_builds):
-    cluster = TwoNodeCluster()  # its own: this test kills a node
+def test_worker_node_killed_mid_build_still_gives_the_same_dataset(tmp_path, local_builds, cluster):
+    """The last test on `cluster`: it kills the cluster's worker node (raylet and workers, SIGKILL)."""
+    out = tmp_path / "maple"
+    proc = subprocess.Popen([sys.executable, "-m", "kbench", "build", *MAPLE, "--out", str(out), "--executor", "ray",
+                             "--ray-address", cluster.address, "--workers", "2", "--shard-rows", "50"],
+                            cwd=REPO_ROOT, env=ENV, stdout=subprocess.DEVNULL, stderr=open(tmp_path / "log", "w"))
     try:
-        out = tmp_path / "maple"
-        proc = subprocess.Popen([sys.executable, "-m", "kbench", "build", *MAPLE, "--out", str(out), "--executor", "ray",
-                                 "--ray-address", cluster.address, "--workers", "2", "--shard-rows", "50"],
-                                cwd=REPO_ROOT, env=ENV, stdout=subprocess.DEVNULL, stderr=open(tmp_path / "log", "w"))
         deadline = time.monotonic() + 300
         while len({e["node"] for e in events(out) if "node" in e}) < 2:  # until both nodes have computed a shard
             assert proc.poll() is None and time.monotonic() < deadline, (tmp_path / "log").read_text()[-3000:]
@@ -94,8 +94,10 @@ def test_worker_node_killed_mid_build_still_gives_the_same_dataset(tmp_path, loc
         assert proc.poll() is None  # killed while the build was running
         assert proc.wait(timeout=600) == 0, (tmp_path / "log").read_text()[-3000:]
     finally:
-        cluster.stop()
+        proc.kill()  # no-op when it finished
     assert_same_dataset(out, local_builds["maple"])
+    after = [e for e in events(out) if e.get("stage") == "questions" and "node" in e]
+    assert after and len({e["node"] for e in after}) == 1  # the later stages ran on the head node alone
 
 
 def test_killed_driver_resumes_at_shard_granularity(tmp_path, local_builds):
