@@ -17,7 +17,8 @@ is complete.
 A stage that runs a model (`Stage.model_device()` is not None: `extract_rebel`) runs in a
 `ray.util.ActorPool` instead: one actor per worker loads the model once and takes shard after
 shard; each actor asks Ray for a GPU when the stage's device is cuda (or "auto" on a cluster that
-has GPUs). Actors are restarted (and their shard retried) when their node dies. A source stage
+has GPUs). Ray restarts an actor whose node died and retries its shard (`max_restarts`,
+`max_task_retries`; the tests here kill nodes under tasks, not under actors). A source stage
 (it reads its own files) has its input read on the driver into `source.parquet`, then sharded the
 same way. Stages that need the whole table never come here: the runner runs them itself.
 
