@@ -27,7 +27,15 @@ class InputError(UserError):
             where += f":{line}"
         if key is not None:
             where += f" [{key}]"
+        self.message = message
         super().__init__(f"{where}: {message}")
+
+    def __reduce__(self):  # picklable: raised on a Ray worker, it reaches the driver as itself
+        return _input_error, (type(self), self.path, self.message, self.line, self.key)
+
+
+def _input_error(cls, path, message, line, key):
+    return cls(path, message, line=line, key=key)
 
 
 class MissingDependencyError(UserError):
@@ -35,7 +43,11 @@ class MissingDependencyError(UserError):
 
     def __init__(self, package: str, feature: str, extra: str | None = None):
         hint = f"pip install 'kbench[{extra}]'" if extra else f"pip install {package}"
+        self.parts = (package, feature, extra)
         super().__init__(f"{feature} needs the package '{package}'. Install it with: {hint}")
+
+    def __reduce__(self):  # picklable, as InputError
+        return type(self), self.parts
 
 
 def require(module: str, feature: str, extra: str | None = None, package: str | None = None):

@@ -18,8 +18,10 @@ into place, so a `kill -9` at any moment leaves either a finished stage or none.
 
 A row-wise stage (`Stage.row_wise`) runs chunk by chunk: the previous output is read `CHUNK_ROWS`
 rows at a time, each chunk goes through `run` and its kept/rejected rows are appended to the
-outputs, so its memory does not grow with the table. Other stages get the whole table as one lazy
-plan. Every table is written in row groups of `ROW_GROUP_ROWS` rows.
+outputs, so its memory does not grow with the table. Where those chunks run is the executor's
+business (`kbench/build/executors/`: this process, or shards on a Ray cluster); the files are the
+same. Other stages get the whole table as one lazy plan, always in this process. Every table is
+written in row groups of `ROW_GROUP_ROWS` rows.
 """
 
 from __future__ import annotations
@@ -27,14 +29,15 @@ from __future__ import annotations
 import json
 import shutil
 import time
-from collections.abc import Iterator
-from contextlib import ExitStack
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
 from typing import Any, Callable
 
+from kbench.build.chunks import ROW_GROUP_ROWS, count_rows
 from kbench.build.context import StageContext
+from kbench.build.executors import Executor, RowWiseJob
+from kbench.build.executors.local import LocalExecutor
 from kbench.dataset import run_lock
 from kbench.paths import default_cache_dir
 from kbench.build.recipe import Recipe
@@ -47,9 +50,6 @@ from kbench.io import atomic_path, sha256_file, stable_hash, write_json
 #: chunks peak ~100 MB lower than 50k-row ones (whose polars joins and allocator caches grow with
 #: the chunk) at a similar speed; much smaller chunks add per-chunk plan overhead (5k: ~25% slower).
 CHUNK_ROWS = 20_000
-#: Rows per parquet row group of every table the runner writes. Readers load (and polars' scanner
-#: prefetches) whole row groups, so small groups keep the next stage's read memory bounded too.
-ROW_GROUP_ROWS = 10_000
 
 TRACKED_PACKAGES = ("kbench", "polars", "pyarrow", "pyoxigraph", "datasets", "torch", "transformers", "spacy", "infini-gram")
 
@@ -112,77 +112,11 @@ def _write_table(frame, path: Path) -> None:
             raise
 
 
-def parquet_chunks(path: Path, rows: int) -> Iterator:
-    """The table at `path` as polars DataFrames of at most `rows` rows, in order. An empty table
-    gives one empty frame with its columns, so a stage run on it still produces its schema.
-
-    Each chunk is a slice of a polars scan, which reads only the row groups it needs: measured on
-    a 1M-row table, this peaks ~60 MB lower than pyarrow's `iter_batches` + `pl.from_arrow`."""
-    import polars as pl
-
-    table, total = pl.scan_parquet(path), _count(path)
-    if total == 0:
-        yield table.collect()
-    for offset in range(0, total, rows):
-        yield table.slice(offset, rows).collect()
-
-
-class _ChunkWriter:
-    """Appends frames to one parquet file (atomically, on `files` closing), each cast to the first
-    frame's schema: chunks whose columns came out as different types would make an unreadable table."""
-
-    def __init__(self, files: ExitStack, path: Path, stage_id: str):
-        self.files, self.stage_id = files, stage_id
-        self.tmp = files.enter_context(atomic_path(path))
-        self.writer = None
-
-    def write(self, frame) -> None:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
-        table = frame.to_arrow()
-        if self.writer is None:
-            self.writer = self.files.enter_context(pq.ParquetWriter(self.tmp, table.schema))
-        elif table.schema != self.writer.schema:
-            try:
-                table = table.cast(self.writer.schema)
-            except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ValueError) as exc:
-                raise RuntimeError(f"stage {self.stage_id!r} gave chunks with different schemas (bug in the stage: "
-                                   f"give its columns explicit types):\n{self.writer.schema}\n---\n{table.schema}") from exc
-        self.writer.write_table(table, row_group_size=ROW_GROUP_ROWS)
-
-
-def _run_chunked(stage, stage_id: str, chunks: Iterator, kept_path: Path, rejected_path: Path) -> bool:
-    """Run a row-wise stage on each chunk, appending its kept and rejected rows; returns whether
-    it rejected (a stage that never returns `rejected` gets no rejected file)."""
-    import polars as pl
-
-    def collect(frame):
-        return frame.collect() if isinstance(frame, pl.LazyFrame) else frame
-
-    with ExitStack() as files:
-        kept = _ChunkWriter(files, kept_path, stage_id)
-        rejected = None
-        for chunk in chunks:
-            out = stage.run(chunk.lazy())
-            kept.write(collect(out.kept))
-            if out.rejected is not None:
-                rejected = rejected or _ChunkWriter(files, rejected_path, stage_id)
-                rejected.write(collect(out.rejected))
-        return rejected is not None
-
-
 def _disk_nearly_full(folder: Path, margin: int = 1 << 20) -> bool:
     try:
         return shutil.disk_usage(folder).free < margin
     except OSError:
         return False
-
-
-def _count(path: Path) -> int:
-    import pyarrow.parquet as pq
-
-    return pq.read_metadata(path).num_rows  # from the footer: reads no data
 
 
 def _drops(path: Path) -> dict[str, int]:
@@ -211,8 +145,13 @@ def run_recipe(
     cache_dir: Path | None = None,
     data_dir: Path | None = None,
     on_stage: Callable[[int, int, StageReport], None] | None = None,
+    executor: Executor | None = None,
 ) -> RunResult:
+    """Run `recipe` into `run_dir`. Row-wise stages go through `executor` (default: this process);
+    the result does not depend on which one."""
     import polars as pl
+
+    executor = executor or LocalExecutor()
 
     run_dir = Path(run_dir).resolve()
     data_dir = check_data_root(recipe.path, recipe.data_refs, data_dir)
@@ -252,14 +191,13 @@ def run_recipe(
             report = _reuse(marker_path, output_path, key)
             if report is None:
                 started = time.perf_counter()
-                rows_in = _count(prev_output) if prev_output is not None else 0
+                rows_in = count_rows(prev_output) if prev_output is not None else 0
                 marker_path.unlink(missing_ok=True)
                 if spec.stage_cls.row_wise:
-                    if spec.stage_cls.source:
-                        chunks = stage.source_chunks(CHUNK_ROWS)
-                    else:
-                        chunks = parquet_chunks(prev_output, CHUNK_ROWS) if prev_output else iter([pl.DataFrame()])
-                    rejects = _run_chunked(stage, spec.id, chunks, output_path, rejected_path)
+                    rejects = executor.run_row_wise(RowWiseJob(
+                        stage=stage, stage_id=spec.id, key=key, stage_dir=stage_dir, input_path=prev_output,
+                        output_path=output_path, rejected_path=rejected_path, chunk_rows=CHUNK_ROWS,
+                        log=lambda event: _log_event(run_dir, event)))
                     details = {}
                 else:
                     out = stage.run(pl.scan_parquet(prev_output) if prev_output is not None else pl.LazyFrame())
@@ -273,7 +211,7 @@ def run_recipe(
                     dropped = _drops(rejected_path)
                 else:
                     rejected_path.unlink(missing_ok=True)
-                rows_out = _count(output_path)
+                rows_out = count_rows(output_path)
                 report = StageReport(spec.id, spec.stage_cls.name, rows_in, rows_out, dropped, False,
                                      round(time.perf_counter() - started, 3), details)
                 if not spec.stage_cls.source and getattr(spec.stage_cls, "preserves_rows", True):
@@ -307,6 +245,7 @@ def run_recipe(
             "packages": package_versions(),
             "config_hash": prev_key,
             "command": f"kbench build {recipe.path.name}",
+            "executor": executor.name,
         })
     return result
 

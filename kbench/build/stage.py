@@ -23,12 +23,15 @@ Contract of `run`:
   * a stage that reads files lists them in `input_files()` so their sha256 joins the resume key
     and the manifest.
 
-Row-wise stages (`row_wise = True`): output rows depend only on each input row, plus fixed-size
+Whole-table stages (`row_wise = False`, the default) get the entire table and always run in the
+build's own process. Row-wise stages (`row_wise = True`): output rows depend only on each input row, plus fixed-size
 lookups (an index, a template file). No ranking, dedup, capping or grouping across rows. The runner
 then calls `run` once per chunk of the input (in order, on the same instance) and appends the
 chunks' outputs, so memory is bounded by the chunk size, not the table's length. Such a stage loads
 its expensive state (indexes, templates) once per instance (e.g. `functools.cached_property`), not
-in every `run`. A row-wise *source* stage also implements `source_chunks`: its own input, chunk by
+in every `run`. The Ray executor (`kbench/build/executors/ray.py`) calls `run` on shards of the
+input in other processes, on other machines: the output rows of a chunk must not depend on the
+chunks seen before it. A row-wise *source* stage also implements `source_chunks`: its own input, chunk by
 chunk, each passed to `run`.
 """
 
@@ -88,6 +91,13 @@ class Stage:
         E.g. `{"sparql_endpoint": url}`: a build against another endpoint must not reuse the stage.
         """
         return {}
+
+    def model_device(self) -> str | None:
+        """The device of the model this stage runs ("cuda", "cpu", "auto"), None when it runs none.
+
+        The Ray executor runs a model stage in an actor pool (the model loads once per worker) and
+        asks Ray for a GPU per actor when this is cuda."""
+        return None
 
     def source_chunks(self, rows: int) -> Iterator[pl.DataFrame]:  # pragma: no cover - interface
         """A row-wise source stage's input, at most `rows` rows at a time, in order. An empty input

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import polars as pl
 import pytest
 
 from kbench.build.context import StageContext
@@ -15,8 +16,9 @@ def _run(tmp_path, docs_text: str, **params):
     (tmp_path / "docs.jsonl").write_text(docs_text, encoding="utf-8")
     cls = stage_registry()["clean_documents"]
     ctx = StageContext(recipe_path=tmp_path / "r.toml", run_dir=tmp_path / "run", seed=0)
-    out = cls(cls.Params(path="docs.jsonl", **params), ctx).run(None)
-    return out.kept, out.rejected
+    stage = cls(cls.Params(path="docs.jsonl", **params), ctx)
+    outs = [stage.run(chunk.lazy()) for chunk in stage.source_chunks(2)]  # as the runner does, in 2-document chunks
+    return pl.concat([o.kept for o in outs]), pl.concat([o.rejected for o in outs])
 
 
 def _doc(title, text, **extra):

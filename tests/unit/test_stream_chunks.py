@@ -92,8 +92,9 @@ def stats(run_dir: Path) -> dict:
 
 def test_stages_marked_row_wise_honestly():
     registry = stage_registry()
-    assert all(registry[name].row_wise for name in ROW_WISE + ["load_triplets"])
-    for name in ("frequency_bin", "relation_cap", "single_answer", "split", "load_annotated_triplets"):
+    assert all(registry[name].row_wise for name in ROW_WISE + ["load_triplets", "clean_documents",
+                                                                "load_annotated_triplets", "extract_rebel"])
+    for name in ("frequency_bin", "relation_cap", "single_answer", "split", "write_dataset"):
         assert not registry[name].row_wise, name  # they rank, cap, dedup or group across rows
 
 

@@ -18,11 +18,18 @@ Resume: documents are processed in parts of `docs_per_part`; each part's triplet
 `cache_dir/rebel/<key>.parquet`, where key hashes the model identity (id and revision, or the
 sha256 of a local folder's files), the generation parameters and the part's documents. An
 interrupted run recomputes only the unfinished parts. The table changes shape (documents ->
-triplets): `preserves_rows = False`.
+triplets): `preserves_rows = False`. The same triple generated twice for one document is rejected
+as `duplicate_triple`.
+
+Row-wise: each document is extracted on its own, so the runner feeds the stage chunk by chunk and
+`kbench build --executor ray` runs it shard by shard in an actor pool (`model_device`), each actor
+loading the model once, with a GPU when the device is cuda. `kbench build --device` overrides the
+recipe's `device`.
 """
 
 from __future__ import annotations
 
+from functools import cached_property
 from pathlib import Path
 
 from kbench.build.stage import Stage, StageOutput, StageParams, register_stage
@@ -58,6 +65,8 @@ def triplet_rows(doc: dict, index: int, span: tuple[int, int], generated: str) -
 class ExtractRebel(Stage):
     name = "extract_rebel"
     preserves_rows = False
+    row_wise = True
+    version = 2  # 2: row-wise; duplicates are found within a document, not across the table
 
     class Params(StageParams):
         model: str = "Babelscape/rebel-large"
@@ -84,7 +93,12 @@ class ExtractRebel(Stage):
             return {"hub": self.params.model, "revision": self.params.revision}
         return {"local": {str(p.relative_to(local)): sha256_file(p) for p in self.input_files()}}
 
-    def _load(self):
+    def model_device(self) -> str:
+        return self.ctx.options.get("device") or self.params.device
+
+    @cached_property
+    def _model(self):
+        """(tokenizer, model, device), loaded on the first part that is not cached, then kept."""
         torch = require("torch", "REBEL extraction", extra="models")
         transformers = require("transformers", "REBEL extraction", extra="models")
         local = self._local_model()
@@ -95,15 +109,15 @@ class ExtractRebel(Stage):
             model = transformers.AutoModelForSeq2SeqLM.from_pretrained(source, **kwargs)
         except OSError as exc:
             raise UserError(f"cannot load the REBEL model {source!r}: {exc}") from exc
-        device = self.params.device
+        device = self.model_device()
         if device == "auto":
             device = "cuda" if torch.cuda.is_available() else "cpu"
         return tokenizer, model.to(device).eval(), device
 
-    def _generate(self, loaded, sentences: list[str]) -> list[str]:
+    def _generate(self, sentences: list[str]) -> list[str]:
         import torch
 
-        tokenizer, model, device = loaded
+        tokenizer, model, device = self._model
         inputs = tokenizer(sentences, max_length=self.params.max_input_tokens, truncation=True, padding=True,
                            return_tensors="pt").to(device)
         with torch.inference_mode():
@@ -123,7 +137,6 @@ class ExtractRebel(Stage):
         nlp = sentence_splitter()
         identity = self._model_identity()
         generation = {k: v for k, v in p.model_dump().items() if k not in ("model", "revision", "device", "docs_per_part")}
-        loaded = None
         frames = []
         with Progress(transient=True) as progress:
             task = progress.add_task("REBEL extraction (documents)", total=len(docs))
@@ -133,18 +146,18 @@ class ExtractRebel(Stage):
                                    "docs": [[d["doc_id"], d["title"], d["uri"], d["text"]] for d in part]})
                 cached = self.ctx.cache_dir / "rebel" / f"{key[:32]}.parquet"
                 if not cached.exists():
-                    loaded = loaded or self._load()
                     units = [(d, i, span) for d in part for i, span in enumerate(sentence_spans(nlp, d["text"]))]
                     rows = []
                     for b in range(0, len(units), p.batch_size):
                         batch = units[b:b + p.batch_size]
-                        outputs = self._generate(loaded, [d["text"][s:e] for d, _, (s, e) in batch])
+                        outputs = self._generate([d["text"][s:e] for d, _, (s, e) in batch])
                         for (d, i, span), generated in zip(batch, outputs):
                             rows.extend(triplet_rows(d, i, span, generated))
                     write_parquet(cached, pl.DataFrame(rows, schema=triplet_schema()))
                 frames.append(pl.read_parquet(cached))
                 progress.advance(task, len(part))
         frame = pl.concat(frames) if frames else pl.DataFrame(schema=triplet_schema())
-        first_seen = pl.col("triplet_id").is_first_distinct()
+        # a document's rows are consecutive: rle_id numbers the documents, so chunking cannot matter
+        first_seen = pl.struct(pl.col("doc_id").rle_id(), "triplet_id").is_first_distinct()
         duplicates = frame.filter(~first_seen).with_columns(reason=pl.lit("duplicate_triple"))
         return StageOutput(kept=frame.filter(first_seen), rejected=duplicates)

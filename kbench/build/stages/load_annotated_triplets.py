@@ -11,7 +11,8 @@ sentence holding the subject (or the object when the subject has no offsets). Da
 values whose `uri` is not a Q-id keep `object_id = null` and `object_kind = "literal"`;
 `link_wikidata` rejects them with a reason. The table changes shape (documents -> triples), so
 `preserves_rows = False`; documents without triples simply yield no rows. The same triple
-annotated twice in one sentence is rejected as `duplicate_triple`.
+annotated twice in one sentence is rejected as `duplicate_triple`. Row-wise: each document gives
+its rows on its own (duplicates are found within the document).
 """
 
 from __future__ import annotations
@@ -37,6 +38,8 @@ def _bounds(entity: dict) -> tuple[int | None, int | None]:
 class LoadAnnotatedTriplets(Stage):
     name = "load_annotated_triplets"
     preserves_rows = False
+    row_wise = True
+    version = 2  # 2: row-wise; duplicates are found within a document, not across the table
 
     class Params(StageParams):
         field: str = "triples"  # the key in each document's extra fields that holds the triples
@@ -47,12 +50,13 @@ class LoadAnnotatedTriplets(Stage):
         from kbench.sources.rebel import sentence_spans, sentence_splitter
 
         nlp = sentence_splitter()
-        rows = []
+        rows, duplicates = [], []
         for doc in table.select("doc_id", "title", "uri", "text", "extra_json").collect().iter_rows(named=True):
             triples = json.loads(doc["extra_json"] or "{}").get(self.params.field) or []
             if not triples:
                 continue
             spans = sentence_spans(nlp, doc["text"])
+            seen: set[str] = set()
             for t in triples:
                 subj, pred, obj = t.get("subject") or {}, t.get("predicate") or {}, t.get("object") or {}
                 s_start, s_end = _bounds(subj)
@@ -63,9 +67,10 @@ class LoadAnnotatedTriplets(Stage):
                 object_id = obj.get("uri") if ENTITY_ID.match(str(obj.get("uri", ""))) else None
                 relation = pred.get("uri") if PROPERTY_ID.match(str(pred.get("uri", ""))) else None
                 subject_id = subj.get("uri") if ENTITY_ID.match(str(subj.get("uri", ""))) else None
-                rows.append({
-                    "triplet_id": triplet_id(doc["doc_id"], subj.get("surfaceform", ""), pred.get("surfaceform", ""),
-                                             obj.get("surfaceform", ""), index if index is not None else -1),
+                tid = triplet_id(doc["doc_id"], subj.get("surfaceform", ""), pred.get("surfaceform", ""),
+                                 obj.get("surfaceform", ""), index if index is not None else -1)
+                (duplicates if tid in seen else rows).append({
+                    "triplet_id": tid,
                     "doc_id": doc["doc_id"], "title": doc["title"], "doc_uri": doc["uri"], "origin": "annotated",
                     "sentence_index": index,
                     "sentence": doc["text"][sent_start:sent_end] if index is not None else None,
@@ -77,7 +82,6 @@ class LoadAnnotatedTriplets(Stage):
                     "object_kind": "entity" if object_id else "literal",
                     "object_start": o_start, "object_end": o_end,
                 })
-        frame = pl.DataFrame(rows, schema=triplet_schema())
-        first = pl.col("triplet_id").is_first_distinct()
-        duplicates = frame.filter(~first).with_columns(reason=pl.lit("duplicate_triple"))
-        return StageOutput(kept=frame.filter(first), rejected=duplicates)
+                seen.add(tid)
+        rejected = pl.DataFrame(duplicates, schema=triplet_schema()).with_columns(reason=pl.lit("duplicate_triple"))
+        return StageOutput(kept=pl.DataFrame(rows, schema=triplet_schema()), rejected=rejected)

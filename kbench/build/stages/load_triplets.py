@@ -42,7 +42,7 @@ class LoadTriplets(Stage):
         import pyarrow as pa
         import pyarrow.parquet as pq
 
-        from kbench.build.runner import parquet_chunks
+        from kbench.build.chunks import parquet_chunks
 
         path = self.ctx.resolve(self.params.path)
         try:
