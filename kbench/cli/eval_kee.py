@@ -25,6 +25,11 @@ def kee(
     limit: Optional[int] = typer.Option(None, "--limit", help="Evaluate a seeded sample of N items."),
     seed: int = typer.Option(0, "--seed", help="Seeds the --limit sample and the fitting-pool sample."),
     recite_runs: int = typer.Option(20, "--recite-runs", help="RECITE recite-and-answer runs (majority vote)."),
+    technique_param: list[str] = typer.Option([], "--technique-param",
+                                              help="NAME.KEY=VALUE, repeatable: a technique setting, e.g. iti.heads=13."),
+    fit_pool_limit: int = typer.Option(3254, "--fit-pool-limit", help="Train/dev items that fit CAA and ITI (MAPLE: 3,254)."),
+    top_k: Optional[int] = typer.Option(None, "--top-k", help="Sampling scheme (temperature baselines, partition): top-k."),
+    top_p: float = typer.Option(1.0, "--top-p", help="Sampling scheme: nucleus mass (1.0: no truncation)."),
     prompt: str = typer.Option("auto", "--prompt", help="auto (the chat template when the model has one) | chat | question."),
     case_sensitive: bool = typer.Option(False, "--case-sensitive", help="MAPLE matching keeps case."),
     out: Optional[Path] = typer.Option(None, "--out", help="Run directory (default: runs/kee-<settings hash>)."),
@@ -39,12 +44,14 @@ def kee(
 
     from kbench.errors import UserError
     from kbench.evaluate.kee import KeeSettings, parse_techniques, run_kee
+    from kbench.evaluate.techniques import parse_technique_params
 
     if recite_runs < 1:
         raise UserError(f"--recite-runs must be >= 1, got {recite_runs}")
     settings = KeeSettings(techniques=parse_techniques(techniques), split=split, config=config, limit=limit, seed=seed,
                            k=k, sweep_max=sweep_max, recite_runs=recite_runs, case_sensitive=case_sensitive,
-                           prompt=prompt)
+                           prompt=prompt, fit_pool_limit=fit_pool_limit, top_k=top_k, top_p=top_p,
+                           technique_params=parse_technique_params(technique_param))
     run_dir = out or default_run_dir("kee", dataset.resolve(), model, dtype, repr(settings))
     console = Console(stderr=True)
     loaded, runner = open_runner(model, dtype=dtype, device=device, trust_remote_code=trust_remote_code, batch_size=batch_size)

@@ -25,13 +25,14 @@ import json
 import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from kbench.errors import UserError
 from kbench.evaluate.extraction import read_rows, seeded_sample, split_path
 from kbench.evaluate.rundir import RunDir
 from kbench.evaluate.techniques import get_technique, known_techniques
+from kbench.evaluate.techniques.temperature import sampling_intervention
 from kbench.evaluate.techniques.base import (ANSWER_STOP, MAX_ANSWER_TOKENS, KeeContext, KeeItem, use_chat,
                                              clean_answer)
 from kbench.io import sha256_file
@@ -55,7 +56,10 @@ class KeeSettings:
     sweep_max: int = 30                    # K = 1..sweep_max for the ranking-stability check
     temperatures: tuple[float, ...] = (0.7, 1.2)
     recite_runs: int = 20
-    fit_pool_limit: int = 100              # train (or dev) split items used to fit CAA / ITI
+    fit_pool_limit: int = 3254             # train (or dev) split items used to fit CAA / ITI (MAPLE's CAA pool)
+    top_k: int | None = None               # sampling scheme of temperature baselines and partition (None: off)
+    top_p: float = 1.0                     # nucleus mass of that scheme (1.0: off)
+    technique_params: dict = field(default_factory=dict)   # {technique: {param: value}}, validated by each technique
     case_sensitive: bool = False
     prompt: str = "auto"                   # auto (chat template when the model has one) | chat | question
 
@@ -81,7 +85,20 @@ def to_item(row: dict) -> KeeItem:
 
 
 def _technique_params(name: str, settings: KeeSettings) -> dict:
-    return {"runs": settings.recite_runs} if name == "recite" else {}
+    params = {"runs": settings.recite_runs} if name == "recite" else {}
+    if get_technique(name).family == "sampling":
+        params.update(top_k=settings.top_k, top_p=settings.top_p)
+    return {**params, **settings.technique_params.get(name, {})}
+
+
+def _fit_records(rows: Sequence[dict]) -> list[dict]:
+    """The distinct `fit` records of a technique's rows (a layer, heads, pool sizes per fold)."""
+    records = []
+    for row in rows:
+        fit = json.loads(row["detail"]).get("fit")
+        if fit is not None and fit not in records:
+            records.append(fit)
+    return records
 
 
 def _output_rows(name: str, items: Sequence[KeeItem], outputs, case_sensitive: bool) -> list[dict]:
@@ -97,9 +114,10 @@ def _output_rows(name: str, items: Sequence[KeeItem], outputs, case_sensitive: b
 
 
 def _partition_rows(context: KeeContext, items: Sequence[KeeItem], temperature: float, n_samples: int,
-                    case_sensitive: bool) -> list[dict]:
+                    case_sensitive: bool, settings: KeeSettings) -> list[dict]:
     samples = context.runner.sample([context.answer_prompt(i.question) for i in items], k=n_samples, temperature=temperature,
-                            seed=SEED_A, max_new_tokens=MAX_ANSWER_TOKENS, stop=ANSWER_STOP)
+                            seed=SEED_A, max_new_tokens=MAX_ANSWER_TOKENS, stop=ANSWER_STOP,
+                            intervention=sampling_intervention(temperature, settings.top_k, settings.top_p))
     name = f"{PARTITION}@{temperature}"
     rows = []
     for item, texts in zip(items, samples):
@@ -181,6 +199,12 @@ def run_kee(loaded, runner, dataset: Path, out: Path, settings: KeeSettings,
         raise UserError(f"--k and the sweep must be >= 1 (got k={settings.k}, sweep_max={settings.sweep_max})")
     if settings.k > settings.sweep_max:
         settings = KeeSettings(**{**asdict(settings), "sweep_max": settings.k})
+    if (settings.top_k is not None and settings.top_k < 1) or not 0 < settings.top_p <= 1:
+        raise UserError(f"sampling scheme: top_k must be >= 1 and 0 < top_p <= 1 (got {settings.top_k}, {settings.top_p})")
+    stray = sorted(set(settings.technique_params) - set(settings.techniques))
+    if stray:
+        raise UserError(f"technique parameters given for {', '.join(stray)}, which --techniques does not run")
+    technique_params = {n: get_technique(n, **_technique_params(n, settings)).params() for n in settings.techniques}
     path = split_path(dataset, settings.split, settings.config)
     rows = seeded_sample(read_rows(path), settings.limit, settings.seed)
     if not rows:
@@ -205,7 +229,7 @@ def run_kee(loaded, runner, dataset: Path, out: Path, settings: KeeSettings,
             started = time.perf_counter()
             if stage.startswith(PARTITION):
                 temperature = float(stage.split("@")[1])
-                new = _partition_rows(context, items, temperature, settings.sweep_max, settings.case_sensitive)
+                new = _partition_rows(context, items, temperature, settings.sweep_max, settings.case_sensitive, settings)
             else:
                 technique = get_technique(stage, **_technique_params(stage, settings))
                 new = _output_rows(stage, items, technique.run(context, items), settings.case_sensitive)
@@ -229,9 +253,10 @@ def run_kee(loaded, runner, dataset: Path, out: Path, settings: KeeSettings,
             "dataset": {"path": str(dataset), "file": str(path), "sha256": config["dataset_file"], "split": settings.split,
                         "items": len(items), "fitting_pool": f"{pool_split} split" if pool_split else "two folds of the items"},
             "settings": {**asdict(settings), "seed_a": SEED_A, "prompt_form": "chat" if context.chat else "question",
-                         "technique_params": {n: get_technique(n, **_technique_params(n, settings)).params()
-                                              for n in settings.techniques}},
+                         "technique_params": technique_params},
             "techniques": list(settings.techniques),
+            "technique_details": {n: {"params": technique_params[n], "fitted": _fit_records(by_tech[n].values())}
+                                  for n in settings.techniques},
             "overall": _summary(settings.techniques, by_tech, partitions, ids, settings.k),
             "per_frequency_bin": {b: _summary(settings.techniques, by_tech, partitions, b_ids, settings.k)
                                   for b, b_ids in sorted(bins.items())},
