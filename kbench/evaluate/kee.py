@@ -204,7 +204,11 @@ def run_kee(loaded, runner, dataset: Path, out: Path, settings: KeeSettings,
     stray = sorted(set(settings.technique_params) - set(settings.techniques))
     if stray:
         raise UserError(f"technique parameters given for {', '.join(stray)}, which --techniques does not run")
-    technique_params = {n: get_technique(n, **_technique_params(n, settings)).params() for n in settings.techniques}
+    technique_params = {}
+    for name in settings.techniques:   # every setting checked before any stage runs
+        technique = get_technique(name, **_technique_params(name, settings))
+        technique.check(runner.model)
+        technique_params[name] = technique.params()
     path = split_path(dataset, settings.split, settings.config)
     rows = seeded_sample(read_rows(path), settings.limit, settings.seed)
     if not rows:

@@ -148,6 +148,9 @@ class Technique:
     def params(self) -> dict[str, Any]:
         return self.p.model_dump()
 
+    def check(self, model) -> None:
+        """Raise a UserError when the settings cannot run on `model` (called before any stage)."""
+
     def run(self, context: KeeContext, items: Sequence[KeeItem]) -> list[TechniqueOutput]:
         raise NotImplementedError
 

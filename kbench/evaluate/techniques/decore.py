@@ -111,6 +111,13 @@ class DeCoRe(Technique):
     family = "decoding"
     Params = DeCoReParams
 
+    def check(self, model) -> None:
+        layout = hooks.head_layout(model)
+        total = layout.num_layers * layout.num_heads
+        if self.p.retrieval_heads > total:
+            raise UserError(f"DeCoRe masks {self.p.retrieval_heads} retrieval heads but the model has {total} heads in "
+                            f"all; choose fewer (--technique-param decore.retrieval_heads=N)")
+
     def heads(self, context) -> dict:
         """The fit record: masked heads, their scores and how they were found (cached)."""
         p, runner = self.p, context.runner
@@ -119,11 +126,7 @@ class DeCoRe(Technique):
         found = store.load("decore", key)
         if found is not None:
             return found[1]["record"]
-        layout = hooks.head_layout(runner.model)
-        total = layout.num_layers * layout.num_heads
-        if p.retrieval_heads > total:
-            raise UserError(f"DeCoRe masks {p.retrieval_heads} retrieval heads but the model has {total} heads in all; "
-                            f"choose fewer (--technique-param decore.retrieval_heads=N)")
+        self.check(runner.model)
         scores = retrieval_scores(runner.model, runner.model.config.vocab_size, p.trials, p.needle, p.filler, p.seed,
                                   avoid=set(runner.tokenizer.all_special_ids))
         selected = top_heads(scores, p.retrieval_heads)

@@ -119,6 +119,10 @@ class ITI(Technique):
     family = "steering"
     Params = ITIParams
 
+    def check(self, model) -> None:
+        layout = hooks.head_layout(model)
+        heads_to_shift(layout.num_layers * layout.num_heads, self.p.heads, self.p.scale_heads)
+
     def fit(self, context, pool):
         """({layer: shift}, record) fitted on `pool`; cached in the run's fit folder."""
         import torch
