@@ -34,8 +34,9 @@ def _load_all() -> None:
 
 
 def known_techniques() -> list[str]:
+    """Registered names in the order of `_MODULES`, whichever module was imported first."""
     _load_all()
-    return list(_REGISTRY)
+    return sorted(_REGISTRY, key=lambda name: _MODULES.index(_REGISTRY[name][0].__module__.rsplit(".", 1)[1]))
 
 
 def get_technique(name: str, **overrides: Any):
@@ -45,7 +46,7 @@ def get_technique(name: str, **overrides: Any):
 
     _load_all()
     if name not in _REGISTRY:
-        raise UserError(f"unknown technique {name!r}; known techniques: {', '.join(_REGISTRY)}")
+        raise UserError(f"unknown technique {name!r}; known techniques: {', '.join(known_techniques())}")
     cls, params = _REGISTRY[name]
     try:
         instance = cls(**{**params, **overrides})
