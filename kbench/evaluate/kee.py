@@ -11,7 +11,8 @@ Outputs in the run directory (`rundir.RunDir`):
   (partition temperature, item) holding the seed-A samples' correctness;
 - `results.json` (schema `results.kee.v1.json`): per technique Acc, exact Acc, Gain, Loss,
   PRS improved/tied/worsened, SGR/DGR at each temperature, overall and per frequency bin;
-  the Kendall tau of the method ranking at each K against K = `k`; items/s per technique;
+  the Kendall tau of the method ranking at each K against K = `k`; items/s per technique; per
+  technique its validated parameters and what it fitted (`technique_details`: layers, heads);
 - `comparison.md`, `comparison.csv`, `prs.png`, `gain_loss.png` (`kbench.evaluate.kee_report`).
 
 Undefined ratios (empty denominators) are null in JSON and "undefined" in tables. Resume: rows
@@ -32,6 +33,7 @@ from kbench.errors import UserError
 from kbench.evaluate.extraction import read_rows, seeded_sample, split_path
 from kbench.evaluate.rundir import RunDir
 from kbench.evaluate.techniques import get_technique, known_techniques
+from kbench.evaluate.techniques.settings import fit_records, resolve, technique_overrides
 from kbench.evaluate.techniques.temperature import sampling_intervention
 from kbench.evaluate.techniques.base import (ANSWER_STOP, MAX_ANSWER_TOKENS, KeeContext, KeeItem, use_chat,
                                              clean_answer)
@@ -85,20 +87,7 @@ def to_item(row: dict) -> KeeItem:
 
 
 def _technique_params(name: str, settings: KeeSettings) -> dict:
-    params = {"runs": settings.recite_runs} if name == "recite" else {}
-    if get_technique(name).family == "sampling":
-        params.update(top_k=settings.top_k, top_p=settings.top_p)
-    return {**params, **settings.technique_params.get(name, {})}
-
-
-def _fit_records(rows: Sequence[dict]) -> list[dict]:
-    """The distinct `fit` records of a technique's rows (a layer, heads, pool sizes per fold)."""
-    records = []
-    for row in rows:
-        fit = json.loads(row["detail"]).get("fit")
-        if fit is not None and fit not in records:
-            records.append(fit)
-    return records
+    return technique_overrides(name, settings.recite_runs, settings.top_k, settings.top_p, settings.technique_params)
 
 
 def _output_rows(name: str, items: Sequence[KeeItem], outputs, case_sensitive: bool) -> list[dict]:
@@ -114,10 +103,10 @@ def _output_rows(name: str, items: Sequence[KeeItem], outputs, case_sensitive: b
 
 
 def _partition_rows(context: KeeContext, items: Sequence[KeeItem], temperature: float, n_samples: int,
-                    case_sensitive: bool, settings: KeeSettings) -> list[dict]:
+                    case_sensitive: bool, intervention=None) -> list[dict]:
     samples = context.runner.sample([context.answer_prompt(i.question) for i in items], k=n_samples, temperature=temperature,
                             seed=SEED_A, max_new_tokens=MAX_ANSWER_TOKENS, stop=ANSWER_STOP,
-                            intervention=sampling_intervention(temperature, settings.top_k, settings.top_p))
+                            intervention=intervention)   # the sampling scheme's truncation, if any
     name = f"{PARTITION}@{temperature}"
     rows = []
     for item, texts in zip(items, samples):
@@ -199,16 +188,8 @@ def run_kee(loaded, runner, dataset: Path, out: Path, settings: KeeSettings,
         raise UserError(f"--k and the sweep must be >= 1 (got k={settings.k}, sweep_max={settings.sweep_max})")
     if settings.k > settings.sweep_max:
         settings = KeeSettings(**{**asdict(settings), "sweep_max": settings.k})
-    if (settings.top_k is not None and settings.top_k < 1) or not 0 < settings.top_p <= 1:
-        raise UserError(f"sampling scheme: top_k must be >= 1 and 0 < top_p <= 1 (got {settings.top_k}, {settings.top_p})")
-    stray = sorted(set(settings.technique_params) - set(settings.techniques))
-    if stray:
-        raise UserError(f"technique parameters given for {', '.join(stray)}, which --techniques does not run")
-    technique_params = {}
-    for name in settings.techniques:   # every setting checked before any stage runs
-        technique = get_technique(name, **_technique_params(name, settings))
-        technique.check(runner.model)
-        technique_params[name] = technique.params()
+    technique_params = resolve(settings.techniques, settings.recite_runs, settings.top_k, settings.top_p,
+                               settings.technique_params, runner.model)   # checked before any stage runs
     path = split_path(dataset, settings.split, settings.config)
     rows = seeded_sample(read_rows(path), settings.limit, settings.seed)
     if not rows:
@@ -233,7 +214,8 @@ def run_kee(loaded, runner, dataset: Path, out: Path, settings: KeeSettings,
             started = time.perf_counter()
             if stage.startswith(PARTITION):
                 temperature = float(stage.split("@")[1])
-                new = _partition_rows(context, items, temperature, settings.sweep_max, settings.case_sensitive, settings)
+                new = _partition_rows(context, items, temperature, settings.sweep_max, settings.case_sensitive,
+                                      sampling_intervention(temperature, settings.top_k, settings.top_p))
             else:
                 technique = get_technique(stage, **_technique_params(stage, settings))
                 new = _output_rows(stage, items, technique.run(context, items), settings.case_sensitive)
@@ -259,7 +241,7 @@ def run_kee(loaded, runner, dataset: Path, out: Path, settings: KeeSettings,
             "settings": {**asdict(settings), "seed_a": SEED_A, "prompt_form": "chat" if context.chat else "question",
                          "technique_params": technique_params},
             "techniques": list(settings.techniques),
-            "technique_details": {n: {"params": technique_params[n], "fitted": _fit_records(by_tech[n].values())}
+            "technique_details": {n: {"params": technique_params[n], "fitted": fit_records(by_tech[n].values())}
                                   for n in settings.techniques},
             "overall": _summary(settings.techniques, by_tech, partitions, ids, settings.k),
             "per_frequency_bin": {b: _summary(settings.techniques, by_tech, partitions, b_ids, settings.k)

@@ -242,3 +242,17 @@ def test_technique_params_are_validated_and_parsed():
     with pytest.raises(UserError, match="technique 'caa': layers: Extra inputs are not permitted"):
         get_technique("caa", layers=3)
     assert get_technique("iti").params() == {"alpha": 15.0, "heads": 48, "scale_heads": False, "held_out": 0.2}
+
+
+def test_settings_resolve_to_validated_params_before_anything_runs(loaded):
+    from kbench.evaluate.techniques.settings import resolve
+
+    got = resolve(("baseline", "temp0.7", "recite", "iti"), 5, 40, 0.9, {"iti": {"heads": 4}}, loaded.model)
+    assert got["temp0.7"] == {"temperature": 0.7, "votes": 10, "seed": 0, "top_k": 40, "top_p": 0.9}
+    assert got["recite"]["runs"] == 5 and got["iti"]["heads"] == 4 and got["baseline"] == {}
+    with pytest.raises(UserError, match="given for caa, which --techniques does not run"):
+        resolve(("baseline",), 20, None, 1.0, {"caa": {"multiplier": 2}})
+    with pytest.raises(UserError, match="0 < top_p <= 1"):
+        resolve(("baseline",), 20, None, 0.0, {})
+    with pytest.raises(UserError, match="K = 48 heads but the model has 16"):
+        resolve(("baseline", "iti"), 20, None, 1.0, {}, loaded.model)

@@ -94,7 +94,8 @@ class CAA(Technique):
             steered = {l: [math.exp(lp) for _, lp in runner.rank_first_token(
                 prompts, golds, intervention=steering(l, vectors[l], p.multiplier))] for l in layers}
             layer, delta_p = best_layer(base, steered)
-        record = {"pool": len(pool), "pairs": len(true), "select": len(select), "layer": layer, "delta_p": delta_p}
+        record = {"pool": len(pool), "pool_ids_sha256": stable_hash(key["pool"]), "pairs": len(true),
+                  "select": len(select), "layer": layer, "delta_p": delta_p}
         store.save("caa", key, {"vector": vectors[layer]}, {"record": record})
         return vectors[layer], record
 
@@ -111,10 +112,10 @@ class CAA(Technique):
 
     def run(self, context, items):
         outputs = {}
-        for fold, (pool, answered) in enumerate(fitting_plan(context, items)):
+        for pool, answered in fitting_plan(context, items):
             vector, record = self.fit(context, pool)
             prompts = [context.answer_prompt(i.question) for i in answered]
             results = greedy_answers(context, prompts, answered, steering(record["layer"], vector, self.p.multiplier),
-                                     detail=[{"fit": {"fold": fold, **record}} for _ in answered])
+                                     detail=[{"fit": record} for _ in answered])
             outputs.update({i.id: r for i, r in zip(answered, results)})
         return [outputs[i.id] for i in items]

@@ -157,7 +157,8 @@ class ITI(Technique):
         true_all = torch.cat([acts[name][0] for name in parts])
         false_all = torch.cat([acts[name][1] for name in parts])
         shifts, sigmas = head_shifts(selected, true_all, false_all, p.alpha, layout.num_heads)
-        record = {"pool": len(pool), "pairs": len(true_all), "heads_requested": p.heads, "heads_used": k,
+        record = {"pool": len(pool), "pool_ids_sha256": stable_hash(key["pool"]), "pairs": len(true_all),
+                  "heads_requested": p.heads, "heads_used": k,
                   "selection": "top-K heads by probe accuracy on the held-out share of the pool",
                   "heads": [list(h) for h in selected],
                   "val_accuracy": [float(accuracy[l * layout.num_heads + h]) for l, h in selected], "sigma": sigmas}
@@ -166,10 +167,10 @@ class ITI(Technique):
 
     def run(self, context, items):
         outputs = {}
-        for fold, (pool, answered) in enumerate(fitting_plan(context, items)):
+        for pool, answered in fitting_plan(context, items):
             shifts, record = self.fit(context, pool)
             prompts = [context.answer_prompt(i.question) for i in answered]
             results = greedy_answers(context, prompts, answered, head_intervention(shifts),
-                                     detail=[{"fit": {"fold": fold, **record}} for _ in answered])
+                                     detail=[{"fit": record} for _ in answered])
             outputs.update({i.id: r for i, r in zip(answered, results)})
         return [outputs[i.id] for i in items]
