@@ -33,10 +33,10 @@ from kbench.errors import UserError
 from kbench.evaluate.extraction import read_rows, seeded_sample, split_path
 from kbench.evaluate.rundir import RunDir
 from kbench.evaluate.techniques import get_technique, known_techniques
-from kbench.evaluate.techniques.settings import fit_records, resolve, technique_overrides
-from kbench.evaluate.techniques.temperature import sampling_intervention
 from kbench.evaluate.techniques.base import (ANSWER_STOP, MAX_ANSWER_TOKENS, KeeContext, KeeItem, use_chat,
                                              clean_answer)
+from kbench.evaluate.techniques.settings import fit_records, resolve, technique_overrides
+from kbench.evaluate.techniques.temperature import sampling_intervention
 from kbench.io import sha256_file
 from kbench.metrics import kee as metrics
 from kbench.metrics.matching import exact_match, maple_correct
