@@ -11,7 +11,8 @@ Work units are (stage, 64 items): a stage is a technique or a partition temperat
 - `results.json` (metrics schema `results.kee.v2.json`): per technique Acc, exact Acc, Gain, Loss
   (Wilson intervals), PRS improved/tied/worsened, SGR/DGR at each temperature, and the exact
   McNemar test against the baseline on the paired items (b, c, p), overall and per frequency bin;
-  the Kendall tau of the method ranking at each K against K = `k`.
+  the Kendall tau of the method ranking at each K against K = `k`; per technique its validated
+  parameters and what it fitted (`technique_details`: layers, heads, pools).
 Undefined ratios (empty denominators) have value null. Fitted vectors/probes are stored in
 `fits/`, so a rerun refits nothing.
 """
@@ -21,7 +22,7 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from collections.abc import Sequence
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -30,6 +31,8 @@ from kbench.errors import UserError
 from kbench.evaluate.task import TASKS, Plan, RunContext, Summary, Task, TaskSettings, Unit, chunks
 from kbench.evaluate.techniques import get_technique, known_techniques
 from kbench.evaluate.techniques.base import ANSWER_STOP, MAX_ANSWER_TOKENS, KeeContext, KeeItem, clean_answer, use_chat
+from kbench.evaluate.techniques.settings import fit_records, resolve, technique_overrides
+from kbench.evaluate.techniques.temperature import sampling_intervention
 from kbench.metrics import kee as metrics
 from kbench.metrics import uncertainty as u
 from kbench.metrics.matching import exact_match, maple_correct
@@ -46,7 +49,10 @@ class KeeSettings(TaskSettings):
     sweep_max: int = Field(default=30, ge=1)           # K = 1..sweep_max for the ranking-stability check
     temperatures: tuple[float, ...] = (0.7, 1.2)
     recite_runs: int = Field(default=20, ge=1)
-    fit_pool_limit: int = Field(default=100, ge=1)     # train (or dev) split items used to fit CAA / ITI
+    fit_pool_limit: int = Field(default=3254, ge=1)    # train (or dev) split items used to fit CAA / ITI (MAPLE's CAA pool)
+    top_k: int | None = Field(default=None, ge=1)      # sampling scheme of temperature baselines and partition (None: off)
+    top_p: float = Field(default=1.0, gt=0, le=1)      # nucleus mass of that scheme (1.0: off)
+    technique_params: dict[str, dict[str, Any]] = {}   # {technique: {param: value}}, validated by each technique
     case_sensitive: bool = False
     prompt: Literal["auto", "chat", "question"] = "auto"   # auto: the chat template when the model has one
 
@@ -83,7 +89,7 @@ def to_item(row: dict) -> KeeItem:
 
 
 def _technique_params(name: str, settings: KeeSettings) -> dict:
-    return {"runs": settings.recite_runs} if name == "recite" else {}
+    return technique_overrides(name, settings.recite_runs, settings.top_k, settings.top_p, settings.technique_params)
 
 
 def _output_rows(name: str, items: Sequence[KeeItem], outputs, case_sensitive: bool) -> list[dict]:
@@ -100,10 +106,10 @@ def _output_rows(name: str, items: Sequence[KeeItem], outputs, case_sensitive: b
 
 
 def _partition_rows(context: KeeContext, items: Sequence[KeeItem], temperature: float, n_samples: int,
-                    case_sensitive: bool) -> list[dict]:
+                    case_sensitive: bool, intervention=None) -> list[dict]:
     samples = context.runner.sample([context.answer_prompt(i.question) for i in items], k=n_samples,
                                     temperature=temperature, seed=SEED_A, max_new_tokens=MAX_ANSWER_TOKENS,
-                                    stop=ANSWER_STOP)
+                                    stop=ANSWER_STOP, intervention=intervention)   # the sampling scheme's truncation
     name = f"{PARTITION}@{temperature}"
     rows = []
     for item, texts in zip(items, samples):
@@ -180,6 +186,8 @@ class KnowledgeElicitation(Task):
         s: KeeSettings = ctx.settings
         if ctx.model.kind != "causal":
             raise UserError("kee generates answers and needs a causal LM")
+        self.technique_params = resolve(s.techniques, s.recite_runs, s.top_k, s.top_p, s.technique_params,
+                                        ctx.model.model)   # checked before any unit runs
         split = open_split(ctx.dataset, s.split, s.config, schema="question.v1.json")
         rows = seeded_sample(split.rows, s.limit, s.seed)
         if not rows:
@@ -202,7 +210,8 @@ class KnowledgeElicitation(Task):
         stage = unit.key.rsplit("/", 1)[0]
         if stage.startswith(PARTITION):
             temperature = float(stage.split("@")[1])
-            return _partition_rows(self.context, unit.items, temperature, s.sweep_max, s.case_sensitive)
+            return _partition_rows(self.context, unit.items, temperature, s.sweep_max, s.case_sensitive,
+                                   sampling_intervention(temperature, s.top_k, s.top_p))
         technique = get_technique(stage, **_technique_params(stage, s))
         return _output_rows(stage, unit.items, technique.run(self.context, unit.items), s.case_sensitive)
 
@@ -220,7 +229,9 @@ class KnowledgeElicitation(Task):
         overall = _summary(s.techniques, by_tech, partitions, ids, s.k)
         result = {
             "techniques": list(s.techniques),
-            "technique_params": {n: get_technique(n, **_technique_params(n, s)).params() for n in s.techniques},
+            "technique_params": self.technique_params,
+            "technique_details": {n: {"params": self.technique_params[n], "fitted": fit_records(by_tech[n].values())}
+                                  for n in s.techniques},
             "seed_a": SEED_A, "prompt_form": "chat" if self.context.chat else "question",
             "fitting_pool": f"{self.pool_split} split" if self.pool_split else "two folds of the items",
             "per_technique": overall,

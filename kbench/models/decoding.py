@@ -157,6 +157,32 @@ def sample_tokens(scores, temperature: float, uniforms, block: int = 1024):
     return chosen[:, 0] * block + offset
 
 
+def truncate(scores, temperature: float, top_k: int | None = None, top_p: float = 1.0):
+    """Scores [B, V] with the tokens outside the sampling scheme set to -inf, in the order of
+    transformers' logits warpers: temperature, then top-k, then top-p (nucleus).
+
+    top_k keeps the k highest scores (ties with the k-th are kept); top_p keeps the smallest set
+    of most probable tokens, under softmax(scores / temperature), whose mass reaches top_p (a
+    token is kept when the mass of the tokens ranked strictly before it is below top_p; the top
+    token always stays). top_k None / top_p 1.0 keep everything. Sampling from the result at
+    the same temperature (`sample_tokens`) never draws an excluded token."""
+    import torch
+
+    out = scores.clone()
+    if top_k is not None and top_k < out.shape[-1]:
+        kth = out.topk(top_k, dim=-1).values[..., -1:]
+        out = out.masked_fill(out < kth, -torch.inf)
+    if top_p < 1.0:
+        probs = (out / temperature).softmax(-1)
+        ordered, order = probs.sort(-1, descending=True)
+        mass_before = ordered.cumsum(-1) - ordered
+        drop_sorted = mass_before >= top_p
+        drop_sorted[..., 0] = False
+        drop = torch.zeros_like(drop_sorted).scatter(-1, order, drop_sorted)
+        out = out.masked_fill(drop, -torch.inf)
+    return out
+
+
 def _cut_at_stop(text: str, stop: list[str]) -> str:
     cuts = [text.find(s) for s in stop if s and s in text]
     return text[:min(cuts)] if cuts else text

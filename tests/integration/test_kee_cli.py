@@ -36,7 +36,8 @@ def finished_run(tiny_causal_dir, tmp_path_factory):  # noqa: F811
     root = tmp_path_factory.mktemp("kee")
     dataset = write_dataset(root / "dataset")
     args = ["evaluate", "kee", "--dataset", str(dataset), "--model", str(tiny_causal_dir), "--techniques", TECHNIQUES,
-            "--k", "3", "--sweep-max", "4", "--out", str(root / "run")]
+            "--k", "3", "--sweep-max", "4", "--out", str(root / "run"), "--top-k", "5", "--top-p", "0.9",
+            "--technique-param", "decore.retrieval_heads=3", "--technique-param", "caa.multiplier=2"]
     first = run_kbench(*args)
     assert first.returncode == 0, first.stderr
     return root / "run", args, first
@@ -57,6 +58,22 @@ def test_run_folder_schema_and_rows(finished_run):
     assert sorted(rows["technique"].unique()) == ["baseline", "caa", "decore", "partition@0.7", "partition@1.2", "temp0.7"]
     assert (run / "prs.png").read_bytes()[:4] == b"\x89PNG" and (run / "gain_loss.png").read_bytes()[:4] == b"\x89PNG"
     assert "| caa |" in (run / "comparison.md").read_text() and "accuracy:caa" in first.stdout
+
+
+def test_technique_settings_and_fits_are_recorded(finished_run):
+    run, _, _ = finished_run
+    results = json.loads((run / "results.json").read_text())
+    details = results["metrics"]["technique_details"]
+    assert details["temp0.7"]["params"] == {"temperature": 0.7, "votes": 10, "seed": 0, "top_k": 5, "top_p": 0.9}
+    assert details["decore"]["params"]["retrieval_heads"] == 3 and details["caa"]["params"]["multiplier"] == 2.0
+    assert results["metrics"]["technique_params"]["decore"] == details["decore"]["params"]
+    assert results["settings"]["technique_params"] == {"decore": {"retrieval_heads": 3}, "caa": {"multiplier": 2}}
+    assert (results["settings"]["top_k"], results["settings"]["top_p"]) == (5, 0.9)
+    (decore,) = details["decore"]["fitted"]
+    assert len(decore["masked_heads"]) == 3 and "retrieval score" in decore["selection"]
+    folds = details["caa"]["fitted"]        # two folds of the 7 items, each fitted on the other
+    assert sorted(f["pool"] for f in folds) == sorted(len(FACTS) - f["pool"] for f in folds)
+    assert all(0 <= f["layer"] < 4 and f["select"] >= 1 for f in folds)
 
 
 def test_metrics_match_the_rows(finished_run):
@@ -106,3 +123,15 @@ def test_unknown_technique_is_a_user_error(tmp_path):
     assert result.returncode == 2
     assert "unknown technique(s) cot; known techniques: baseline" in result.stderr, result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_settings_a_model_cannot_run_fail_before_any_stage(tiny_causal_dir, tmp_path):  # noqa: F811
+    dataset = write_dataset(tmp_path / "dataset")
+    result = run_kbench("evaluate", "kee", "--dataset", str(dataset), "--model", str(tiny_causal_dir),
+                        "--techniques", "iti", "--out", str(tmp_path / "run"))
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert "ITI shifts K = 48 heads but the model has 16 heads in all" in result.stderr
+    assert not (tmp_path / "run" / "journal.jsonl").exists()   # nothing ran, not even the baseline
+    result = run_kbench("evaluate", "kee", "--dataset", str(dataset), "--model", str(tiny_causal_dir),
+                        "--techniques", "caa", "--technique-param", "caa.held_out=1.5", "--out", str(tmp_path / "r2"))
+    assert result.returncode == 2 and "technique 'caa': held_out: Input should be less than 1" in result.stderr

@@ -25,7 +25,10 @@ ITEMS = [
     KeeItem("q7", "Where was Dante born?", ("Florence",), "P19"),
     KeeItem("q8", "Which country is Toyota from?", ("Japan",), "P17"),
 ]
-FAST = {"recite": {"runs": 3, "recitation_tokens": 8}, "genread": {"document_tokens": 8}, "decore": {"trials": 2}}
+FAST = {"recite": {"runs": 3, "recitation_tokens": 8}, "genread": {"document_tokens": 8}, "decore": {"trials": 2},
+        # the random model's raw residual is ~0.2 long: without the final norm its in-context entropy is flat
+        "activation_decoding": {"final_norm": True},
+        "iti": {"heads": 4}}   # the tiny model has 16 heads, fewer than ITI's K = 48
 
 
 @pytest.fixture(scope="module")

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from kbench.errors import UserError
 from kbench.registry import Registry
 
 _MODULES = ("baseline", "temperature", "recite", "genread", "caa", "iti", "decore", "activation_decoding")
@@ -26,12 +27,43 @@ def register_technique(name: str, **params: Any) -> Callable[[type], type]:
 
 
 def known_techniques() -> list[str]:
-    return TECHNIQUES.names()
+    """Registered names in the order of `_MODULES`, whichever module was imported first."""
+    entries = TECHNIQUES.items()
+    return sorted(entries, key=lambda name: _MODULES.index(entries[name][0].__module__.rsplit(".", 1)[1]))
 
 
 def get_technique(name: str, **overrides: Any):
-    """A technique instance; `overrides` replace registered parameters (e.g. recite runs=5)."""
+    """A technique instance; `overrides` replace registered parameters (e.g. recite runs=5).
+    Unknown or invalid parameters are a UserError naming the technique and the parameter."""
+    from pydantic import ValidationError
+
+    if name not in TECHNIQUES:   # listed in module order, not in the order tests happened to import them
+        raise UserError(f"unknown technique {name!r}; known: {', '.join(known_techniques())}")
     cls, params = TECHNIQUES.get(name)
-    instance = cls(**{**params, **overrides})
+    try:
+        instance = cls(**{**params, **overrides})
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        raise UserError(f"technique {name!r}: {problems} (its parameters: {', '.join(cls.Params.model_fields)})") from None
     instance.name = name
     return instance
+
+
+def parse_technique_params(entries: list[str]) -> dict[str, dict[str, Any]]:
+    """["iti.heads=13", "caa.multiplier=2"] -> {"iti": {"heads": 13}, "caa": {"multiplier": 2}}.
+    Values are read as JSON (numbers, true/false, null), else kept as text; each technique
+    validates its own keys and values."""
+    import json
+
+    out: dict[str, dict[str, Any]] = {}
+    for entry in entries:
+        key, sep, text = entry.partition("=")
+        name, dot, param = key.strip().partition(".")
+        if not (sep and dot and name and param):
+            raise UserError(f"--technique-param {entry!r}: expected NAME.KEY=VALUE, e.g. iti.heads=13")
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError:
+            value = text
+        out.setdefault(name, {})[param] = value
+    return out

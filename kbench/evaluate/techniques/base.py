@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
+from pydantic import BaseModel, ConfigDict
+
 from kbench.evaluate.prompts import INSTRUCTION
 from kbench.metrics.matching import normalize_for_matching
 
@@ -109,24 +111,46 @@ def clean_answer(text: str) -> str:
 def majority_vote(answers: Sequence[str]) -> str:
     """The most frequent answer, answers compared after MAPLE normalisation (so "Paris" and
     "paris." vote together); ties go to the answer seen first, so the vote is deterministic."""
+    return answers[winning_index(answers)] if answers else ""
+
+
+def winning_index(answers: Sequence[str]) -> int:
+    """Index of the first answer of the majority group (see `majority_vote`); -1 when empty."""
     if not answers:
-        return ""
+        return -1
     keys = [normalize_for_matching(a) for a in answers]
     counts = Counter(keys)
     best = max(counts.values())
-    winner = next(k for k in keys if counts[k] == best)
-    return answers[keys.index(winner)]
+    return next(n for n, k in enumerate(keys) if counts[k] == best)
+
+
+class TechniqueParams(BaseModel):
+    """A technique's settings, validated (unknown keys and out-of-range values are errors); every
+    field, defaults included, is written to results.json."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class Technique:
-    """Base class: subclasses set `family` and implement `run`; `params()` lists every setting
-    that changes the outputs (it is written to results.json and keys the row files)."""
+    """Base class: subclasses set `family`, a `Params` model, and implement `run`. `params()`
+    lists every setting that changes the outputs (written to results.json, part of cache keys).
+
+    Output details: a technique whose answers depend on something chosen at run time (a layer,
+    a head list, a fitting pool) puts it under `detail["fit"]` of each item; the run's results
+    list each distinct fit record under the technique's entry."""
 
     name: ClassVar[str] = ""
     family: ClassVar[str] = ""
+    Params: ClassVar[type[TechniqueParams]] = TechniqueParams
+
+    def __init__(self, **values: Any):
+        self.p = self.Params(**values)   # pydantic.ValidationError on a bad value; get_technique names it
 
     def params(self) -> dict[str, Any]:
-        return {}
+        return self.p.model_dump()
+
+    def check(self, model) -> None:
+        """Raise a UserError when the settings cannot run on `model` (called before any stage)."""
 
     def run(self, context: KeeContext, items: Sequence[KeeItem]) -> list[TechniqueOutput]:
         raise NotImplementedError

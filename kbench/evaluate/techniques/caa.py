@@ -1,27 +1,32 @@
 """CAA: Contrastive Activation Addition (Rimsky et al., 2024, "Steering Llama 2 via Contrastive
 Activation Addition"; as configured in MAPLE, Appendix B).
 
-Steering vector at layer l: the mean residual-stream activation (output of decoder block l, at
-the last token) over true statements (answer prompt + " " + gold) minus the mean over false
-statements (answer prompt + another item's answer). At inference the vector times the
-multiplier is added to block l's output from the end of the prompt on (the prompt's last token,
-then every generated token), as CAA steers only the positions after the instruction.
+Steering vector at layer l (`mean_difference`): the mean residual-stream activation (output of
+decoder block l, i.e. hidden_states[l + 1], at the last token) over true statements (answer
+prompt + " " + gold) minus the mean over false statements (answer prompt + another item's
+answer). At inference the vector times the multiplier is added to block l's output from the end
+of the prompt on (the prompt's last token, then every generated token), as CAA steers only the
+positions after the instruction.
 
-Layer choice (MAPLE / CAA): within each fitting pool, 80% builds one vector per layer and the
-held-out 20% (at most `select_limit` items, which bounds the sweep's cost to layers × 20
-prompts) picks the layer with the largest mean change Δp of the gold first token's probability
-under steering. Folds as in `fitting.py`, so no item is answered with a vector
-built from itself.
+Layer choice (MAPLE / CAA, `best_layer`): within each fitting pool, 80% builds one vector per
+layer and the held-out 20% picks the layer with the largest mean change Δp of the gold first
+token's probability under steering (ties: the lowest layer). Folds as in `fitting.py`, so no
+item is answered with a vector built from itself. MAPLE fits on all 3,254 facts of its pool
+before corpus filtering, in two folds; the KEE settings' fit pool defaults to that size, and
+each fold's record (pool, build and select sizes, layer, Δp) goes into the results.
 
-Parameters: multiplier = 1.0, held_out = 0.2, select_limit = 20, candidate layers = all.
+Parameters: multiplier = 1.0, held_out = 0.2, select_limit = None (every held-out item; a
+number caps the layer sweep at layers × that many prompts), candidate layers = all.
 """
 
 from __future__ import annotations
 
-import math
+from collections.abc import Mapping, Sequence
+
+from pydantic import Field
 
 from kbench.evaluate.techniques import register_technique
-from kbench.evaluate.techniques.base import Technique, greedy_answers
+from kbench.evaluate.techniques.base import Technique, TechniqueParams, greedy_answers
 from kbench.evaluate.techniques.fitting import (FitStore, contrast_texts, fitting_plan, last_token_activations,
                                                 split_pool)
 from kbench.io import stable_hash
@@ -35,56 +40,82 @@ def steering(layer: int, vector, multiplier: float) -> Intervention:
                                                                          last_only=True))
 
 
+def mean_difference(true_acts, false_acts):
+    """CAA's steering vectors: mean over true statements minus mean over false ones, per layer.
+    true_acts / false_acts: (statements, layers, hidden) -> (layers, hidden)."""
+    return true_acts.mean(0) - false_acts.mean(0)
+
+
+def best_layer(base_probs: Sequence[float], steered_probs: Mapping[int, Sequence[float]]) -> tuple[int, float]:
+    """(layer, Δp): the layer whose steering raises the gold first token's probability most on
+    average over the held-out items, Δp = mean(p_steered − p_base); ties go to the lowest layer."""
+    best, best_gain = None, None
+    for layer in sorted(steered_probs):
+        gain = sum(s - b for s, b in zip(steered_probs[layer], base_probs)) / len(base_probs)
+        if best_gain is None or gain > best_gain:
+            best, best_gain = layer, gain
+    return best, best_gain
+
+
+class CAAParams(TechniqueParams):
+    multiplier: float = 1.0                              # steering strength (MAPLE: 1.0)
+    held_out: float = Field(0.2, gt=0, lt=1)             # share of each fold that selects the layer
+    select_limit: int | None = Field(None, ge=1)         # cap on held-out items in the sweep (None: all)
+
+
 @register_technique("caa")
 class CAA(Technique):
     family = "steering"
+    Params = CAAParams
 
-    def __init__(self, multiplier: float = 1.0, held_out: float = 0.2, select_limit: int = 20):
-        self.multiplier, self.held_out, self.select_limit = multiplier, held_out, select_limit
+    def fit(self, context, pool) -> tuple[object, dict]:
+        """(vector, record) fitted on `pool`: record holds layer, Δp and the sizes used; cached in
+        the run's fit folder."""
+        import math
 
-    def params(self):
-        return {"multiplier": self.multiplier, "held_out": self.held_out, "select_limit": self.select_limit}
-
-    def fit(self, context, pool):
-        """(layer, vector) fitted on `pool`; cached in the run's fit folder."""
-        import torch
-
-        runner = context.runner
+        p, runner = self.p, context.runner
         store = FitStore(context.fit_dir)
-        key = {"model": runner.loaded.identity, **self.params(), "pool": sorted(i.id for i in pool)}
+        key = {"format": 2, "model": runner.loaded.identity, **self.params(), "pool": sorted(i.id for i in pool)}
         found = store.load("caa", key)
         if found is not None:
-            return int(found[1]["layer"]), found[0]["vector"]
-        build, select = split_pool(pool, self.held_out)
-        select = select[: self.select_limit]
+            return found[0]["vector"], found[1]["record"]
+        build, select = split_pool(pool, p.held_out)
+        select = select[: p.select_limit] if p.select_limit else select
         true, false = contrast_texts(context, build, pool)
         if not true:
             raise ValueError("CAA needs at least two items with different answers in each fitting pool")
-        layers = list(range(hooks.head_layout(runner.model).num_layers))
-        read = lambda seen: torch.stack([seen[l] for l in layers], 2)  # noqa: E731  (batch, seq, layers, hidden)
-        capture = lambda model: hooks.capture_residual(model, layers)  # noqa: E731
-        vectors = (last_token_activations(runner, true, capture, read).mean(0)
-                   - last_token_activations(runner, false, capture, read).mean(0))
-        best_layer, best_gain = layers[0], -math.inf
+        vectors = self.vectors(context, true, false)
+        layers = list(range(vectors.shape[0]))
+        layer, delta_p = layers[0], None
         if select:
             prompts = [context.answer_prompt(i.question) for i in select]
             golds = [context.gold(i) for i in select]
             base = [math.exp(lp) for _, lp in runner.rank_first_token(prompts, golds)]
-            for layer in layers:
-                steered = runner.rank_first_token(prompts, golds,
-                                                  intervention=steering(layer, vectors[layer], self.multiplier))
-                gain = sum(math.exp(lp) - b for (_, lp), b in zip(steered, base)) / len(select)
-                if gain > best_gain:
-                    best_layer, best_gain = layer, gain
-        store.save("caa", key, {"vector": vectors[best_layer]}, {"layer": best_layer, "delta_p": best_gain if select else None})
-        return best_layer, vectors[best_layer]
+            steered = {l: [math.exp(lp) for _, lp in runner.rank_first_token(
+                prompts, golds, intervention=steering(l, vectors[l], p.multiplier))] for l in layers}
+            layer, delta_p = best_layer(base, steered)
+        record = {"pool": len(pool), "pool_ids_sha256": stable_hash(key["pool"]), "pairs": len(true),
+                  "select": len(select), "layer": layer, "delta_p": delta_p}
+        store.save("caa", key, {"vector": vectors[layer]}, {"record": record})
+        return vectors[layer], record
+
+    @staticmethod
+    def vectors(context, true: Sequence[str], false: Sequence[str]):
+        """(layers, hidden) steering vectors from true / false statement texts."""
+        import torch
+
+        layers = list(range(hooks.head_layout(context.runner.model).num_layers))
+        read = lambda seen: torch.stack([seen[l] for l in layers], 2)  # noqa: E731  (batch, seq, layers, hidden)
+        capture = lambda model: hooks.capture_residual(model, layers)  # noqa: E731
+        return mean_difference(last_token_activations(context.runner, true, capture, read),
+                               last_token_activations(context.runner, false, capture, read))
 
     def run(self, context, items):
         outputs = {}
         for pool, answered in fitting_plan(context, items):
-            layer, vector = self.fit(context, pool)
+            vector, record = self.fit(context, pool)
             prompts = [context.answer_prompt(i.question) for i in answered]
-            results = greedy_answers(context, prompts, answered, steering(layer, vector, self.multiplier),
-                                     detail=[{"layer": layer} for _ in answered])
+            results = greedy_answers(context, prompts, answered, steering(record["layer"], vector, self.p.multiplier),
+                                     detail=[{"fit": record} for _ in answered])
             outputs.update({i.id: r for i, r in zip(answered, results)})
         return [outputs[i.id] for i in items]

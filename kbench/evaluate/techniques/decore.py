@@ -8,19 +8,27 @@ Contrasting Retrieval Heads to Mitigate Hallucinations"; as configured in MAPLE,
    share of copy steps where it does so, over `trials` seeded sequences. The original score
    also requires the model to emit that token; a teacher-forced read keeps the score defined
    for models that do not copy yet, which is the case for small or random models.
-2. The top `retrieval_heads` heads (10, as in MAPLE, capped at a quarter of all heads) are
-   masked to obtain the "hallucinating" model.
-3. Each decoding step contrasts: scores = (1 + a) · base_logits − a · masked_logits, with
-   a = the entropy (nats) of the base model's next-token distribution (DeCoRe_entropy).
+2. The top `retrieval_heads` heads (10, as in MAPLE; ties go to the lower layer, then head)
+   are masked (their o_proj input zeroed) to obtain the "hallucinating" model. More heads than
+   the model has is an error. The results record the masked heads, their retrieval scores and
+   the detection settings.
+3. Each decoding step contrasts (`contrast`, DeCoRe_entropy as in the reference code):
+   scores = (1 + a) · base_logits − a · masked_logits on the raw next-token logits, with
+   a = the entropy (nats, not normalised, no cap) of the base model's next-token distribution.
+   `alpha_cap` bounds a (the reference code's option, off by default there and here).
    The masked pass recomputes the whole prefix each step; answers are short.
 
-Parameters: retrieval_heads = 10, trials = 8, needle = 16 tokens, filler = 48 tokens, seed = 0.
+Parameters: retrieval_heads = 10, trials = 8, needle = 16 tokens, filler = 48 tokens, seed = 0,
+alpha_cap = None.
 """
 
 from __future__ import annotations
 
+from pydantic import Field
+
+from kbench.errors import UserError
 from kbench.evaluate.techniques import register_technique
-from kbench.evaluate.techniques.base import Technique, greedy_answers
+from kbench.evaluate.techniques.base import Technique, TechniqueParams, greedy_answers
 from kbench.evaluate.techniques.fitting import FitStore, forward_padded, real_token_mask
 from kbench.io import stable_hash
 from kbench.models import hooks
@@ -58,56 +66,85 @@ def retrieval_scores(model, vocab_size: int, trials: int = 8, needle: int = 16, 
     return hits / max(steps, 1)
 
 
-def entropy_contrast(model, pad_id: int, masked_heads: dict):
-    """The DeCoRe logits processor: (1 + H) · base − H · masked, H = base next-token entropy."""
+def contrast(base_logits, masked_logits, alpha_cap: float | None = None):
+    """DeCoRe_entropy on [B, V] raw logits: (1 + a) · base − a · masked, a = entropy (nats) of
+    softmax(base) per row, capped at alpha_cap when given."""
+    log_probs = base_logits.log_softmax(-1)
+    alpha = -(log_probs.exp() * log_probs).sum(-1, keepdim=True)
+    if alpha_cap is not None:
+        alpha = alpha.clamp(max=alpha_cap)
+    return (1 + alpha) * base_logits - alpha * masked_logits
+
+
+def entropy_contrast(model, pad_id: int, masked_heads: dict, alpha_cap: float | None = None):
+    """The DeCoRe logits processor: `contrast` of the scores with the masked model's logits."""
     import torch
 
     def processor(input_ids, scores):
         mask = real_token_mask(input_ids, pad_id)
         with hooks.mask_heads(model, masked_heads):
             masked = forward_padded(model, input_ids, mask, logits_to_keep=1).logits[:, -1].float()
-        log_probs = scores.log_softmax(-1)
-        alpha = -(log_probs.exp() * log_probs).sum(-1, keepdim=True)
-        return (1 + alpha) * scores - alpha * masked
+        return contrast(scores, masked, alpha_cap)
 
     return torch.no_grad()(processor)
+
+
+def top_heads(scores, count: int) -> list[list[int]]:
+    """[layer, head] of the `count` highest (layers, heads) scores; ties: lower layer, then head."""
+    heads = scores.shape[1]
+    flat = scores.flatten().tolist()
+    order = sorted(range(len(flat)), key=lambda h: (-flat[h], h))[:count]
+    return [[h // heads, h % heads] for h in order]
+
+
+class DeCoReParams(TechniqueParams):
+    retrieval_heads: int = Field(10, ge=1)         # heads masked (MAPLE: 10)
+    trials: int = Field(8, ge=1)                   # synthetic copy sequences that score the heads
+    needle: int = Field(16, ge=2)                  # tokens copied per sequence
+    filler: int = Field(48, ge=2)                  # random tokens around the needle
+    seed: int = 0                                  # seeds the synthetic sequences
+    alpha_cap: float | None = Field(None, gt=0)    # upper bound on the entropy weight (None: none)
 
 
 @register_technique("decore")
 class DeCoRe(Technique):
     family = "decoding"
+    Params = DeCoReParams
 
-    def __init__(self, retrieval_heads: int = 10, trials: int = 8, seed: int = 0):
-        self.retrieval_heads, self.trials, self.seed = retrieval_heads, trials, seed
+    def check(self, model) -> None:
+        layout = hooks.head_layout(model)
+        total = layout.num_layers * layout.num_heads
+        if self.p.retrieval_heads > total:
+            raise UserError(f"DeCoRe masks {self.p.retrieval_heads} retrieval heads but the model has {total} heads in "
+                            f"all; choose fewer (--technique-param decore.retrieval_heads=N)")
 
-    def params(self):
-        return {"retrieval_heads": self.retrieval_heads, "trials": self.trials, "seed": self.seed}
-
-    def heads(self, context) -> dict[int, list[int]]:
-        runner = context.runner
+    def heads(self, context) -> dict:
+        """The fit record: masked heads, their scores and how they were found (cached)."""
+        p, runner = self.p, context.runner
         store = FitStore(context.fit_dir)
-        key = {"model": runner.loaded.identity, **self.params()}
+        key = {"format": 2, "model": runner.loaded.identity, **self.params()}
         found = store.load("decore", key)
-        if found is None:
-            layout = hooks.head_layout(runner.model)
-            avoid = set(runner.tokenizer.all_special_ids)
-            scores = retrieval_scores(runner.model, runner.model.config.vocab_size, self.trials, seed=self.seed,
-                                      avoid=avoid)
-            count = min(self.retrieval_heads, max(1, layout.num_layers * layout.num_heads // 4))
-            flat = sorted(range(scores.numel()), key=lambda h: (-float(scores.flatten()[h]), h))[:count]
-            selected = [[h // layout.num_heads, h % layout.num_heads] for h in flat]
-            store.save("decore", key, {"scores": scores}, {"heads": selected})
-        else:
-            selected = found[1]["heads"]
-        by_layer: dict[int, list[int]] = {}
-        for layer, head in selected:
-            by_layer.setdefault(int(layer), []).append(int(head))
-        return by_layer
+        if found is not None:
+            return found[1]["record"]
+        self.check(runner.model)
+        scores = retrieval_scores(runner.model, runner.model.config.vocab_size, p.trials, p.needle, p.filler, p.seed,
+                                  avoid=set(runner.tokenizer.all_special_ids))
+        selected = top_heads(scores, p.retrieval_heads)
+        record = {"masked_heads": selected, "retrieval_scores": [float(scores[l, h]) for l, h in selected],
+                  "selection": f"top {p.retrieval_heads} heads by retrieval score (Wu et al., 2024): the share of "
+                               f"copy steps whose strongest attention points at the needle token being copied, on "
+                               f"{p.trials} teacher-forced synthetic sequences ({p.needle}-token needle, "
+                               f"{p.filler} filler tokens, seed {p.seed})"}
+        store.save("decore", key, {"scores": scores}, {"record": record})
+        return record
 
     def run(self, context, items):
-        masked = self.heads(context)
+        record = self.heads(context)
+        masked: dict[int, list[int]] = {}
+        for layer, head in record["masked_heads"]:
+            masked.setdefault(int(layer), []).append(int(head))
         intervention = Intervention(key=stable_hash(["decore", self.params(), sorted(masked.items())]),
-                                    logits_processor=entropy_contrast(context.runner.model, context.runner.pad_id, masked))
-        detail = {"masked_heads": [[layer, head] for layer, heads in sorted(masked.items()) for head in heads]}
+                                    logits_processor=entropy_contrast(context.runner.model, context.runner.pad_id, masked,
+                                                                      self.p.alpha_cap))
         return greedy_answers(context, [context.answer_prompt(i.question) for i in items], items, intervention,
-                              detail=[detail for _ in items])
+                              detail=[{"fit": record} for _ in items])

@@ -9,8 +9,10 @@ Parameters: document_tokens = 96.
 
 from __future__ import annotations
 
+from pydantic import Field
+
 from kbench.evaluate.techniques import register_technique
-from kbench.evaluate.techniques.base import Technique, greedy_answers
+from kbench.evaluate.techniques.base import Technique, TechniqueParams, greedy_answers
 
 DOCUMENT_STOP = ["\n\n", "Question:"]
 
@@ -18,18 +20,17 @@ DOCUMENT_STOP = ["\n\n", "Question:"]
 GENREAD_INSTRUCTION = "Generate a background document from Wikipedia to answer the given question."
 
 
+class GenReadParams(TechniqueParams):
+    document_tokens: int = Field(96, ge=1)    # longest background document (greedy)
+
+
 @register_technique("genread")
 class GenRead(Technique):
     family = "prompting"
-
-    def __init__(self, document_tokens: int = 96):
-        self.document_tokens = document_tokens
-
-    def params(self):
-        return {"document_tokens": self.document_tokens}
+    Params = GenReadParams
 
     def run(self, context, items):
         documents = context.runner.generate([context.task_prompt(GENREAD_INSTRUCTION, i.question, "Document") for i in items],
-                                            max_new_tokens=self.document_tokens, stop=DOCUMENT_STOP)
+                                            max_new_tokens=self.p.document_tokens, stop=DOCUMENT_STOP)
         prompts = [context.answer_prompt(i.question, d) for i, d in zip(items, documents)]
         return greedy_answers(context, prompts, items, detail=[{"document": d} for d in documents])

@@ -7,30 +7,53 @@ statements come from the benchmark itself: answer prompt + " " + gold (true) and
 item's answer (false), built from the train split or from the other fold (`fitting.py`).
 80% of the pool trains the probes, 20% ranks them by validation accuracy; the top K heads are
 shifted. Direction: ITI's default mass-mean direction (mean true − mean false activation of the
-head, unit length); shift = alpha × sigma × direction, sigma = standard deviation of the pool's
-activations projected on the direction. As in the reference code (start_edit_location "lt"),
+head, unit length); shift = alpha × sigma × direction, sigma = population standard deviation of
+the pool's true and false activations projected on the direction (`head_shifts`). Only the K
+chosen heads move; every other head's output is untouched. As in the reference code (start_edit_location "lt"),
 the shift is added at the last position of each forward pass: the prompt's last token, then
 every generated token.
 
-Parameters: alpha = 15; K = 48 heads for a 32×32-head model, scaled to the model's head count
-(round(48 × heads / 1024), at least 1); held_out = 0.2; probes: 200 Adam steps, lr 0.05, L2 1e-3.
+Parameters: alpha = 15 and K = 48 heads, ITI's defaults, which MAPLE uses for every model.
+A model with fewer than K heads in all is an error, not a silent clamp: K heads are the
+protocol, and a smaller K is a different experiment that the user asks for by name, either
+`heads` = N or `scale_heads` = true (K scaled to the model's head count relative to the
+32×32 heads of the 7B Llama ITI was tuned on: max(1, round(K · heads / 1024))). The results
+record K as requested and as used, the chosen heads with their validation accuracy, and sigma.
+held_out = 0.2; probes: 200 Adam steps, lr 0.05, L2 1e-3 on standardised features (the
+reference fits sklearn's LogisticRegression; selection only needs the accuracy ranking).
 """
 
 from __future__ import annotations
 
+from pydantic import Field
+
+from kbench.errors import UserError
 from kbench.evaluate.techniques import register_technique
-from kbench.evaluate.techniques.base import Technique, greedy_answers
+from kbench.evaluate.techniques.base import Technique, TechniqueParams, greedy_answers
 from kbench.evaluate.techniques.fitting import (FitStore, contrast_texts, fitting_plan, last_token_activations,
                                                 split_pool)
 from kbench.io import stable_hash
 from kbench.models import hooks
 from kbench.models.runner import Intervention
 
-REFERENCE_HEADS, REFERENCE_K = 32 * 32, 48
+REFERENCE_HEADS = 32 * 32   # Llama-7B, where ITI's K = 48 was chosen
 
 
-def scaled_k(total_heads: int) -> int:
-    return max(1, round(REFERENCE_K * total_heads / REFERENCE_HEADS))
+def heads_to_shift(total_heads: int, heads: int, scale: bool) -> int:
+    """K, the number of heads ITI shifts: `heads`, or scaled to the model (see the module doc)."""
+    k = max(1, round(heads * total_heads / REFERENCE_HEADS)) if scale else heads
+    if k > total_heads:
+        raise UserError(f"ITI shifts K = {k} heads but the model has {total_heads} heads in all; choose a "
+                        f"smaller K (--technique-param iti.heads=N) or scale it to the model "
+                        f"(--technique-param iti.scale_heads=true)")
+    return k
+
+
+def select_heads(accuracy, k: int, num_heads: int) -> list[tuple[int, int]]:
+    """The k (layer, head) pairs of highest probe accuracy; accuracy is flat over layer * num_heads
+    + head, ties go to the lower flat index."""
+    order = sorted(range(len(accuracy)), key=lambda h: (-float(accuracy[h]), h))[:k]
+    return [(h // num_heads, h % num_heads) for h in order]
 
 
 def probe_accuracies(x_train, y_train, x_val, y_val, steps: int = 200, lr: float = 0.05, l2: float = 1e-3):
@@ -59,18 +82,24 @@ def probe_accuracies(x_train, y_train, x_val, y_val, steps: int = 200, lr: float
 
 
 def head_shifts(selected: list[tuple[int, int]], true_acts, false_acts, alpha: float, num_heads: int):
-    """{layer: (num_heads, head_dim) shift} along each selected head's mass-mean direction."""
+    """({layer: (num_heads, head_dim) shift}, [sigma per selected head]): each selected head moves
+    by alpha · sigma · d, d = the unit mass-mean direction (mean true − mean false activation),
+    sigma = the population standard deviation (np.std, as the reference code) of all true and
+    false activations projected on d. Unselected heads get zero rows.
+    true_acts / false_acts: (statements, layers, heads, head_dim)."""
     import torch
 
     shifts: dict[int, torch.Tensor] = {}
+    sigmas = []
     for layer, head in selected:
         t, f = true_acts[:, layer, head], false_acts[:, layer, head]
         direction = t.mean(0) - f.mean(0)
         direction = direction / (direction.norm() + 1e-12)
-        sigma = (torch.cat([t, f]) @ direction).std()
+        sigma = (torch.cat([t, f]) @ direction).std(correction=0)
         shift = shifts.setdefault(layer, torch.zeros(num_heads, t.shape[-1]))
         shift[head] = alpha * sigma * direction
-    return shifts
+        sigmas.append(float(sigma))
+    return shifts, sigmas
 
 
 def head_intervention(shifts: dict) -> Intervention:
@@ -78,32 +107,39 @@ def head_intervention(shifts: dict) -> Intervention:
     return Intervention(key=key, hooks=lambda model: hooks.shift_heads(model, shifts, last_only=True))
 
 
+class ITIParams(TechniqueParams):
+    alpha: float = 15.0                          # intervention strength (ITI / MAPLE: 15)
+    heads: int = Field(48, ge=1)                 # K, heads shifted (ITI / MAPLE: 48)
+    scale_heads: bool = False                    # scale K by the model's heads / 1024 (not the paper)
+    held_out: float = Field(0.2, gt=0, lt=1)     # share of the pool that ranks the probes
+
+
 @register_technique("iti")
 class ITI(Technique):
     family = "steering"
+    Params = ITIParams
 
-    def __init__(self, alpha: float = 15.0, top_k: int | None = None, held_out: float = 0.2):
-        self.alpha, self.top_k, self.held_out = alpha, top_k, held_out
-
-    def params(self):
-        return {"alpha": self.alpha, "top_k": self.top_k, "held_out": self.held_out}
+    def check(self, model) -> None:
+        layout = hooks.head_layout(model)
+        heads_to_shift(layout.num_layers * layout.num_heads, self.p.heads, self.p.scale_heads)
 
     def fit(self, context, pool):
-        """({layer: shift}, selected heads) fitted on `pool`; cached in the run's fit folder."""
+        """({layer: shift}, record) fitted on `pool`; cached in the run's fit folder."""
         import torch
 
-        runner = context.runner
+        p, runner = self.p, context.runner
         layout = hooks.head_layout(runner.model)
+        k = heads_to_shift(layout.num_layers * layout.num_heads, p.heads, p.scale_heads)
         store = FitStore(context.fit_dir)
-        key = {"model": runner.loaded.identity, **self.params(), "pool": sorted(i.id for i in pool)}
+        key = {"format": 2, "model": runner.loaded.identity, **self.params(), "pool": sorted(i.id for i in pool)}
         found = store.load("iti", key)
         if found is not None:
             tensors, meta = found
-            return {int(k): v for k, v in tensors.items()}, [tuple(h) for h in meta["heads"]]
+            return {int(k): v for k, v in tensors.items()}, meta["record"]
         layers = list(range(layout.num_layers))
         capture = lambda model: hooks.capture_head_inputs(model, layers)  # noqa: E731
         read = lambda seen: torch.stack([seen[l] for l in layers], 2)  # noqa: E731  (batch, seq, layers, heads, dim)
-        build, select = split_pool(pool, self.held_out)
+        build, select = split_pool(pool, p.held_out)
         acts = {}
         for name, part in (("build", build), ("select", select or build)):
             true, false = contrast_texts(context, part, pool)
@@ -116,22 +152,25 @@ class ITI(Technique):
             return x, torch.cat([torch.ones(len(t)), torch.zeros(len(f))])
 
         accuracy = probe_accuracies(*features("build"), *features("select"))
-        k = self.top_k or scaled_k(layout.num_layers * layout.num_heads)
-        order = sorted(range(len(accuracy)), key=lambda h: (-float(accuracy[h]), h))[:k]
-        selected = [(h // layout.num_heads, h % layout.num_heads) for h in order]
-        true_all = torch.cat([acts["build"][0], acts["select"][0]])
-        false_all = torch.cat([acts["build"][1], acts["select"][1]])
-        shifts = head_shifts(selected, true_all, false_all, self.alpha, layout.num_heads)
-        store.save("iti", key, {str(layer): s for layer, s in shifts.items()},
-                   {"heads": selected, "val_accuracy": [float(accuracy[h]) for h in order]})
-        return shifts, selected
+        selected = select_heads(accuracy, k, layout.num_heads)
+        parts = ("build", "select") if select else ("build",)   # without a held-out share, select is build
+        true_all = torch.cat([acts[name][0] for name in parts])
+        false_all = torch.cat([acts[name][1] for name in parts])
+        shifts, sigmas = head_shifts(selected, true_all, false_all, p.alpha, layout.num_heads)
+        record = {"pool": len(pool), "pool_ids_sha256": stable_hash(key["pool"]), "pairs": len(true_all),
+                  "heads_requested": p.heads, "heads_used": k,
+                  "selection": "top-K heads by probe accuracy on the held-out share of the pool",
+                  "heads": [list(h) for h in selected],
+                  "val_accuracy": [float(accuracy[l * layout.num_heads + h]) for l, h in selected], "sigma": sigmas}
+        store.save("iti", key, {str(layer): s for layer, s in shifts.items()}, {"record": record})
+        return shifts, record
 
     def run(self, context, items):
         outputs = {}
         for pool, answered in fitting_plan(context, items):
-            shifts, selected = self.fit(context, pool)
+            shifts, record = self.fit(context, pool)
             prompts = [context.answer_prompt(i.question) for i in answered]
             results = greedy_answers(context, prompts, answered, head_intervention(shifts),
-                                     detail=[{"heads": selected} for _ in answered])
+                                     detail=[{"fit": record} for _ in answered])
             outputs.update({i.id: r for i, r in zip(answered, results)})
         return [outputs[i.id] for i in items]

@@ -7,48 +7,63 @@ recitations would make the vote meaningless, so the recitations are sampled (sel
 as in RECITE) at `recite_temperature` = 0.7 with seed 0, while every answer is greedy.
 With runs = 1 the recitation is greedy too.
 
+Vote (`vote`): answers are grouped after MAPLE normalisation; the largest group wins, a tie
+goes to the group whose first answer came earliest (run order), and the final answer is that
+group's first answer as written. PRS rank: read on the answer prompt of that same run.
+
 Parameters: runs = 20 (configurable), recite_temperature = 0.7, recitation_tokens = 64.
-PRS rank: read on the answer prompt of the first run whose answer won the vote.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+from pydantic import Field
+
 from kbench.evaluate.techniques import register_technique
-from kbench.evaluate.techniques.base import (ANSWER_STOP, MAX_ANSWER_TOKENS, Technique, TechniqueOutput, clean_answer,
-                                             majority_vote)
+from kbench.evaluate.techniques.base import (ANSWER_STOP, MAX_ANSWER_TOKENS, Technique, TechniqueOutput,
+                                             TechniqueParams, clean_answer, winning_index)
 
 PASSAGE_STOP = ["\n\n", "Question:"]
 RECITE_INSTRUCTION = "Recite a short passage from Wikipedia that contains the answer to the question."
 
 
+def vote(runs: Sequence[tuple[str, int, float]]) -> TechniqueOutput:
+    """The majority answer over (answer, gold rank, gold logprob) runs, with the rank and logprob
+    of the first run that gave it."""
+    answers = [clean_answer(text) for text, _, _ in runs]
+    winner = winning_index(answers)
+    _, rank, logprob = runs[winner]
+    return TechniqueOutput(answers[winner], rank, logprob, {"answers": answers, "winning_run": winner})
+
+
+class ReciteParams(TechniqueParams):
+    runs: int = Field(20, ge=1)                         # recite-and-answer runs in the vote (MAPLE: 20)
+    recite_temperature: float = Field(0.7, gt=0)        # sampling temperature of the recitations
+    recitation_tokens: int = Field(64, ge=1)            # longest recitation
+    seed: int = 0                                       # seeds the recitation samples
+
+
 @register_technique("recite")
 class Recite(Technique):
     family = "prompting"
-
-    def __init__(self, runs: int = 20, recite_temperature: float = 0.7, recitation_tokens: int = 64, seed: int = 0):
-        self.runs, self.recite_temperature, self.recitation_tokens, self.seed = runs, recite_temperature, recitation_tokens, seed
-
-    def params(self):
-        return {"runs": self.runs, "recite_temperature": self.recite_temperature,
-                "recitation_tokens": self.recitation_tokens, "seed": self.seed}
+    Params = ReciteParams
 
     def run(self, context, items):
-        runner = context.runner
+        p, runner = self.p, context.runner
         stage1 = [context.task_prompt(RECITE_INSTRUCTION, i.question, "Passage") for i in items]
-        if self.runs == 1:
-            recitations = [[t] for t in runner.generate(stage1, self.recitation_tokens, PASSAGE_STOP)]
+        if p.runs == 1:
+            recitations = [[t] for t in runner.generate(stage1, p.recitation_tokens, PASSAGE_STOP)]
         else:
-            recitations = runner.sample(stage1, k=self.runs, temperature=self.recite_temperature, seed=self.seed,
-                                        max_new_tokens=self.recitation_tokens, stop=PASSAGE_STOP)
+            recitations = runner.sample(stage1, k=p.runs, temperature=p.recite_temperature, seed=p.seed,
+                                        max_new_tokens=p.recitation_tokens, stop=PASSAGE_STOP)
         prompts = [context.answer_prompt(item.question, passage)
                    for item, passages in zip(items, recitations) for passage in passages]
-        golds = [context.gold(item) for item in items for _ in range(self.runs)]
+        golds = [context.gold(item) for item in items for _ in range(p.runs)]
         results = runner.generate_and_rank(prompts, golds, MAX_ANSWER_TOKENS, ANSWER_STOP)
         out = []
         for n, passages in enumerate(recitations):
-            runs = results[n * self.runs:(n + 1) * self.runs]
-            answers = [clean_answer(text) for text, _, _ in runs]
-            winner = majority_vote(answers)
-            _, rank, logprob = runs[answers.index(winner)]
-            out.append(TechniqueOutput(winner, rank, logprob, {"recitations": passages, "answers": answers}))
+            output = vote(results[n * p.runs:(n + 1) * p.runs])
+            output.detail["recitations"] = passages
+            out.append(output)
         return out
