@@ -33,6 +33,7 @@ def _register() -> None:
     from kbench.cli import eval_qa  # noqa: F401
     from kbench.cli import eval_xteval  # noqa: F401
     from kbench.cli import eval_kee  # noqa: F401
+    from kbench.cli import cache_cmd  # noqa: F401
 
 
 _register()

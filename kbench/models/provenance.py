@@ -110,10 +110,10 @@ def source_hash(module_names) -> str:
     return stable_hash([[name, _source(name)] for name in module_names])
 
 
-@functools.lru_cache(maxsize=None)
 def code_hash(module_name: str) -> str:
     """sha256 of a module's source and of the kbench modules it imports directly from
-    kbench.evaluate.* and kbench.models.* (a technique: its module, `base`, `fitting`, `hooks`)."""
+    kbench.evaluate.* and kbench.models.* (a technique: its module, `base`, `fitting`, `hooks`).
+    Read from disk at each call (a few ms), so it is the code on disk now."""
     return source_hash([module_name, *sorted(_direct_imports(module_name))])
 
 
@@ -153,11 +153,12 @@ def weights_provenance(loaded) -> dict[str, Any]:
                 "revision": getattr(loaded.model.config, "_commit_hash", None), "quantization": None,
                 "dequantized_to": None, "dtype": loaded.dtype}
     if origin.suffix == ".gguf":
-        info = _memoised(Path(loaded.folder), lambda: _gguf_facts(origin))
-        sha256 = json.loads((Path(loaded.folder) / "kbench-converted.json").read_text())["gguf_sha256"]
-        return {"file": str(origin), "sha256": sha256, "format": "gguf",
-                "quantization": info["quantization"], "tensor_types": info["tensor_types"],
-                "dequantized_to": "float32", "converted_folder": loaded.folder, "dtype": loaded.dtype}
+        folder = Path(loaded.folder)
+        info = _memoised(folder, lambda: {**_gguf_facts(origin), "dequantized_to": _stored_dtype(folder)})
+        sha256 = json.loads((folder / "kbench-converted.json").read_text())["gguf_sha256"]
+        return {"file": str(origin), "sha256": sha256, "format": "gguf", "quantization": info["quantization"],
+                "tensor_types": info["tensor_types"], "dequantized_to": info["dequantized_to"],
+                "converted_folder": loaded.folder, "dtype": loaded.dtype}
     from kbench.models.loading import _memo_sha256
 
     files = sorted(f for f in origin.iterdir() if f.suffix in {".safetensors", ".bin"})
@@ -180,6 +181,18 @@ def _memoised(folder: Path, compute) -> dict:
     except OSError:   # a read-only model cache: recompute next time
         pass
     return info
+
+
+def _stored_dtype(folder: Path) -> str:
+    """The dtype(s) of the tensors in a converted folder's safetensors files, read from their
+    headers (8-byte length, then JSON): what transformers de-quantised the GGUF to."""
+    names = {"F32": "float32", "F16": "float16", "BF16": "bfloat16"}
+    dtypes = set()
+    for path in sorted(folder.glob("*.safetensors")):
+        with open(path, "rb") as fh:
+            header = json.loads(fh.read(int.from_bytes(fh.read(8), "little")))
+        dtypes |= {entry["dtype"] for name, entry in header.items() if name != "__metadata__"}
+    return "+".join(sorted(names.get(d, d) for d in dtypes))
 
 
 def _gguf_facts(path: Path) -> dict:
