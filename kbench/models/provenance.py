@@ -163,9 +163,9 @@ def weights_provenance(loaded) -> dict[str, Any]:
 
     files = sorted(f for f in origin.iterdir() if f.suffix in {".safetensors", ".bin"})
     hashes = {f.name: _memo_sha256(f) for f in files}
+    kind = "safetensors" if any(f.suffix == ".safetensors" for f in files) else "pytorch"
     return {"file": str(files[0]) if len(files) == 1 else str(origin),
-            "sha256": next(iter(hashes.values())) if len(hashes) == 1 else None,
-            "files_sha256": hashes, "format": "safetensors" if any(f.suffix == ".safetensors" for f in files) else "pytorch",
+            "sha256": next(iter(hashes.values())) if len(hashes) == 1 else None, "files_sha256": hashes, "format": kind,
             "quantization": getattr(getattr(loaded.model.config, "quantization_config", None), "quant_method", None),
             "dequantized_to": None, "dtype": loaded.dtype}
 
