@@ -18,7 +18,6 @@ BATCH_SIZE = typer.Option(None, "--batch-size", help="Rows per forward pass (def
 DTYPE = typer.Option("float32", "--dtype", help="float32 | bfloat16 | float16")
 DEVICE = typer.Option("cpu", "--device", help="cpu | cuda | cuda:N")
 TRUST_REMOTE_CODE = typer.Option(False, "--trust-remote-code", help="Run code shipped with the model (off by default).")
-NO_CACHE = typer.Option(False, "--no-cache", help="Compute every model output; neither read nor write the result cache.")
 
 
 def default_run_dir(task: str, *parts) -> Path:
@@ -28,10 +27,8 @@ def default_run_dir(task: str, *parts) -> Path:
     return Path("runs") / f"{task}-{stable_hash([str(p) for p in parts])[:10]}"
 
 
-def open_runner(model: str, *, dtype: str, device: str, trust_remote_code: bool, batch_size: Optional[int], cache=None,
-                no_cache: bool = False):
-    """Load a model and wrap it in the batched runner with the shared result cache (none with
-    `no_cache`): (loaded, runner)."""
+def open_runner(model: str, *, dtype: str, device: str, trust_remote_code: bool, batch_size: Optional[int], cache=None):
+    """Load a model and wrap it in the batched runner with the shared result cache: (loaded, runner)."""
     from kbench.build.context import default_cache_dir
     from kbench.errors import UserError
     from kbench.models.loading import load_model
@@ -41,6 +38,5 @@ def open_runner(model: str, *, dtype: str, device: str, trust_remote_code: bool,
     if batch_size is not None and batch_size < 1:
         raise UserError(f"--batch-size must be >= 1, got {batch_size}")
     loaded = load_model(model, dtype=dtype, device=device, trust_remote_code=trust_remote_code)
-    if not no_cache and cache is None:
-        cache = ResultCache(default_cache_dir() / "results.sqlite")
+    cache = cache if cache is not None else ResultCache(default_cache_dir() / "results.sqlite")
     return loaded, ModelRunner(loaded, batch_size=batch_size, cache=cache)

@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from kbench.cli.common import BATCH_SIZE, CONFIG, DATASET, DEVICE, DTYPE, MODEL, NO_CACHE, TRUST_REMOTE_CODE, default_run_dir, open_runner
+from kbench.cli.common import BATCH_SIZE, CONFIG, DATASET, DEVICE, DTYPE, MODEL, TRUST_REMOTE_CODE, default_run_dir, open_runner
 from kbench.cli.main import evaluate_app
 
 
@@ -30,7 +30,6 @@ def extraction(
     dtype: str = DTYPE,
     device: str = DEVICE,
     trust_remote_code: bool = TRUST_REMOTE_CODE,
-    no_cache: bool = NO_CACHE,
 ) -> None:
     """Probe a model on a dataset split; rerunning the same command resumes where it stopped."""
     from rich.console import Console
@@ -47,8 +46,7 @@ def extraction(
                                   case_sensitive=case_sensitive, max_new_tokens=max_new_tokens)
     run_dir = out or default_run_dir("extraction", dataset.resolve(), model, dtype, repr(settings))
     console = Console(stderr=True)
-    loaded, runner = open_runner(model, dtype=dtype, device=device, trust_remote_code=trust_remote_code, batch_size=batch_size,
-                                 no_cache=no_cache)
+    loaded, runner = open_runner(model, dtype=dtype, device=device, trust_remote_code=trust_remote_code, batch_size=batch_size)
 
     columns = [TextColumn("extraction"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn()]
     with Progress(*columns, console=console) as bar:

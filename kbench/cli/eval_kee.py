@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from kbench.cli.common import BATCH_SIZE, CONFIG, DATASET, DEVICE, DTYPE, MODEL, NO_CACHE, TRUST_REMOTE_CODE, default_run_dir, open_runner
+from kbench.cli.common import BATCH_SIZE, CONFIG, DATASET, DEVICE, DTYPE, MODEL, TRUST_REMOTE_CODE, default_run_dir, open_runner
 from kbench.cli.main import evaluate_app
 
 ALL_TECHNIQUES = "baseline,temp0.7,temp1.2,recite,genread,caa,iti,decore,activation_decoding"
@@ -32,7 +32,6 @@ def kee(
     dtype: str = DTYPE,
     device: str = DEVICE,
     trust_remote_code: bool = TRUST_REMOTE_CODE,
-    no_cache: bool = NO_CACHE,
 ) -> None:
     """Compare elicitation techniques with the baseline; rerunning the same command resumes."""
     from rich.console import Console
@@ -48,8 +47,7 @@ def kee(
                            prompt=prompt)
     run_dir = out or default_run_dir("kee", dataset.resolve(), model, dtype, repr(settings))
     console = Console(stderr=True)
-    loaded, runner = open_runner(model, dtype=dtype, device=device, trust_remote_code=trust_remote_code, batch_size=batch_size,
-                                 no_cache=no_cache)
+    loaded, runner = open_runner(model, dtype=dtype, device=device, trust_remote_code=trust_remote_code, batch_size=batch_size)
     with Progress(TextColumn("kee {task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=console) as bar:
         task = bar.add_task("stages", total=None)

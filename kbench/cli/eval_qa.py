@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from kbench.cli.common import BATCH_SIZE, CONFIG, DEVICE, DTYPE, NO_CACHE, TRUST_REMOTE_CODE, default_run_dir, open_runner
+from kbench.cli.common import BATCH_SIZE, CONFIG, DEVICE, DTYPE, TRUST_REMOTE_CODE, default_run_dir, open_runner
 from kbench.cli.main import evaluate_app
 
 
@@ -27,7 +27,6 @@ def qa(
     dtype: str = DTYPE,
     device: str = DEVICE,
     trust_remote_code: bool = TRUST_REMOTE_CODE,
-    no_cache: bool = NO_CACHE,
 ) -> None:
     """Answer the questions greedily and score EM/F1 per slice; rerunning resumes where it stopped."""
     from rich.console import Console
@@ -49,8 +48,7 @@ def qa(
     settings = QASettings(metric=metric, prompt=prompt, fewshot=fewshot, config=config, limit=limit, seed=seed, max_new_tokens=max_new_tokens)
     run_dir = out or default_run_dir("qa", dataset.resolve(), model, dtype, repr(settings))
     console = Console(stderr=True)
-    loaded, runner = open_runner(model, dtype=dtype, device=device, trust_remote_code=trust_remote_code, batch_size=batch_size,
-                                 no_cache=no_cache)
+    loaded, runner = open_runner(model, dtype=dtype, device=device, trust_remote_code=trust_remote_code, batch_size=batch_size)
     with Progress(TextColumn("qa"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(), console=console) as bar:
         task = bar.add_task("items", total=None)
         results = run_qa(runner, dataset, run_dir, settings, progress=lambda n, total: bar.update(task, advance=n, total=total))

@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from kbench.cli.common import BATCH_SIZE, CONFIG, DEVICE, DTYPE, NO_CACHE, TRUST_REMOTE_CODE, default_run_dir, open_runner
+from kbench.cli.common import BATCH_SIZE, CONFIG, DEVICE, DTYPE, TRUST_REMOTE_CODE, default_run_dir, open_runner
 from kbench.cli.main import evaluate_app
 
 
@@ -27,7 +27,6 @@ def truefalse(
     dtype: str = DTYPE,
     device: str = DEVICE,
     trust_remote_code: bool = TRUST_REMOTE_CODE,
-    no_cache: bool = NO_CACHE,
 ) -> None:
     """Judge statements true or false; rerunning the same command resumes where it stopped."""
     from rich.console import Console
@@ -46,7 +45,7 @@ def truefalse(
         raise UserError(f"--checkpoint {checkpoint}: not a folder (write one with `kbench read`)")
     run_dir = out or default_run_dir("truefalse", dataset.resolve(), model, checkpoint, dtype, repr(settings))
     console = Console(stderr=True)
-    options = dict(dtype=dtype, device=device, trust_remote_code=trust_remote_code, batch_size=batch_size, no_cache=no_cache)
+    options = dict(dtype=dtype, device=device, trust_remote_code=trust_remote_code, batch_size=batch_size)
     _, base_runner = open_runner(model, **options)
     runner, before = base_runner, None
     if checkpoint is not None:

@@ -39,12 +39,12 @@ class CallCache:
 
     def lookup(self, call: str, keys: list[str], n_items: int) -> dict[str, Any]:
         """The cached values of `keys` when every one is cached, else {} (the caller computes
-        the whole call). `n_items` items of `call` are counted as cached or computed."""
+        the whole call). `n_items` items of `call` are counted as hits or computed."""
         found = self.cache.get_many(keys) if self.cache is not None and keys else {}
         if not all(k in found for k in keys):
             found = {}
-        stats = self._stats.setdefault(call, {"cached": 0, "computed": 0})
-        stats["cached" if found else "computed"] += n_items
+        stats = self._stats.setdefault(call, {"hits": 0, "computed": 0})
+        stats["hits" if found else "computed"] += n_items
         return found
 
     def store(self, method: str, values: dict[str, Any]) -> None:
@@ -52,7 +52,7 @@ class CallCache:
             self.cache.put_many(values, method, self.model_name)
 
     def stats(self) -> dict:
-        total = {kind: sum(s[kind] for s in self._stats.values()) for kind in ("cached", "computed")}
+        total = {kind: sum(s[kind] for s in self._stats.values()) for kind in ("hits", "computed")}
         return {**total, "by_method": {call: dict(s) for call, s in self._stats.items()}}
 
 

@@ -56,10 +56,13 @@ def cache_versions() -> dict[str, str | None]:
     return {name: versions[name] for name in ("kbench", "torch", "transformers")}
 
 
-def environment(device: str = "cpu") -> dict[str, Any]:
+def environment(device: Any = "cpu") -> dict[str, Any]:
     """Packages, device, torch's thread count, Python and OS: what a rerun must match to be
-    bit-identical (float sums depend on the kernels, hence on the device, threads and torch)."""
+    bit-identical (float sums depend on the kernels, hence on the device, threads and torch).
+    `device`: "cpu", "cuda:0", a torch.device, or a model runner (its `.device`)."""
     import torch
+
+    device = str(getattr(device, "device", device))
 
     return {"packages": package_versions(), "kbench_commit": _git_commit(), "device": device,
             "device_name": _device_name(device), "threads": torch.get_num_threads(),

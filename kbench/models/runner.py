@@ -105,7 +105,7 @@ class ModelRunner:
 
     def cache_stats(self) -> dict:
         """Items answered from the cache vs computed since this runner was made, overall and per
-        method: {"cached": n, "computed": m, "by_method": {"generate": {"cached": .., "computed": ..}}}.
+        method: {"hits": n, "computed": m, "by_method": {"generate": {"hits": .., "computed": ..}}}.
         Without a cache every item is computed."""
         return self.calls.stats()
 

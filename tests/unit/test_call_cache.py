@@ -71,15 +71,15 @@ def test_changed_technique_code_is_recomputed_and_unchanged_code_reused(loaded, 
     cache = ResultCache(tmp_path / "results.sqlite")
     module = _write_technique(tmp_path, 0.0)
     plain, stats = _run(module, loaded, cache, tmp_path)
-    assert stats["computed"] == len(ITEMS) and stats["cached"] == 0
+    assert stats["computed"] == len(ITEMS) and stats["hits"] == 0
 
     again, stats = _run(module, loaded, cache, tmp_path)             # unchanged code: served from the cache
-    assert again == plain and stats == {"cached": 3, "computed": 0,
-                                        "by_method": {"generate_and_rank": {"cached": 3, "computed": 0}}}
+    assert again == plain and stats == {"hits": 3, "computed": 0,
+                                        "by_method": {"generate_and_rank": {"hits": 3, "computed": 0}}}
 
     module = _write_technique(tmp_path, 1000.0)                      # the fix: same Intervention key
     fixed, stats = _run(module, loaded, cache, tmp_path)
-    assert stats["computed"] == len(ITEMS) and stats["cached"] == 0
+    assert stats["computed"] == len(ITEMS) and stats["hits"] == 0
     assert fixed != plain and fixed[0][1] == 1              # " Paris" (q1's gold) is now on top everywhere
     assert all(answer.startswith("Paris") for answer, _ in fixed)
 
@@ -88,7 +88,7 @@ def test_no_cache_runner_computes_every_call(loaded):
     runner = ModelRunner(loaded, cache=None)
     for _ in range(2):
         runner.rank_first_token(["Paris is the capital of"], [" France"])
-    assert runner.cache_stats()["computed"] == 2 and runner.cache_stats()["cached"] == 0
+    assert runner.cache_stats()["computed"] == 2 and runner.cache_stats()["hits"] == 0
 
 
 def test_technique_code_covers_the_kbench_modules_it_uses():

@@ -220,7 +220,7 @@ def test_cache_hits_recompute_nothing(causal, tmp_path):
         second = ModelRunner(causal, batch_size=1, cache=cache).rank_first_token(PROMPTS, GOLDS)
     assert shapes == [] and second == first
     assert cache.hits == len(PROMPTS)
-    assert runner.cache_stats() == {"cached": 0, "computed": 5, "by_method": {"rank_first_token": {"cached": 0, "computed": 5}}}
+    assert runner.cache_stats() == {"hits": 0, "computed": 5, "by_method": {"rank_first_token": {"hits": 0, "computed": 5}}}
     with count_forwards(causal) as shapes:  # one new prompt: the whole call is computed, as on an empty cache
         runner.rank_first_token(PROMPTS + ["Berlin is the capital of"], GOLDS + [" Germany"])
     assert sum(tokens for _, _, tokens in shapes) == sum(len(causal.tokenizer(p)["input_ids"]) for p in PROMPTS) + 6
@@ -251,7 +251,7 @@ def test_partly_cached_call_is_bit_identical_to_a_cold_call(causal, tmp_path, me
     again = ModelRunner(causal, cache=cache)   # now every item is cached: the stored values are the full call's
     with count_forwards(causal) as shapes:
         assert call(again, MORE_PROMPTS, MORE_GOLDS) == cold
-    assert shapes == [] and again.cache_stats()["cached"] == len(MORE_PROMPTS)
+    assert shapes == [] and again.cache_stats()["hits"] == len(MORE_PROMPTS)
 
 
 def test_batches_are_a_function_of_the_call_alone(causal, tmp_path):
