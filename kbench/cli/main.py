@@ -35,6 +35,7 @@ def _register() -> None:
     from kbench.cli import eval_kee  # noqa: F401
     from kbench.cli import data_cmd  # noqa: F401
     from kbench.cli import export_cmd  # noqa: F401
+    from kbench.cli import cache_cmd  # noqa: F401
 
 
 _register()

@@ -23,7 +23,6 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-import platform
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -151,18 +150,9 @@ class RunDirectory:
 
 
 def environment(model) -> dict:
-    import torch
+    from kbench.models.provenance import environment as describe
 
-    packages = {}
-    for name in ("kbench", "torch", "transformers", "accelerate", "numpy", "polars", "pydantic"):
-        try:
-            from importlib.metadata import version
-
-            packages[name] = version(name)
-        except Exception:  # not installed: recorded as absent
-            packages[name] = None
-    return {"packages": packages, "device": str(getattr(model, "device", "cpu")), "threads": torch.get_num_threads(),
-            "python": platform.python_version()}
+    return describe(model)
 
 
 def evaluate(task: Task, ctx: RunContext, progress: Callable[[int, int], None] | None = None) -> dict | None:

@@ -36,6 +36,7 @@ from kbench.evaluate.techniques.temperature import sampling_intervention
 from kbench.metrics import kee as metrics
 from kbench.metrics import uncertainty as u
 from kbench.metrics.matching import exact_match, maple_correct
+from kbench.models.provenance import code_hash
 
 SEED_A = 42
 PARTITION = "partition"
@@ -213,7 +214,11 @@ class KnowledgeElicitation(Task):
             return _partition_rows(self.context, unit.items, temperature, s.sweep_max, s.case_sensitive,
                                    sampling_intervention(temperature, s.top_k, s.top_p))
         technique = get_technique(stage, **_technique_params(stage, s))
-        return _output_rows(stage, unit.items, technique.run(self.context, unit.items), s.case_sensitive)
+        # the technique's own code enters every cache key of its calls: a fixed technique never
+        # gets the old technique's outputs back
+        with self.context.runner.produced_by(code_hash(type(technique).__module__)):
+            outputs = technique.run(self.context, unit.items)
+        return _output_rows(stage, unit.items, outputs, s.case_sensitive)
 
     def aggregate(self, ctx: RunContext, rows: list[dict]) -> Summary:
         s: KeeSettings = ctx.settings

@@ -31,7 +31,11 @@ class LanguageModel(Protocol):
         """The envelope's `model` block: name, identity, kind, dtype, weights provenance."""
 
     def cache_stats(self) -> dict:
-        """{"hits": items answered from the result cache, "computed": items computed} so far."""
+        """{"hits": items answered from the result cache, "computed": items computed, "by_method": {...}} so far."""
+
+    def produced_by(self, code: str | None):
+        """A context manager: calls inside it also key their cached outputs by `code`, the hash of
+        the calling code (`kbench.models.provenance.code_hash`), so changed code never reuses them."""
 
     def rank_first_token(self, prompts: Sequence[str], golds: Sequence[str], *,
                          candidate_ids: Sequence[int] | None = None, intervention=None) -> list[tuple[int, float]]:

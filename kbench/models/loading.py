@@ -49,6 +49,8 @@ class LoadedModel:
     identity: str        # hash of the weights' source; part of every result-cache key
     dtype: str
     device: str
+    origin: str = ""     # where the weights came from: the GGUF file, the model folder or the hub id
+    folder: str = ""     # what transformers loaded: the converted safetensors folder of a GGUF, else = origin
 
 
 def _cache_root() -> Path:
@@ -133,23 +135,29 @@ def model_kind(config: Any) -> str:
 
 def resolve_source(name_or_path: str) -> tuple[Path | str, str]:
     """(folder or hub id to load with from_pretrained, identity hash)."""
+    source, identity, _ = _resolve(name_or_path)
+    return source, identity
+
+
+def _resolve(name_or_path: str) -> tuple[Path | str, str, Path | str]:
+    """resolve_source's (source, identity) and the origin: the GGUF file, model folder or hub id."""
     if name_or_path in PACKAGED_MODELS:
-        folder, digest = _gguf_to_cache(resolve_packaged_gguf(name_or_path))
-        return folder, digest
+        gguf_path = resolve_packaged_gguf(name_or_path)
+        return (*_gguf_to_cache(gguf_path), gguf_path)
     path = Path(name_or_path).expanduser()
     if path.suffix == ".gguf":
         if not path.is_file():
             raise UserError(f"GGUF file not found: {path}")
-        return _gguf_to_cache(path.resolve())
+        return (*_gguf_to_cache(path.resolve()), path.resolve())
     if path.is_dir():
         if not (path / "config.json").exists():
             raise UserError(f"{path}: not a model folder (no config.json)")
-        return path.resolve(), _folder_identity(path)
+        return path.resolve(), _folder_identity(path), path.resolve()
     if path.exists():
         raise UserError(f"{path}: expected a model folder, a .gguf file or a hub id")
     if name_or_path.count("/") > 1 or name_or_path.startswith((".", "/")):
         raise UserError(f"model not found: {name_or_path} (known names: {', '.join(PACKAGED_MODELS)})")
-    return name_or_path, stable_hash(["hub", name_or_path])
+    return name_or_path, stable_hash(["hub", name_or_path]), name_or_path
 
 
 def load_model(name_or_path: str, *, dtype: str = "float32", device: str = "cpu",
@@ -157,7 +165,7 @@ def load_model(name_or_path: str, *, dtype: str = "float32", device: str = "cpu"
     """Load weights and tokenizer ready for inference (eval mode, no grad needed by callers)."""
     torch = require("torch", "running models", "models")
     transformers = require("transformers", "running models", "models")
-    source, identity = resolve_source(name_or_path)
+    source, identity, origin = _resolve(name_or_path)
     torch_dtype = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}.get(dtype)
     if torch_dtype is None:
         raise UserError(f"unknown dtype {dtype!r}; choose float32, bfloat16 or float16")
@@ -176,4 +184,5 @@ def load_model(name_or_path: str, *, dtype: str = "float32", device: str = "cpu"
     model.to(device)
     model.eval()
     return LoadedModel(name=name_or_path, model=model, tokenizer=tokenizer, kind=kind,
-                       identity=stable_hash([identity, dtype]), dtype=dtype, device=device)
+                       identity=stable_hash([identity, dtype]), dtype=dtype, device=device, origin=str(origin),
+                       folder=str(source))

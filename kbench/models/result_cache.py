@@ -2,13 +2,17 @@
 
 Contract:
 - `key(**parts)` hashes everything that changes an output (model identity - which already
-  includes the dtype -, method, prompt, gold/answer, decoding parameters, seed, intervention)
-  and nothing else: batch size, device and run directory never enter a key, so a result
-  computed once is reused by every later run.
+  includes the dtype -, method, prompt, gold/answer, decoding parameters, seed, intervention,
+  the source of the code that computed it and the kbench/torch/transformers versions: see
+  `ModelRunner._keys`) and nothing else: batch size, device and run directory never enter a
+  key, so a result computed once is reused by every later run of the same code.
 - `get_many(keys) -> {key: value}` returns only the stored, intact rows. A row whose checksum
   does not match its value (edited or corrupted on disk) is ignored with a warning, counted as
   a miss and overwritten by the next `put_many`.
-- `put_many({key: value})` stores JSON-serialisable values in one transaction.
+- `put_many({key: value}, method=, model=)` stores JSON-serialisable values in one
+  transaction, with the method and model name and the time, for `summary()` only.
+- `summary()` (path, bytes, rows, rows per method and model, oldest/newest) and `clear()`
+  serve `kbench cache info` / `kbench cache clear`.
 - `hits` / `misses` count lookups since the cache was opened (tests and progress reports).
 
 No pickle: values are JSON text, so a cache file can be inspected and cannot execute code.
@@ -20,6 +24,7 @@ import hashlib
 import json
 import sqlite3
 import threading
+import time
 import warnings
 from pathlib import Path
 from typing import Any
@@ -28,6 +33,8 @@ from kbench.errors import UserError
 from kbench.io import stable_hash
 
 SCHEMA = "CREATE TABLE IF NOT EXISTS results (key TEXT PRIMARY KEY, value TEXT NOT NULL, checksum TEXT NOT NULL)"
+# Descriptive columns (not part of the key), added to caches written by older kbench versions.
+DESCRIPTIVE_COLUMNS = {"method": "TEXT", "model": "TEXT", "created": "REAL"}
 
 
 def _checksum(key: str, value_text: str) -> str:
@@ -46,6 +53,10 @@ class ResultCache:
             self._db = sqlite3.connect(self.path, check_same_thread=False, timeout=30)
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute(SCHEMA)
+            present = {row[1] for row in self._db.execute("PRAGMA table_info(results)")}
+            for column, kind in DESCRIPTIVE_COLUMNS.items():
+                if column not in present:
+                    self._db.execute(f"ALTER TABLE results ADD COLUMN {column} {kind}")
             self._db.commit()
         except sqlite3.DatabaseError as exc:
             raise UserError(f"cannot open the result cache {self.path}: {exc}") from exc
@@ -72,13 +83,36 @@ class ResultCache:
         self.misses += sum(1 for k in keys if k not in found)
         return found
 
-    def put_many(self, items: dict[str, Any]) -> None:
+    def put_many(self, items: dict[str, Any], method: str | None = None, model: str | None = None) -> None:
         rows = []
+        now = time.time()
         for key, value in items.items():
             text = json.dumps(value, sort_keys=True, ensure_ascii=False)
-            rows.append((key, text, _checksum(key, text)))
+            rows.append((key, text, _checksum(key, text), method, model, now))
         with self._lock, self._db:
-            self._db.executemany("INSERT OR REPLACE INTO results (key, value, checksum) VALUES (?, ?, ?)", rows)
+            self._db.executemany("INSERT OR REPLACE INTO results (key, value, checksum, method, model, created) "
+                                 "VALUES (?, ?, ?, ?, ?, ?)", rows)
+
+    def summary(self) -> dict[str, Any]:
+        """What `kbench cache info` shows. Rows written before kbench recorded methods count
+        under "unknown"."""
+        with self._lock:
+            rows = self._db.execute("SELECT COUNT(*), MIN(created), MAX(created) FROM results").fetchone()
+            by = {column: dict(self._db.execute(
+                      f"SELECT COALESCE({column}, 'unknown'), COUNT(*) FROM results GROUP BY 1 ORDER BY 2 DESC"))
+                  for column in ("method", "model")}
+        files = [self.path, *(self.path.with_name(self.path.name + s) for s in ("-wal", "-shm"))]
+        return {"path": str(self.path), "bytes": sum(f.stat().st_size for f in files if f.exists()), "rows": rows[0],
+                "by_method": by["method"], "by_model": by["model"], "oldest": rows[1], "newest": rows[2]}
+
+    def clear(self) -> int:
+        """Delete every row and give the space back; returns the number of rows deleted."""
+        with self._lock:
+            with self._db:
+                deleted = self._db.execute("DELETE FROM results").rowcount
+            self._db.execute("VACUUM")
+            self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        return deleted
 
     def close(self) -> None:
         self._db.close()

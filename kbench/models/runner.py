@@ -17,8 +17,16 @@ LMs read next-token scores from packed rows (`kbench.models.packing`: several pr
 no padding) and decode from a left-padded KV cache; masked LMs, and calls whose intervention
 hooks into the model (a hook may act on the last position), run left-padded batches with
 explicit position ids instead (right-padded for masked LMs). Batch composition and packing
-change results only by float rounding. Cache hits are never recomputed; each
-finished batch is stored at once, so an interrupted call loses at most one batch.
+change results only by float rounding, and on CPU the batches of a call are a function of the
+call's inputs alone (not of the cache or of timing), so the same call computes the same bits.
+
+Caching is all-or-nothing per call: when every item of a call is in the cache, the cached values
+are returned and nothing runs; otherwise the whole call is computed, in the same batches as a
+call on an empty cache, and stored. A call resumed after a crash therefore returns exactly what
+an uninterrupted one returns (a partial recomputation would put the missing items into other
+batches and change their last bits). Keys include the source of the runner's modules and of the
+calling technique (`produced_by`) and the kbench/torch/transformers versions
+(`kbench.models.call_cache`). `cache_stats()` counts items served from the cache vs computed.
 
 Interventions (steering hooks, decoding changes) go through `Intervention` per call, so
 techniques reuse these batched paths instead of writing their own loops.
@@ -34,6 +42,7 @@ from typing import Any
 from kbench.errors import UserError
 from kbench.io import stable_hash
 from kbench.models.cpu_allocator import keep_freed_memory
+from kbench.models.call_cache import CallCache, first_indices
 from kbench.models.decoding import decode
 from kbench.models.encoding import PromptEncoder
 from kbench.models.interface import BACKENDS
@@ -80,9 +89,9 @@ class ModelRunner:
         self.tokenizer = loaded.tokenizer
         self.batch_size = batch_size
         self.cache = cache
+        self.calls = CallCache(cache, loaded.identity, loaded.name)
         self.device = torch.device(loaded.device)
         self._oom_cap = MAX_BATCH
-        self._computed = 0
         self.pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
         self.encoder = PromptEncoder(self.tokenizer, loaded.kind)
         if self.device.type == "cpu":
@@ -111,10 +120,18 @@ class ModelRunner:
         return {"name": self.loaded.name, "identity": self.loaded.identity, "kind": self.loaded.kind,
                 "dtype": self.loaded.dtype, "weights": weights_provenance(self.loaded)}
 
+    # ------------------------------------------------------------------ provenance
+    def produced_by(self, code: str | None) -> contextlib.AbstractContextManager:
+        """Calls inside the block also key their cache entries by `code`, the hash of the calling
+        code (`provenance.code_hash(technique module)`), so a changed technique never gets the
+        old technique's outputs back, even where its Intervention key did not change."""
+        return self.calls.produced_by(code)
+
     def cache_stats(self) -> dict:
-        if self.cache is None:
-            return {"hits": 0, "computed": self._computed}
-        return {"hits": self.cache.hits, "computed": self._computed}
+        """Items answered from the cache vs computed since this runner was made, overall and per
+        method: {"hits": n, "computed": m, "by_method": {"generate": {"hits": .., "computed": ..}}}.
+        Without a cache every item is computed."""
+        return self.calls.stats()
 
     # ------------------------------------------------------------------ public methods
     def rank_first_token(self, prompts: Sequence[str], golds: Sequence[str], *, candidate_ids: Sequence[int] | None = None,
@@ -199,12 +216,8 @@ class ModelRunner:
                               [{"prompt": p} for p in prompts], intervention)
         rank_keys = self._keys("rank_first_token", rank_params,
                                [{"prompt": p, "gold": g} for p, g in zip(prompts, golds)], intervention)
-        found = self.cache.get_many(gen_keys + rank_keys) if self.cache is not None else {}
-        first_of_pair: dict[tuple[str, str], int] = {}
-        for i, pair in enumerate(zip(gen_keys, rank_keys)):
-            if pair[0] not in found or pair[1] not in found:
-                first_of_pair.setdefault(pair, i)
-        todo = list(first_of_pair.values())
+        found = self.calls.lookup("generate_and_rank", gen_keys + rank_keys, len(prompts))
+        todo = [] if found else first_indices(list(zip(gen_keys, rank_keys)))
         encoded = dict(zip(todo, self.encoder.rank_items([prompts[i] for i in todo], [golds[i] for i in todo], todo)))
 
         def compute(batch: list[int]) -> list[tuple[str, list]]:
@@ -218,8 +231,8 @@ class ModelRunner:
             for i, (text, rank) in zip(batch, values):
                 fresh[gen_keys[i]], fresh[rank_keys[i]] = text, rank
             found.update(fresh)
-            if self.cache is not None:
-                self.cache.put_many(fresh)
+            self.calls.store("generate", {gen_keys[i]: fresh[gen_keys[i]] for i in batch})
+            self.calls.store("rank_first_token", {rank_keys[i]: fresh[rank_keys[i]] for i in batch})
 
         lengths = {i: len(e[0]) for i, e in encoded.items()}
         self._compute_missing(sorted(encoded, key=lambda i: -lengths[i]), lengths, compute, store, (max_new_tokens, 1),
@@ -261,31 +274,24 @@ class ModelRunner:
 
     # ------------------------------------------------------------------ caching and batching
     def _keys(self, method: str, params: dict, items: list[dict], intervention: Intervention | None) -> list[str]:
-        common = {"model": self.loaded.identity, "method": method, "params": params,
-                  "intervention": intervention.key if intervention else None}
-        return [ResultCache.key(**common, item=item) for item in items]
+        return self.calls.keys(method, params, items, intervention.key if intervention else None)
 
     def _cached(self, method: str, params: dict, items: list[dict], lengths: list[int],
                 compute: Callable[[list[int]], list], intervention: Intervention | None,
                 decode: tuple[int, int] = (0, 1), packed: bool = False) -> list:
-        """Look every item up in the cache, compute the misses, return values in input order.
-        `lengths` are prompt tokens per item; `decode` = (new tokens, rows per prompt); `packed`:
-        `compute` runs a packed forward pass (batches are cut by tokens, not rows)."""
+        """The call's values in input order: all from the cache when every item is there, else
+        all computed. `lengths` are prompt tokens per item; `decode` = (new tokens, rows per
+        prompt); `packed`: `compute` runs a packed forward pass (batches are cut by tokens)."""
         keys = self._keys(method, params, items, intervention)
-        found = self.cache.get_many(keys) if self.cache is not None else {}
-        first_of_key: dict[str, int] = {}
-        for i, key in enumerate(keys):
-            if key not in found:
-                first_of_key.setdefault(key, i)  # duplicates are computed once
+        found = self.calls.lookup(method, keys, len(items))
+        todo = [] if found else first_indices(keys)
 
         def store(batch: list[int], values: list) -> None:
             fresh = {keys[i]: v for i, v in zip(batch, values)}
             found.update(fresh)
-            if self.cache is not None:
-                self.cache.put_many(fresh)
+            self.calls.store(method, fresh)
 
-        self._compute_missing(sorted(first_of_key.values(), key=lambda i: -lengths[i]), lengths, compute, store, decode,
-                              packed)
+        self._compute_missing(sorted(todo, key=lambda i: -lengths[i]), lengths, compute, store, decode, packed)
         return [found[k] for k in keys]
 
     def _compute_missing(self, pending: list[int], lengths, compute: Callable[[list[int]], list],
@@ -299,7 +305,6 @@ class ModelRunner:
             try:
                 with self.torch.inference_mode():
                     values = compute(batch)
-                self._computed += len(batch)
             except (RuntimeError, MemoryError) as exc:
                 if not _is_oom(exc) or size == 1:
                     raise

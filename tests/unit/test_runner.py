@@ -220,9 +220,54 @@ def test_cache_hits_recompute_nothing(causal, tmp_path):
         second = ModelRunner(causal, batch_size=1, cache=cache).rank_first_token(PROMPTS, GOLDS)
     assert shapes == [] and second == first
     assert cache.hits == len(PROMPTS)
-    with count_forwards(causal) as shapes:  # one new prompt: only it is computed
+    assert runner.cache_stats() == {"hits": 0, "computed": 5, "by_method": {"rank_first_token": {"hits": 0, "computed": 5}}}
+    with count_forwards(causal) as shapes:  # one new prompt: the whole call is computed, as on an empty cache
         runner.rank_first_token(PROMPTS + ["Berlin is the capital of"], GOLDS + [" Germany"])
-    assert [tokens for _, _, tokens in shapes] == [len(causal.tokenizer("Berlin is the capital of")["input_ids"])]
+    assert sum(tokens for _, _, tokens in shapes) == sum(len(causal.tokenizer(p)["input_ids"]) for p in PROMPTS) + 6
+
+
+MORE_PROMPTS = PROMPTS + ["Berlin is the capital of", "Toyota is a company from", "Dante was born in"]
+MORE_GOLDS = GOLDS + [" Germany", " Japan", " Florence"]
+
+
+@pytest.mark.parametrize("method", ["rank_first_token", "generate_and_rank"])
+def test_partly_cached_call_is_bit_identical_to_a_cold_call(causal, tmp_path, method):
+    """Half the items were cached by other calls, computed in other batches (one prompt per
+    pass), so their last bits differ from the full call's: the call ignores them and returns
+    exactly what it returns on an empty cache, so a resumed evaluation equals an uninterrupted one."""
+    def call(runner, prompts, golds):
+        if method == "rank_first_token":
+            return runner.rank_first_token(prompts, golds)
+        return runner.generate_and_rank(prompts, golds, max_new_tokens=3)
+
+    cold = call(ModelRunner(causal), MORE_PROMPTS, MORE_GOLDS)
+    alone = call(ModelRunner(causal, batch_size=1), MORE_PROMPTS, MORE_GOLDS)
+    assert alone != cold, "one prompt per pass must change some last bits, or this test shows nothing"
+    cache = ResultCache(tmp_path / "results.sqlite")
+    call(ModelRunner(causal, batch_size=1, cache=cache), MORE_PROMPTS[1::2], MORE_GOLDS[1::2])
+    resumed = ModelRunner(causal, cache=cache)
+    assert call(resumed, MORE_PROMPTS, MORE_GOLDS) == cold
+    assert resumed.cache_stats()["computed"] == len(MORE_PROMPTS)
+    again = ModelRunner(causal, cache=cache)   # now every item is cached: the stored values are the full call's
+    with count_forwards(causal) as shapes:
+        assert call(again, MORE_PROMPTS, MORE_GOLDS) == cold
+    assert shapes == [] and again.cache_stats()["hits"] == len(MORE_PROMPTS)
+
+
+def test_batches_are_a_function_of_the_call_alone(causal, tmp_path):
+    """On CPU the forward passes of a call (their shapes and contents) do not depend on the
+    cache's state or on earlier calls of the runner."""
+    def passes(runner):
+        with count_forwards(causal) as shapes:
+            runner.generate_and_rank(MORE_PROMPTS, MORE_GOLDS, max_new_tokens=3)
+        return shapes
+
+    cache = ResultCache(tmp_path / "results.sqlite")
+    fresh = passes(ModelRunner(causal))
+    used = ModelRunner(causal, cache=cache)
+    used.generate_and_rank(MORE_PROMPTS[:4], MORE_GOLDS[:4], max_new_tokens=3)
+    used.rank_first_token(MORE_PROMPTS, MORE_GOLDS)
+    assert passes(used) == fresh
 
 
 def test_tampered_cache_row_is_recomputed(causal, tmp_path):

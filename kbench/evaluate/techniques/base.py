@@ -29,6 +29,7 @@ from pydantic import BaseModel, ConfigDict
 
 from kbench.evaluate.prompts import INSTRUCTION
 from kbench.metrics.matching import normalize_for_matching
+from kbench.models.interface import WhiteBoxModel
 
 ANSWER_INSTRUCTION = INSTRUCTION   # one prompt wording for every task (kbench.evaluate.prompts)
 MAX_ANSWER_TOKENS = 16
@@ -65,7 +66,7 @@ class KeeContext:
     bare). Otherwise plain text ending in a cue ("Answer:") and the gold continues it as
     " " + gold."""
 
-    runner: Any                    # kbench.models.runner.ModelRunner
+    runner: WhiteBoxModel          # the model; hooks and logits processors go through its Intervention
     fit_dir: Path                  # where fitted artefacts of this run live
     train_items: Sequence[KeeItem] = ()   # the dataset's train split, when it has one
     evaluated_items: Sequence[KeeItem] = ()   # every item of the run (fold fitting without a train split)
