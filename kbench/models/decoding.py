@@ -37,18 +37,18 @@ def decode(runner, seqs: list[list[int]], copies: int, max_new_tokens: int, stop
     import torch
 
     processor = intervention.logits_processor if intervention else None
-    input_ids, mask, positions = runner._pad_left(seqs)
+    input_ids, mask, positions = runner.pad_left(seqs)
     capacity = input_ids.shape[1] + max_new_tokens
     eos = set(_as_list(runner.model.generation_config.eos_token_id) or _as_list(runner.tokenizer.eos_token_id))
     generated: list[list[int]] = [[] for _ in range(len(seqs) * copies)]
     active = list(range(len(generated)))                  # output rows still decoding
     row_of = [r // copies for r in active]                # output row -> its batch row (prefill: its prompt)
-    with runner._intervened(intervention):
-        if runner._packs(intervention):
+    with runner.intervened(intervention):
+        if runner.packs(intervention):
             scores, cache = _packed_prefill(runner, seqs, capacity)
         else:
             cache = preallocated_cache(capacity)
-            scores = runner._forward(input_ids, mask, positions, cache=cache).logits[:, -1].float()
+            scores = runner.forward(input_ids, mask, positions, cache=cache).logits[:, -1].float()
         if processor:
             scores = processor(input_ids, scores)
         if on_prefill is not None:
@@ -86,7 +86,7 @@ def decode(runner, seqs: list[list[int]], copies: int, max_new_tokens: int, stop
             step_ids = torch.tensor([[token] for token in step_tokens], device=input_ids.device)
             input_ids = torch.cat([input_ids, step_ids], 1)
             mask = torch.cat([mask, torch.ones_like(step_ids)], 1)
-            scores = runner._forward(step_ids, mask, next_pos, cache=cache).logits[:, -1].float()
+            scores = runner.forward(step_ids, mask, next_pos, cache=cache).logits[:, -1].float()
             next_pos = next_pos + 1
     texts = [_cut_at_stop(runner.tokenizer.decode(g, skip_special_tokens=True), stop) for g in generated]
     return [texts[i:i + copies] for i in range(0, len(texts), copies)]

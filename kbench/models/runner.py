@@ -150,7 +150,7 @@ class ModelRunner:
 
         items = [{"prompt": p, "gold": g} for p, g in zip(prompts, golds)]
         values = self._cached("rank_first_token", params, items, [len(e[0]) for e in encoded], compute, intervention,
-                              packed=self._packs(intervention))
+                              packed=self.packs(intervention))
         return [(int(r), float(lp)) for r, lp in values]
 
     def score_answers(self, prompts: Sequence[str], answers: Sequence[str], *,
@@ -165,9 +165,9 @@ class ModelRunner:
             seqs = [pairs[i][0] + pairs[i][1] for i in batch]
             conts = [len(pairs[i][1]) for i in batch]
             keep = max(conts) + 1
-            input_ids, mask, positions = self._pad_left(seqs)
-            with self._intervened(intervention):
-                logits = self._forward(input_ids, mask, positions, logits_to_keep=keep).logits[:, :-1].float()
+            input_ids, mask, positions = self.pad_left(seqs)
+            with self.intervened(intervention):
+                logits = self.forward(input_ids, mask, positions, logits_to_keep=keep).logits[:, :-1].float()
             width = input_ids.shape[1]
             if intervention and intervention.logits_processor:
                 for j in range(keep - 1):  # position width-keep+j predicts token width-keep+j+1
@@ -200,7 +200,7 @@ class ModelRunner:
         params = {"max_new_tokens": max_new_tokens, "stop": stop}
         items = [{"prompt": p} for p in prompts]
         return self._cached("generate", params, items, [len(e) for e in encoded], compute, intervention,
-                            decode=(max_new_tokens, 1), packed=self._packs(intervention))
+                            decode=(max_new_tokens, 1), packed=self.packs(intervention))
 
     def generate_and_rank(self, prompts: Sequence[str], golds: Sequence[str], max_new_tokens: int = 32,
                           stop: Sequence[str] | None = None, *, candidate_ids: Sequence[int] | None = None,
@@ -236,7 +236,7 @@ class ModelRunner:
 
         lengths = {i: len(e[0]) for i, e in encoded.items()}
         self._compute_missing(sorted(encoded, key=lambda i: -lengths[i]), lengths, compute, store, (max_new_tokens, 1),
-                              self._packs(intervention))
+                              self.packs(intervention))
         return [(found[g], int(found[r][0]), float(found[r][1])) for g, r in zip(gen_keys, rank_keys)]
 
     def sample(self, prompts: Sequence[str], k: int, temperature: float, seed: int, max_new_tokens: int = 32,
@@ -270,7 +270,7 @@ class ModelRunner:
                   "sampler": "inverse-cdf"}
         items = [{"prompt": p} for p in prompts]
         return self._cached("sample", params, items, [len(e) for e in encoded], compute, intervention,
-                            decode=(max_new_tokens, k), packed=self._packs(intervention))
+                            decode=(max_new_tokens, k), packed=self.packs(intervention))
 
     # ------------------------------------------------------------------ caching and batching
     def _keys(self, method: str, params: dict, items: list[dict], intervention: Intervention | None) -> list[str]:
@@ -342,7 +342,7 @@ class ModelRunner:
         """Tokens per packed prefill chunk in `decode` (None: the whole batch at once)."""
         return CPU_PACKED_TOKENS if self.device.type == "cpu" else None
 
-    def _packs(self, intervention: Intervention | None) -> bool:
+    def packs(self, intervention: Intervention | None) -> bool:
         """Whether this call reads next-token scores from packed rows: causal LMs whose packed
         passes match unpacked ones, unless the intervention hooks into the model."""
         return (self.loaded.kind == "causal" and (intervention is None or intervention.hooks is None)
@@ -365,7 +365,11 @@ class ModelRunner:
         return max(1, min(rows, MAX_BATCH // copies, self._oom_cap))
 
     # ------------------------------------------------------------------ forward passes
-    def _pad_left(self, seqs: list[list[int]]):
+    # The Hugging Face backend's own primitives, public for its decoding loop (`decoding.py`):
+    # `pad_left` (ids, mask, positions of left-padded rows), `forward` (one pass, optionally on a KV
+    # cache), `intervened` (the intervention's hooks around the passes), `packs` (whether this call
+    # reads packed rows). Other backends need not have them; tasks use the LanguageModel methods.
+    def pad_left(self, seqs: list[list[int]]):
         torch = self.torch
         width = max(len(s) for s in seqs)
         input_ids = torch.full((len(seqs), width), self.pad_id, dtype=torch.long)
@@ -376,7 +380,7 @@ class ModelRunner:
         positions = (mask.cumsum(1) - 1).clamp(min=0)  # real tokens start at position 0 in every row
         return input_ids.to(self.device), mask.to(self.device), positions.to(self.device)
 
-    def _forward(self, input_ids, mask, positions, cache=None, logits_to_keep: int = 1):
+    def forward(self, input_ids, mask, positions, cache=None, logits_to_keep: int = 1):
         kwargs: dict[str, Any] = {"input_ids": input_ids, "attention_mask": mask, "position_ids": positions,
                                   "logits_to_keep": logits_to_keep}
         if cache is not None:
@@ -388,13 +392,13 @@ class ModelRunner:
     def _next_token_scores(self, seqs: list[list[int]], read_at: list[int | None], intervention: Intervention | None):
         """[B, V] float32 scores at the next position (causal) or at `read_at` (masked)."""
         torch = self.torch
-        if self._packs(intervention):
+        if self.packs(intervention):
             scores = last_token_logits(self.model, pack(self.model, seqs, self.pad_id, self.device))
-            input_ids = self._pad_left(seqs)[0] if intervention and intervention.logits_processor else None
+            input_ids = self.pad_left(seqs)[0] if intervention and intervention.logits_processor else None
         elif self.loaded.kind == "causal":
-            input_ids, mask, positions = self._pad_left(seqs)
-            with self._intervened(intervention):
-                scores = self._forward(input_ids, mask, positions).logits[:, -1].float()
+            input_ids, mask, positions = self.pad_left(seqs)
+            with self.intervened(intervention):
+                scores = self.forward(input_ids, mask, positions).logits[:, -1].float()
         else:  # masked LMs use absolute positions from 0, so pad on the right
             width = max(len(s) for s in seqs)
             input_ids = torch.full((len(seqs), width), self.pad_id, dtype=torch.long)
@@ -403,7 +407,7 @@ class ModelRunner:
                 input_ids[row, :len(seq)] = torch.tensor(seq)
                 mask[row, :len(seq)] = 1
             input_ids, mask = input_ids.to(self.device), mask.to(self.device)
-            with self._intervened(intervention):
+            with self.intervened(intervention):
                 logits = self.model(input_ids=input_ids, attention_mask=mask).logits
             rows = torch.arange(len(seqs), device=self.device)
             scores = logits[rows, torch.tensor(read_at, device=self.device)].float()
@@ -411,7 +415,7 @@ class ModelRunner:
             scores = intervention.logits_processor(input_ids, scores)
         return scores
 
-    def _intervened(self, intervention: Intervention | None):
+    def intervened(self, intervention: Intervention | None):
         if intervention is None or intervention.hooks is None:
             return contextlib.nullcontext()
         return intervention.hooks(self.model)

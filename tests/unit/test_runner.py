@@ -402,12 +402,12 @@ def test_models_that_mix_packed_prompts_are_run_padded(tiny_causal_dir):
             return super().forward(input_ids=input_ids, **kwargs)
 
     good = ModelRunner(load_model(str(tiny_causal_dir)))
-    assert good._packs(None)
-    assert not good._packs(Intervention("hooked", hooks=lambda model: contextlib.nullcontext()))
+    assert good.packs(None)
+    assert not good.packs(Intervention("hooked", hooks=lambda model: contextlib.nullcontext()))
     blind = load_model(str(tiny_causal_dir))
     blind.model.__class__ = PackingBlind
     runner = ModelRunner(blind, batch_size=1)
-    assert not runner._packs(None)
+    assert not runner.packs(None)
     for (rank, logprob), prompt, gold in zip(runner.rank_first_token(PROMPTS, GOLDS), PROMPTS, GOLDS):
         assert (rank, logprob) == pytest.approx(_reference_rank(blind, prompt, gold), abs=1e-4)
 
