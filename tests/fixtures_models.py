@@ -92,3 +92,34 @@ def tiny_causal_dir(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def tiny_masked_dir(tmp_path_factory) -> Path:
     return build_tiny_masked(tmp_path_factory.mktemp("tiny-bert"))
+
+
+def build_tiny_roberta(folder: Path) -> Path:
+    """A RoBERTa-shaped masked LM with a byte-level BPE tokenizer: a word after a space is its own
+    token with the space marker ("ĠParis"), and the mask absorbs the space before it (lstrip)."""
+    import torch
+    from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+    from transformers import PreTrainedTokenizerFast, RobertaConfig, RobertaForMaskedLM
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    specials = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]
+    trainer = trainers.BpeTrainer(vocab_size=500, special_tokens=specials, initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    tok.train_from_iterator(CORPUS * 4, trainer)
+    tok.post_processor = processors.RobertaProcessing(("</s>", tok.token_to_id("</s>")), ("<s>", tok.token_to_id("<s>")))
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>", eos_token="</s>", sep_token="</s>",
+                                        cls_token="<s>", unk_token="<unk>", pad_token="<pad>",
+                                        mask_token=AddedToken("<mask>", lstrip=True, rstrip=False))
+    torch.manual_seed(0)
+    config = RobertaConfig(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                           num_attention_heads=2, max_position_embeddings=130, pad_token_id=tokenizer.pad_token_id,
+                           bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id)
+    RobertaForMaskedLM(config).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+@pytest.fixture(scope="session")
+def tiny_roberta_dir(tmp_path_factory) -> Path:
+    return build_tiny_roberta(tmp_path_factory.mktemp("tiny-roberta"))
