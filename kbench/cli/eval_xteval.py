@@ -23,8 +23,11 @@ def xteval(
     split_seeds: Optional[int] = typer.Option(None, "--split-seeds", help="Override the split seed count."),
     finetune_seeds: Optional[int] = typer.Option(None, "--finetune-seeds", help="Override the fine-tune seed count."),
     split: str = typer.Option("iid", "--split", help="iid (random 60/40), ood (relation-disjoint 60/40) or both."),
-    extraction: str = typer.Option("soft", "--extraction", help="soft (OptiPrompt vectors, the paper's) or discrete (the dataset's cloze prompts)."),
-    top1: str = typer.Option("first-token", "--top1", help="Known = predicted at top-1: first-token (first gold token is the argmax) or full-answer (every gold token); masked LMs: the one mask."),
+    extraction: str = typer.Option("soft", "--extraction",
+                                   help="soft (OptiPrompt vectors, the paper's) or discrete (the dataset's cloze prompts)."),
+    top1: str = typer.Option("first-token", "--top1",
+                             help="Known = top-1: first-token (the first gold token is the argmax) or full-answer "
+                                  "(every gold token); masked LMs read the one mask."),
     known_facts: Optional[Path] = typer.Option(None, "--known-facts", help="D^theta from an extraction run (parquet/jsonl: id[, correct]) instead of step 1."),
     prompt_train_dir: Optional[Path] = typer.Option(None, "--prompt-train-dir", help="Soft-prompt data: <relation>/train.jsonl and dev.jsonl (AutoPrompt splits); default: the dataset's train/dev splits."),
     templates_dir: Optional[Path] = typer.Option(None, "--templates-dir", help="A LAMA folder (relations.jsonl, prompt_variants/) adding document templates."),

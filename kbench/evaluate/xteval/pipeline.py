@@ -259,9 +259,9 @@ class Run:
         """What "the model predicts the tail at top-1" meant in this run (stated in results.json)."""
         if self.known_facts is not None:
             return f"known facts from {self.known_facts}"
-        prompts = ("soft prompts (OptiPrompt, {} + {} vectors around the head)".format(
-            self.cfg.softprompt.n_before, self.cfg.softprompt.n_after) if self.cfg.extraction == "soft"
-            else "discrete prompts (the dataset's cloze prompt)")
+        sp = self.cfg.softprompt
+        prompts = (f"soft prompts (OptiPrompt, {sp.n_before} + {sp.n_after} vectors around the head)"
+                   if self.cfg.extraction == "soft" else "discrete prompts (the dataset's cloze prompt)")
         if kind == "masked":
             return f"{prompts}: the single-token tail is the argmax at the mask"
         if self.cfg.top1 == "first-token":
