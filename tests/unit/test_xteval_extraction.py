@@ -106,3 +106,20 @@ def test_acc_d_std_is_over_extraction_seeds_and_downstream_std_over_runs():
     total = agg["usable_knowledge"]["mean"] + agg["gap1"]["mean"] + agg["gap2"]["mean"]
     assert total == pytest.approx(1.0)                                  # the stacked bars still add to 1
     assert agg["chance_accuracy"]["mean"] == pytest.approx(0.01)
+
+
+def test_relations_without_soft_prompt_data_leave_d(tiny_causal_dir, tmp_path):  # noqa: F811
+    from kbench.evaluate.xteval.extraction import soft_known
+    from kbench.evaluate.xteval.softprompt import SoftPromptConfig
+
+    loaded = load_model(str(tiny_causal_dir))
+    rows = _rows()
+    trained = "is the capital of"
+
+    def pairs(relation):   # only one relation has train/dev facts (like T-REx vs Google-RE)
+        return ([("Madrid", "Spain"), ("Paris", "France")], [("Madrid", "Spain")]) if relation == trained else ([], [])
+
+    extraction = soft_known(loaded, rows, pairs, tmp_path, SoftPromptConfig(epochs=1), 0, "first-token")
+    assert sorted(extraction.untrained) == sorted(r["id"] for r in rows if r["relation"] != trained)
+    assert not set(extraction.known) & set(extraction.untrained) and extraction.unreadable == []
+    assert [p.stem for p in tmp_path.glob("*.safetensors")] == [trained]

@@ -9,15 +9,16 @@ be probed at all); "predicts at top-1" is defined in `probes.py` for both kinds 
   for masked LMs), the prompts `kbench evaluate extraction` reads;
 - a known-facts file written by an extraction run: parquet or jsonl with an `id` column and,
   optionally, a boolean `correct` column (rows with correct = false are not known).
-Masked LMs read the tail at one mask, so facts whose tail is several tokens are not probed:
-they leave D (the denominator of acc_D and Gap 1) and are counted in `Extraction.unreadable`.
+Facts that cannot be probed leave D (the denominator of acc_D and Gap 1) and are counted:
+`Extraction.unreadable` (a masked LM reads the tail at one mask, so multi-token tails) and
+`Extraction.untrained` (soft prompts: the relation has no train/dev facts, e.g. Google-RE's).
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from kbench.errors import InputError
@@ -29,6 +30,7 @@ from kbench.evaluate.xteval.softprompt import SoftPromptConfig, load_or_train
 class Extraction:
     known: list[str]        # ids of the facts predicted at top-1 (D^theta)
     unreadable: list[str]   # ids left out of D: a masked LM cannot read the tail at one mask
+    untrained: list[str] = field(default_factory=list)   # ids left out of D: no soft prompt for the relation
 
 
 def readable_rows(loaded, rows: Sequence[dict], criterion: str) -> tuple[list[tuple[dict, list[int]]], list[str]]:
@@ -84,16 +86,22 @@ def soft_known(loaded, rows: Sequence[dict], pairs: Callable[[str], tuple[list, 
     for r in rows:
         heads[r["relation"]].add(str(r["subject"]))
     known: list[str] = []
+    untrained: list[str] = []
     for relation in sorted(by_relation):
         group = by_relation[relation]
         template = next((r["template"] for r, _ in group if r.get("template")), None)
         vectors = load_or_train(loaded, relation, pairs, save_dir, cfg, seed, write=write, template=template,
                                 criterion=criterion, exclude_heads=frozenset(heads[relation]))
+        if vectors is None:
+            untrained += [str(r["id"]) for r, _ in group]
+            if progress is not None:
+                progress(len(group))
+            continue
         probes = [soft_probe(loaded.tokenizer, loaded.kind, str(r["subject"]), targets, cfg.n_before, cfg.n_after)
                   for r, targets in group]
         hits = _batched_hits(loaded, probes, batch_size, vectors, progress)
         known += [str(r["id"]) for (r, _), hit in zip(group, hits) if hit]
-    return Extraction(known, unreadable)
+    return Extraction(known, unreadable, untrained)
 
 
 def read_known_facts(path: Path, ids: set[str]) -> list[str]:

@@ -153,7 +153,8 @@ class Run:
                 known = self._extraction_unit(loaded, e, progress, accelerator)
                 acc_d = known["acc_D"]
                 extraction_log.append({"seed": e, "acc_D": acc_d, "n_known": len(known["known_ids"]),
-                                       "n_probed": known["n_probed"], "n_unreadable": len(known["unreadable_ids"])})
+                                       "n_probed": known["n_probed"], "n_unreadable": len(known["unreadable_ids"]),
+                                       "n_untrained": len(known["untrained_ids"])})
                 facts = [self._triple(self.by_id[i]) for i in known["known_ids"]]
                 for setting in self.cfg.settings:
                     for s in range(self.cfg.split_seeds):
@@ -168,8 +169,9 @@ class Run:
             "dataset": str(self.dataset_dir), "dataset_split": self.cfg.dataset_split, "n_facts": len(self.rows),
             "extraction": {"method": "known-facts file" if self.known_facts else self.cfg.extraction,
                            "criterion": self._criterion(loaded.kind), "seeds": extraction_log,
-                           "unreadable": "facts whose tail a masked LM cannot read at one mask; they leave D "
-                                         "(acc_D = n_known / n_probed)"},
+                           "not_probed": "leave D (acc_D = n_known / n_probed): unreadable = a masked LM cannot "
+                                         "read the tail at one mask; untrained = no soft-prompt train/dev facts "
+                                         "for the relation"},
             "statistics": {"acc_D, gap1": "mean and sample std over the distinct extraction seeds (paper Fig. 4a)",
                            "downstream_accuracy, usable_knowledge, gap2, chance_accuracy":
                                "mean and sample std over the runs, extraction x split x fine-tune (paper Fig. 4b)"},
@@ -215,12 +217,14 @@ class Run:
             extraction = soft_known(loaded, self.rows, pairs, self.out / "softprompts" / f"seed-{seed}",
                                     self.cfg.softprompt, seed, self.cfg.top1, self.cfg.probe_batch_size, advance,
                                     write=is_main)
-        n_probed = len(self.rows) - len(extraction.unreadable)
+        n_probed = len(self.rows) - len(extraction.unreadable) - len(extraction.untrained)
         if n_probed == 0:
-            raise UserError(f"none of the {len(self.rows)} facts can be read at top-1 by this model "
-                            "(a masked LM needs single-token tails)")
+            raise UserError(f"none of the {len(self.rows)} facts can be probed: {len(extraction.unreadable)} have "
+                            f"tails a masked LM cannot read at one mask, {len(extraction.untrained)} belong to "
+                            "relations without soft-prompt train/dev facts")
         unit = {"seed": seed, "n_facts": len(self.rows), "n_probed": n_probed, "known_ids": sorted(extraction.known),
-                "unreadable_ids": sorted(extraction.unreadable), "acc_D": len(extraction.known) / n_probed}
+                "unreadable_ids": sorted(extraction.unreadable), "untrained_ids": sorted(extraction.untrained),
+                "acc_D": len(extraction.known) / n_probed}
         if is_main:
             write_json(path, unit)
         return unit

@@ -170,11 +170,15 @@ def _metadata(loaded, relation: str, cfg: SoftPromptConfig, seed: int, criterion
 
 
 def split_dir_pairs(train_dir: Path) -> Callable[[str], tuple[list, list]]:
-    """Training data from a folder of `<relation>/train.jsonl` and `dev.jsonl` (AutoPrompt layout)."""
+    """Training data from a folder of `<relation>/train.jsonl` and `dev.jsonl` (AutoPrompt layout);
+    a relation without a folder has none (AutoPrompt has no Google-RE relations)."""
+    if not Path(train_dir).is_dir():
+        raise InputError(Path(train_dir), "soft-prompt training folder not found")
+
     def pairs(relation: str) -> tuple[list, list]:
         rel_dir = Path(train_dir) / relation
         if not (rel_dir / "train.jsonl").exists():
-            raise InputError(rel_dir / "train.jsonl", f"no soft-prompt training data for relation {relation}")
+            return [], []
         return read_split(rel_dir / "train.jsonl"), read_split(rel_dir / "dev.jsonl")
 
     return pairs
@@ -186,7 +190,8 @@ def load_or_train(loaded, relation: str, pairs: Callable[[str], tuple[list, list
                   exclude_heads: frozenset[str] = frozenset()):
     """The relation's vectors from `save_dir` when saved for this model/config/seed/criterion, else
     trained on `pairs(relation)` = (train, dev) (subject, object) pairs and saved (when `write`);
-    subjects in `exclude_heads` (the relation's heads in D) are never trained or validated on."""
+    subjects in `exclude_heads` (the relation's heads in D) are never trained or validated on.
+    None when the relation has no usable train or dev pair."""
     from safetensors import safe_open
     from safetensors.torch import save_file
 
@@ -202,8 +207,7 @@ def load_or_train(loaded, relation: str, pairs: Callable[[str], tuple[list, list
     train_pairs = target_pairs(loaded, train_raw, criterion, exclude_heads)
     dev_pairs = target_pairs(loaded, dev_raw, criterion, exclude_heads)
     if not train_pairs or not dev_pairs:
-        raise UserError(f"relation {relation}: soft prompts need usable train and dev facts, have "
-                        f"{len(train_pairs)} / {len(dev_pairs)} (of {len(train_raw)} / {len(dev_raw)})")
+        return None   # nothing to train on: the caller leaves the relation's facts out of D
     vectors, log = train_relation(loaded, train_pairs, dev_pairs, cfg, seed, progress, template)
     if write:
         with atomic_path(path) as tmp:
