@@ -23,7 +23,11 @@ def xteval(
     split_seeds: Optional[int] = typer.Option(None, "--split-seeds", help="Override the split seed count."),
     finetune_seeds: Optional[int] = typer.Option(None, "--finetune-seeds", help="Override the fine-tune seed count."),
     split: str = typer.Option("iid", "--split", help="iid (random 60/40), ood (relation-disjoint 60/40) or both."),
-    extraction: str = typer.Option("discrete", "--extraction", help="discrete (dataset templates) or soft (OptiPrompt vectors)."),
+    extraction: str = typer.Option("soft", "--extraction",
+                                   help="soft (OptiPrompt vectors, the paper's) or discrete (the dataset's cloze prompts)."),
+    top1: str = typer.Option("first-token", "--top1",
+                             help="Known = top-1: first-token (the first gold token is the argmax) or full-answer "
+                                  "(every gold token); masked LMs read the one mask."),
     known_facts: Optional[Path] = typer.Option(None, "--known-facts", help="D^theta from an extraction run (parquet/jsonl: id[, correct]) instead of step 1."),
     prompt_train_dir: Optional[Path] = typer.Option(None, "--prompt-train-dir", help="Soft-prompt data: <relation>/train.jsonl and dev.jsonl (AutoPrompt splits); default: the dataset's train/dev splits."),
     templates_dir: Optional[Path] = typer.Option(None, "--templates-dir", help="A LAMA folder (relations.jsonl, prompt_variants/) adding document templates."),
@@ -36,7 +40,7 @@ def xteval(
     batch_size: int = typer.Option(32, "--batch-size", help="Queries per fine-tuning step (paper: 32)."),
     micro_batch_size: int = typer.Option(8, "--micro-batch-size", help="Queries per forward pass (memory bound only)."),
     prompt_init: str = typer.Option("random", "--prompt-init", help="Soft-prompt start: random (OptiPrompt default) or template (the relation's template words)."),
-    prompt_train_limit: Optional[int] = typer.Option(None, "--prompt-train-limit", help="Cap soft-prompt training facts per relation (smoke runs)."),
+    prompt_train_limit: Optional[int] = typer.Option(None, "--prompt-train-limit", help="Cap soft-prompt train and dev facts per relation (CPU runs)."),
     device: str = typer.Option("auto", "--device", help="auto (accelerate's choice), cpu, cuda, cuda:1 ..."),
     dtype: str = typer.Option("float32", "--dtype", help="float32, bfloat16 or float16."),
 ) -> None:
@@ -57,7 +61,7 @@ def xteval(
         raise UserError(f"--split must be iid, ood or both, not {split!r}")
     try:
         cfg = XtevalConfig(
-            extraction=extraction, settings=settings, extraction_seeds=extraction_seeds or seeds,
+            extraction=extraction, top1=top1, settings=settings, extraction_seeds=extraction_seeds or seeds,
             split_seeds=split_seeds or seeds, finetune_seeds=finetune_seeds or seeds, dataset_split=dataset_split,
             limit=limit, distractors_per_type=distractors,
             finetune=FinetuneConfig(lr=lr, epochs=epochs, negatives_per_type=negatives, batch_size=batch_size,
@@ -78,7 +82,8 @@ def xteval(
     if not PartialState().is_main_process:  # under `accelerate launch`, one process reports
         return
     for setting, agg in results["settings"].items():
-        console.print(f"{setting}: acc_D {agg['acc_D']['mean']:.3f}  downstream {agg['downstream_accuracy']['mean']:.3f}  "
+        console.print(f"{setting}: acc_D {agg['acc_D']['mean']:.3f}  downstream {agg['downstream_accuracy']['mean']:.3f} "
+                      f"(chance {agg['chance_accuracy']['mean']:.3f})  "
                       f"usable {agg['usable_knowledge']['mean']:.3f}  gap1 {agg['gap1']['mean']:.3f}  "
                       f"gap2 {agg['gap2']['mean']:.3f}  ({len(agg['runs'])} runs)")
     console.print(f"results: {out / 'results.json'}, {out / 'report.md'}, {out / 'gaps.png'}")

@@ -98,9 +98,12 @@ def test_xteval_runs_resumes_and_writes_valid_results(model_fixture, request, la
         assert agg["acc_D"]["mean"] == 1.0   # every fact is in the given D^theta
         run = agg["runs"][0]
         assert run["gap1"] == 0.0 and run["usable_knowledge"] + run["gap2"] == pytest.approx(1.0)
+        assert agg["acc_D"]["std_over"] == "extraction seeds" and agg["acc_D"]["n"] == 1
+        assert 0 < agg["chance_accuracy"]["mean"] < 1
     iid = json.loads((out / "units" / "iid" / "e0-s0-f0.json").read_text())
     assert iid["n_train"] + iid["n_test"] == n and iid["n_test"] == round(n * 0.4)
     assert all(q["n_candidates"] > 1 for q in iid["queries"])
+    assert iid["chance_accuracy"] == pytest.approx(sum(1 / q["n_candidates"] for q in iid["queries"]) / iid["n_test"])
     ood = json.loads((out / "units" / "ood" / "e0-s0-f0.json").read_text())
     test_rel = {q["relation"] for q in ood["queries"]}   # relation-disjoint: whole relations go to test
     assert 0 < len(test_rel) < len(RELATIONS) and ood["n_test"] == PER_RELATION * len(test_rel)
@@ -120,12 +123,15 @@ def test_rerun_with_other_settings_is_refused_and_tiny_d_theta_is_explained(lama
     # A real user's view (subprocess): other settings in the same folder -> exit 2, one clear line.
     other = run_kbench(*_args(lama_folder, tiny_causal_dir, out, "--limit", "12", "--lr", "3e-5"))
     assert other.returncode == 2 and "differs in: settings" in other.stderr and "Traceback" not in other.stderr
-    # Discrete extraction through the extraction task: a random model knows (almost) nothing.
+    # Discrete extraction with the dataset's cloze prompts: a random model knows (almost) nothing.
     capsys.readouterr()
     code = kbench_in_process("evaluate", "xteval", "--dataset", str(lama_folder), "--model", str(tiny_causal_dir),
-                             "--out", str(tmp_path / "discrete"), "--epochs", "1", "--seeds", "1", "--device", "cpu")
+                             "--out", str(tmp_path / "discrete"), "--extraction", "discrete", "--epochs", "1",
+                             "--seeds", "1", "--device", "cpu")
     assert code == 2 and "D^theta holds" in capsys.readouterr().err
-    assert (tmp_path / "discrete" / "extraction" / "discrete" / "known_facts.parquet").exists()
+    discrete = json.loads((tmp_path / "discrete" / "extraction" / "seed-0.json").read_text())
+    n = len(RELATIONS) * PER_RELATION
+    assert discrete["n_probed"] == n and discrete["unreadable_ids"] == []   # a causal LM reads every tail
     # Soft extraction: one soft prompt per relation of D, trained on the dataset's train/dev splits, saved.
     code = kbench_in_process("evaluate", "xteval", "--dataset", str(lama_folder), "--model", str(tiny_causal_dir),
                              "--out", str(tmp_path / "soft"), "--extraction", "soft", "--limit", "6", "--epochs", "1",
@@ -138,6 +144,21 @@ def test_rerun_with_other_settings_is_refused_and_tiny_d_theta_is_explained(lama
     code = kbench_in_process("evaluate", "xteval", "--dataset", str(tmp_path), "--model", str(tiny_causal_dir),
                              "--out", str(tmp_path / "x"))
     assert code == 2 and "not a dataset folder" in capsys.readouterr().err
+
+
+def test_masked_lm_facts_with_multi_token_tails_leave_the_denominator(lama_folder, tiny_masked_dir, tmp_path, capsys):  # noqa: F811
+    """The tiny BERT's vocabulary holds few LAMA tails as one token: those facts are not probed,
+    and acc_D is counted over the probed facts only."""
+    out = tmp_path / "masked"
+    code = kbench_in_process("evaluate", "xteval", "--dataset", str(lama_folder), "--model", str(tiny_masked_dir),
+                             "--out", str(out), "--extraction", "discrete", "--epochs", "1", "--seeds", "1",
+                             "--device", "cpu")
+    assert code == 2 and "D^theta holds" in capsys.readouterr().err   # a random model knows too little
+    unit = json.loads((out / "extraction" / "seed-0.json").read_text())
+    assert unit["n_facts"] == len(RELATIONS) * PER_RELATION
+    assert 0 < len(unit["unreadable_ids"]) and unit["n_probed"] == unit["n_facts"] - len(unit["unreadable_ids"])
+    assert unit["acc_D"] == len(unit["known_ids"]) / unit["n_probed"]
+    assert not set(unit["known_ids"]) & set(unit["unreadable_ids"])
 
 
 def test_data_parallel_launch_on_two_cpu_processes(lama_folder, tiny_causal_dir, tmp_path):  # noqa: F811

@@ -105,3 +105,30 @@ def test_iid_and_ood_splits():
     assert len(train_rel) == 3 and len(test_rel) == 2 and not train_rel & test_rel
     with pytest.raises(UserError, match="at least 2 relations"):
         split_facts(facts[:1], "ood", 0, 0.6)
+
+
+def test_ood_training_documents_never_show_a_held_out_relation():
+    """Every training document (gold, hard negatives, validation rows, every epoch) of an OOD
+    split names only train relations: no held-out template, head or tail reaches training."""
+    from kbench.evaluate.xteval.crossencoder import training_candidates
+    from kbench.evaluate.xteval.pipeline import downstream_generators, split_facts
+
+    relations = [f"P{i}" for i in range(1, 6)]
+    facts = [Triple(f"head-{r}-{i}", r, f"tail-{r}-{i % 3}") for r in relations for i in range(8)]
+    templates = {r: [f"[X] marker{r}a [Y] .", f"[X] has marker{r}b [Y] ."] for r in relations}
+    for seed in range(3):
+        train, test = split_facts(facts, "ood", seed, 0.6)
+        held_out = {f.relation for f in test}
+        train_gen, test_gen = downstream_generators("ood", facts, train, templates)
+        texts = []
+        for epoch in range(5):
+            rows = training_candidates(train, train_gen, 4, random.Random(f"{seed}-{epoch}"))
+            texts += [t for row in rows for t in (row.query, *row.documents)]
+        assert len(texts) > 5 * len(train) * 4
+        for relation in held_out:
+            leaked = [t for t in texts if f"marker{relation}" in t or f"-{relation}-" in t]
+            assert not leaked, (seed, relation, leaked[:3])
+        # The test side still draws distractors from all of D^theta (held-out relations included).
+        assert set(test_gen.relations) == set(relations)
+    iid_train, _ = split_facts(facts, "iid", 0, 0.6)
+    assert set(downstream_generators("iid", facts, iid_train, templates)[0].relations) == set(relations)

@@ -8,8 +8,8 @@ import torch
 
 from kbench.evaluate.xteval.crossencoder import CrossEncoder, FinetuneConfig, finetune, info_nce, training_candidates
 from kbench.evaluate.xteval.documents import DocumentGenerator, Triple
-from kbench.evaluate.xteval.probes import run_probes, soft_probe
-from kbench.evaluate.xteval.softprompt import SoftPromptConfig, load_or_train, train_relation
+from kbench.evaluate.xteval.probes import answer_targets, run_probes, soft_probe
+from kbench.evaluate.xteval.softprompt import SoftPromptConfig, load_or_train, target_pairs, train_relation
 from kbench.models.loading import load_model
 from tests.fixtures_models import tiny_causal_dir, tiny_masked_dir  # noqa: F401
 
@@ -30,7 +30,9 @@ def test_soft_prompt_training_lowers_loss_and_touches_only_the_vectors(fixture, 
     loaded = load_model(str(request.getfixturevalue(fixture)))
     before = {k: v.clone() for k, v in loaded.model.state_dict().items()}
     cfg = SoftPromptConfig(lr=0.05, epochs=3, batch_size=6, warmup_ratio=0.0)
-    vectors, log = train_relation(loaded, PAIRS, PAIRS[:3], cfg, seed=0)
+    pairs = target_pairs(loaded, PAIRS, "first-token")
+    assert len(pairs) == len(PAIRS)   # every tail is one token of these tiny vocabularies
+    vectors, log = train_relation(loaded, pairs, pairs[:3], cfg, seed=0)
     assert vectors.shape == (6, loaded.model.config.hidden_size)
     assert log["train_loss"][-1] < log["train_loss"][0]
     after = loaded.model.state_dict()
@@ -52,18 +54,20 @@ def test_soft_prompts_are_saved_reused_and_checked(tiny_causal_dir, tmp_path):  
     assert (tmp_path / "P17.safetensors").exists()
     from kbench.errors import UserError
 
-    with pytest.raises(UserError, match="another model, seed or config"):
+    with pytest.raises(UserError, match="another model, seed, criterion or config"):
         load_or_train(loaded, "P17", pairs, tmp_path, cfg, seed=4)
+    with pytest.raises(UserError, match="another model, seed, criterion or config"):
+        load_or_train(loaded, "P17", pairs, tmp_path, cfg, seed=3, criterion="full-answer")
 
 
 def test_soft_probes_put_the_gold_where_it_is_read(tiny_causal_dir, tiny_masked_dir):  # noqa: F811
     causal = load_model(str(tiny_causal_dir))
-    p = soft_probe(causal.tokenizer, "causal", "Paris", "France", 3, 3)
+    p = soft_probe(causal.tokenizer, "causal", "Paris", answer_targets(causal.tokenizer, "causal", "France", "full-answer"), 3, 3)
     n_gold = len(p.target_ids)
     assert p.ids[-n_gold:] == p.target_ids and p.logit_positions[0] == len(p.ids) - n_gold - 1
     assert sum(p.soft) == 6 and not any(p.soft[-n_gold:])
     masked = load_model(str(tiny_masked_dir))
-    s = soft_probe(masked.tokenizer, "masked", "Paris", "France", 3, 3)
+    s = soft_probe(masked.tokenizer, "masked", "Paris", answer_targets(masked.tokenizer, "masked", "France"), 3, 3)
     assert sum(s.soft) == 6 and s.ids[0] == masked.tokenizer.cls_token_id and s.ids[-1] == masked.tokenizer.sep_token_id
     assert all(s.ids[i] == masked.tokenizer.mask_token_id for i in s.logit_positions)
     loss, hit = run_probes(masked.model, [s, s], masked.tokenizer.pad_token_id, torch.zeros(6, 32))
@@ -108,7 +112,7 @@ def test_soft_slots_holding_template_embeddings_equal_the_discrete_prompt(tiny_c
     vectors = loaded.model.get_input_embeddings().weight[torch.tensor(before + after)].detach()
     soft, plain = [], []
     for head, tail in PAIRS:
-        soft.append(soft_probe(tok, "causal", head, tail, len(before), len(after)))
+        soft.append(soft_probe(tok, "causal", head, answer_targets(tok, "causal", tail, "full-answer"), len(before), len(after)))
         prompt = tok(f"the capital of {head} is", add_special_tokens=False)["input_ids"]
         gold = tok(" " + tail, add_special_tokens=False)["input_ids"]
         plain.append(Probe(prompt + gold, [False] * (len(prompt) + len(gold)),

@@ -1,13 +1,13 @@
 """XTEVAL: the acquisition-utilization gap (REFERENCE.md, "XTEVAL").
 
-    extraction.py    step 1 with soft prompts or a known-facts file (discrete prompts: the
-                     extraction task, `kbench.evaluate.engine.evaluate_task("extraction", ...)`)
+    extraction.py    step 1: D^theta with soft prompts (default), discrete prompts or a known-facts file
     softprompt.py    OptiPrompt-style per-relation soft prompts (frozen model, safetensors)
-    probes.py        teacher-forced top-1 probes with soft-prompt slots
+    probes.py        teacher-forced top-1 probes (first token / full answer / the mask), soft-prompt slots
     documents.py     the document generator P(d | H, R, T) and the 8 input types
     crossencoder.py  the cross-encoder (fresh scalar head) and its InfoNCE fine-tuning
     inference.py     the retrieval test: distractors of every non-gold type, top-1 accuracy
     pipeline.py      splits x seeds, per-unit checkpoints, results.json
+    aggregate.py     mean and std as the paper takes them (acc_D over extraction seeds, the rest over runs)
     report.py        markdown table and the gap chart (PNG)
 The gap arithmetic lives in `kbench.metrics.gaps`.
 """

@@ -1,24 +1,48 @@
 """Step 1 of XTEVAL: D^theta, the facts of D the model predicts at top-1, zero-shot.
 
-Two sources here, one output (the ids of the known facts); discrete prompts are the extraction
-task's (`kbench.evaluate.engine.evaluate_task("extraction", ...)`, called by the pipeline):
-- "soft": per-relation OptiPrompt vectors around the head (`softprompt.py`), trained on
-  train/dev facts of the relation that are not in D (AutoPrompt splits, or the dataset's
-  train/dev splits);
+Three sources, one output (`Extraction`: the ids of the known facts, and the facts that cannot
+be probed at all); "predicts at top-1" is defined in `probes.py` for both kinds of prompt:
+- "soft" (the paper's default): per-relation OptiPrompt vectors around the head
+  (`softprompt.py`), trained on train/dev facts of the relation that are not in D (AutoPrompt
+  splits, or the dataset's train/dev splits);
+- "discrete": the dataset's own cloze prompts (`prompt_cloze` for causal LMs, `prompt_masked`
+  for masked LMs), the prompts `kbench evaluate extraction` reads;
 - a known-facts file written by an extraction run: parquet or jsonl with an `id` column and,
   optionally, a boolean `correct` column (rows with correct = false are not known).
-For soft prompts, "predicts at top-1" is defined in `probes.py` (every gold token is the argmax).
+Facts that cannot be probed leave D (the denominator of acc_D and Gap 1) and are counted:
+`Extraction.unreadable` (a masked LM reads the tail at one mask, so multi-token tails) and
+`Extraction.untrained` (soft prompts: the relation has no train/dev facts, e.g. Google-RE's).
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from kbench.errors import InputError
-from kbench.evaluate.xteval.probes import run_probes, soft_probe
+from kbench.evaluate.xteval.probes import answer_targets, prompt_probes, run_probes, soft_probe
 from kbench.evaluate.xteval.softprompt import SoftPromptConfig, load_or_train
+
+
+@dataclass
+class Extraction:
+    known: list[str]        # ids of the facts predicted at top-1 (D^theta)
+    unreadable: list[str]   # ids left out of D: a masked LM cannot read the tail at one mask
+    untrained: list[str] = field(default_factory=list)   # ids left out of D: no soft prompt for the relation
+
+
+def readable_rows(loaded, rows: Sequence[dict], criterion: str) -> tuple[list[tuple[dict, list[int]]], list[str]]:
+    """(row, gold ids) of the facts the top-1 criterion can read, and the ids of the others."""
+    readable, unreadable = [], []
+    for r in rows:
+        targets = answer_targets(loaded.tokenizer, loaded.kind, str(r["object"]), criterion)
+        if targets is None:
+            unreadable.append(str(r["id"]))
+        else:
+            readable.append((r, targets))
+    return readable, unreadable
 
 
 def _batched_hits(loaded, probes, batch_size: int, vectors=None, progress: Callable[[int], None] | None = None) -> list[bool]:
@@ -34,23 +58,50 @@ def _batched_hits(loaded, probes, batch_size: int, vectors=None, progress: Calla
     return hits
 
 
+def discrete_known(loaded, rows: Sequence[dict], criterion: str, batch_size: int = 32,
+                   progress: Callable[[int], None] | None = None) -> Extraction:
+    """D^theta with the dataset's cloze prompts (one template per fact, as `evaluate extraction`)."""
+    readable, unreadable = readable_rows(loaded, rows, criterion)
+    column = "prompt_masked" if loaded.kind == "masked" else "prompt_cloze"
+    probes = prompt_probes(loaded.tokenizer, loaded.kind, [str(r[column]) for r, _ in readable],
+                           [targets for _, targets in readable])
+    if progress is not None and unreadable:
+        progress(len(unreadable))
+    hits = _batched_hits(loaded, probes, batch_size, None, progress)
+    return Extraction([str(r["id"]) for (r, _), hit in zip(readable, hits) if hit], unreadable)
+
+
 def soft_known(loaded, rows: Sequence[dict], pairs: Callable[[str], tuple[list, list]], save_dir: Path,
-               cfg: SoftPromptConfig, seed: int, batch_size: int = 32, progress: Callable[[int], None] | None = None,
-               write: bool = True) -> list[str]:
-    """Ids of the rows predicted at top-1 with the relation's soft prompt (trained or reused)."""
-    by_relation: dict[str, list[dict]] = defaultdict(list)
+               cfg: SoftPromptConfig, seed: int, criterion: str, batch_size: int = 32,
+               progress: Callable[[int], None] | None = None, write: bool = True) -> Extraction:
+    """D^theta with the relation's soft prompt (trained, or reused from `save_dir`). A relation's
+    vectors never see its own facts of D: their subjects are excluded from the training pairs."""
+    readable, unreadable = readable_rows(loaded, rows, criterion)
+    if progress is not None and unreadable:
+        progress(len(unreadable))
+    by_relation: dict[str, list[tuple[dict, list[int]]]] = defaultdict(list)
+    for row, targets in readable:
+        by_relation[row["relation"]].append((row, targets))
+    heads = defaultdict(set)
     for r in rows:
-        by_relation[r["relation"]].append(r)
+        heads[r["relation"]].add(str(r["subject"]))
     known: list[str] = []
+    untrained: list[str] = []
     for relation in sorted(by_relation):
-        template = next((r["template"] for r in by_relation[relation] if r.get("template")), None)
-        vectors = load_or_train(loaded, relation, pairs, save_dir, cfg, seed, write=write, template=template)
         group = by_relation[relation]
-        probes = [soft_probe(loaded.tokenizer, loaded.kind, r["subject"], r["object"], cfg.n_before, cfg.n_after)
-                  for r in group]
+        template = next((r["template"] for r, _ in group if r.get("template")), None)
+        vectors = load_or_train(loaded, relation, pairs, save_dir, cfg, seed, write=write, template=template,
+                                criterion=criterion, exclude_heads=frozenset(heads[relation]))
+        if vectors is None:
+            untrained += [str(r["id"]) for r, _ in group]
+            if progress is not None:
+                progress(len(group))
+            continue
+        probes = [soft_probe(loaded.tokenizer, loaded.kind, str(r["subject"]), targets, cfg.n_before, cfg.n_after)
+                  for r, targets in group]
         hits = _batched_hits(loaded, probes, batch_size, vectors, progress)
-        known += [r["id"] for r, hit in zip(group, hits) if hit]
-    return known
+        known += [str(r["id"]) for (r, _), hit in zip(group, hits) if hit]
+    return Extraction(known, unreadable, untrained)
 
 
 def read_known_facts(path: Path, ids: set[str]) -> list[str]:

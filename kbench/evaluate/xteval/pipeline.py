@@ -3,20 +3,23 @@
 Run directory (one per command; rerunning the same command continues where it stopped):
 
     OUT/config.json                          everything that changes the results (checked on rerun, RunDir)
-    OUT/extraction/discrete/                 the extraction task's run (known_facts.parquet) for discrete prompts
-    OUT/extraction/seed-<e>.json             D^theta of one extraction seed: known ids, acc_D
-    OUT/softprompts/seed-<e>/<rel>.safetensors   soft prompts (when --extraction soft)
-    OUT/units/<iid|ood>/e<e>-s<s>-f<f>.json  one fine-tuning run: downstream accuracy, per query
+    OUT/extraction/seed-<e>.json             D^theta of one extraction seed: known ids, unreadable ids, acc_D
+    OUT/softprompts/seed-<e>/<rel>.safetensors   soft prompts (--extraction soft, the default)
+    OUT/units/<iid|ood>/e<e>-s<s>-f<f>.json  one fine-tuning run: downstream accuracy, chance, per query
     OUT/results.json                         schema results.xteval.v1 (mean, std, per-run values)
     OUT/report.md, OUT/gaps.png              the table and the paper-style stacked gap chart
 
-Discrete extraction is the extraction task run by the engine (`engine.evaluate_task`:
-MAPLE matching of a greedy answer for causal LMs, LAMA P@1 for masked LMs); soft extraction
-uses `probes.py` (every gold token at top-1, teacher-forced).
+Extraction (`extraction.py`, `probes.py`): soft prompts (the paper's) or the dataset's discrete
+cloze prompts; either way a fact is known when its tail is predicted at top-1 (`top1`: the first
+gold token by default, or every gold token; masked LMs: the single token at the mask).
 Seeds: extraction x split x fine-tune (paper 3 x 3 x 3 = 27 runs per setting). Discrete
-extraction is deterministic, so it has one extraction seed whatever the count asked for.
+extraction is deterministic, so it has one extraction seed whatever the count asked for. Means
+and stds follow the paper (`aggregate.py`): acc_D and Gap 1 over the extraction seeds, the
+downstream figures over the runs.
 Splits: "iid" cuts D^theta 60/40 at random; "ood" puts 60% of its relations (and their facts)
-in train and the rest in test, disjoint.
+in train and the rest in test, disjoint. Training documents come from `downstream_generators`:
+under OOD they are drawn from the train facts alone, so no template, relation or entity of a
+held-out relation reaches training.
 """
 
 from __future__ import annotations
@@ -29,20 +32,22 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from kbench.errors import UserError
+from kbench.evaluate.xteval.aggregate import aggregate_setting
 from kbench.evaluate.xteval.crossencoder import FinetuneConfig, finetune
 from kbench.evaluate.xteval.documents import DocumentGenerator, Triple, load_templates
-from kbench.evaluate.xteval.extraction import read_known_facts, soft_known
+from kbench.evaluate.xteval.extraction import Extraction, discrete_known, read_known_facts, soft_known
 from kbench.evaluate.xteval.inference import evaluate_retrieval
 from kbench.evaluate.xteval.softprompt import SoftPromptConfig, split_dir_pairs
 from kbench.io import read_json, sha256_file, stable_hash, write_json
-from kbench.metrics.gaps import aggregate_runs, gap_figures
+from kbench.metrics.gaps import gap_figures
 
 RESULTS_SCHEMA = "results.xteval.v1"
 
 
 class XtevalConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    extraction: Literal["discrete", "soft"] = "discrete"
+    extraction: Literal["discrete", "soft"] = "soft"          # the paper: soft prompts (OptiPrompt)
+    top1: Literal["first-token", "full-answer"] = "first-token"   # causal LMs: which gold tokens must be the argmax
     settings: list[Literal["iid", "ood"]] = ["iid"]
     extraction_seeds: int = Field(3, ge=1)
     split_seeds: int = Field(3, ge=1)
@@ -78,6 +83,18 @@ def split_facts(facts: list[Triple], setting: str, seed: int, train_fraction: fl
     cut = min(len(relations) - 1, max(1, round(len(relations) * train_fraction)))
     train_rel = set(relations[:cut])
     return [f for f in facts if f.relation in train_rel], [f for f in facts if f.relation not in train_rel]
+
+
+def downstream_generators(setting: str, facts: list[Triple], train: list[Triple],
+                          templates: dict[str, list[str]]) -> tuple[DocumentGenerator, DocumentGenerator]:
+    """(training generator, test generator). IID training samples its free slots from all of
+    D^theta, as the paper's P(d | H, R, T) does; OOD training sees only the train relations'
+    facts and templates, or a held-out relation would leak into training through the (h,.,t)
+    negatives (its template) and the entity pools. The test side draws from all of D^theta."""
+    pool = facts if setting == "iid" else train
+    relations = {f.relation for f in pool}
+    train_generator = DocumentGenerator(pool, {r: ts for r, ts in templates.items() if r in relations})
+    return train_generator, DocumentGenerator(facts, templates)
 
 
 class Run:
@@ -134,22 +151,31 @@ class Run:
         with Progress(console=console, transient=False, disable=not accelerator.is_main_process) as progress:
             for e in range(extraction_seeds):
                 known = self._extraction_unit(loaded, e, progress, accelerator)
-                acc_d = len(known["known_ids"]) / len(self.rows)
-                extraction_log.append({"seed": e, "acc_D": acc_d, "n_known": len(known["known_ids"])})
+                acc_d = known["acc_D"]
+                extraction_log.append({"seed": e, "acc_D": acc_d, "n_known": len(known["known_ids"]),
+                                       "n_probed": known["n_probed"], "n_unreadable": len(known["unreadable_ids"]),
+                                       "n_untrained": len(known["untrained_ids"])})
                 facts = [self._triple(self.by_id[i]) for i in known["known_ids"]]
                 for setting in self.cfg.settings:
                     for s in range(self.cfg.split_seeds):
                         for f in range(self.cfg.finetune_seeds):
                             unit = self._downstream_unit(loaded, facts, templates, setting, e, s, f, progress,
-                                                         accelerator.is_main_process)
+                                                         accelerator.is_main_process, known["n_probed"])
                             runs[setting].append({"extraction_seed": e, "split_seed": s, "finetune_seed": f,
-                                                  **gap_figures(acc_d, unit["downstream_accuracy"])})
+                                                  **gap_figures(acc_d, unit["downstream_accuracy"]),
+                                                  "chance_accuracy": unit["chance_accuracy"]})
         results = {
             "schema": RESULTS_SCHEMA, "task": "xteval", "model": self.model_name, "model_identity": loaded.identity,
             "dataset": str(self.dataset_dir), "dataset_split": self.cfg.dataset_split, "n_facts": len(self.rows),
             "extraction": {"method": "known-facts file" if self.known_facts else self.cfg.extraction,
-                           "criterion": self._criterion(loaded.kind), "seeds": extraction_log},
-            "settings": {s: {**aggregate_runs(r), "runs": r} for s, r in runs.items()},
+                           "criterion": self._criterion(loaded.kind), "seeds": extraction_log,
+                           "not_probed": "leave D (acc_D = n_known / n_probed): unreadable = a masked LM cannot "
+                                         "read the tail at one mask; untrained = no soft-prompt train/dev facts "
+                                         "for the relation"},
+            "statistics": {"acc_D, gap1": "mean and sample std over the distinct extraction seeds (paper Fig. 4a)",
+                           "downstream_accuracy, usable_knowledge, gap2, chance_accuracy":
+                               "mean and sample std over the runs, extraction x split x fine-tune (paper Fig. 4b)"},
+            "settings": {s: {**aggregate_setting(r), "runs": r} for s, r in runs.items()},
             "config": self.cfg.model_dump(),
         }
         if accelerator.is_main_process:
@@ -183,41 +209,50 @@ class Run:
         task = progress.add_task(f"extraction (seed {seed})", total=len(self.rows))
         advance = lambda n=1: progress.advance(task, n)  # noqa: E731
         if self.known_facts is not None:
-            known = read_known_facts(self.known_facts, set(self.by_id))
+            extraction = Extraction(read_known_facts(self.known_facts, set(self.by_id)), [])
         elif self.cfg.extraction == "discrete":
-            known = self._discrete_known(loaded, advance)
+            extraction = discrete_known(loaded, self.rows, self.cfg.top1, self.cfg.probe_batch_size, advance)
         else:
             pairs = split_dir_pairs(self.prompt_train_dir) if self.prompt_train_dir else self._dataset_pairs()
-            known = soft_known(loaded, self.rows, pairs, self.out / "softprompts" / f"seed-{seed}",
-                               self.cfg.softprompt, seed, self.cfg.probe_batch_size, advance, write=is_main)
-        unit = {"seed": seed, "n_facts": len(self.rows), "known_ids": sorted(known), "acc_D": len(known) / len(self.rows)}
+            extraction = soft_known(loaded, self.rows, pairs, self.out / "softprompts" / f"seed-{seed}",
+                                    self.cfg.softprompt, seed, self.cfg.top1, self.cfg.probe_batch_size, advance,
+                                    write=is_main)
+        n_probed = len(self.rows) - len(extraction.unreadable) - len(extraction.untrained)
+        if n_probed == 0:
+            raise UserError(f"none of the {len(self.rows)} facts can be probed: {len(extraction.unreadable)} have "
+                            f"tails a masked LM cannot read at one mask, {len(extraction.untrained)} belong to "
+                            "relations without soft-prompt train/dev facts")
+        unit = {"seed": seed, "n_facts": len(self.rows), "n_probed": n_probed, "known_ids": sorted(extraction.known),
+                "unreadable_ids": sorted(extraction.unreadable), "untrained_ids": sorted(extraction.untrained),
+                "acc_D": len(extraction.known) / n_probed}
         if is_main:
             write_json(path, unit)
         return unit
 
     def _downstream_unit(self, loaded, facts: list[Triple], templates, setting: str, e: int, s: int, f: int,
-                         progress, is_main: bool) -> dict:
+                         progress, is_main: bool, n_probed: int) -> dict:
         path = self.out / "units" / setting / f"e{e}-s{s}-f{f}.json"
         if path.exists():
             return read_json(path)
         if len(facts) < 3:
-            raise UserError(f"D^theta holds {len(facts)} fact(s) (acc_D = {len(facts) / len(self.rows):.3f}); the "
+            raise UserError(f"D^theta holds {len(facts)} fact(s) (acc_D = {len(facts) / n_probed:.3f}); the "
                             "downstream task needs at least 3: use more facts (--limit) or another model")
         train, test = split_facts(facts, setting, s, self.cfg.train_fraction)
         if not test:
             raise UserError(f"the {setting} split left no test facts; use more facts (--limit)")
-        generator = DocumentGenerator(facts, templates)
+        train_generator, test_generator = downstream_generators(setting, facts, train, templates)
         ft = self.cfg.finetune
         steps = -(-max(1, len(train) - max(1, round(len(train) * ft.validation_fraction))) // ft.batch_size) * ft.epochs
         task = progress.add_task(f"{setting} fine-tune e{e} s{s} f{f}", total=steps)
         seed = int(stable_hash([e, s, f])[:8], 16)
-        encoder, log = finetune(loaded, train, generator, ft, seed, lambda: progress.advance(task))
+        encoder, log = finetune(loaded, train, train_generator, ft, seed, lambda: progress.advance(task))
         test_task = progress.add_task(f"{setting} retrieval e{e} s{s} f{f}", total=len(test))
-        rows = evaluate_retrieval(encoder, test, generator, self.cfg.distractors_per_type, seed, ft,
+        rows = evaluate_retrieval(encoder, test, test_generator, self.cfg.distractors_per_type, seed, ft,
                                   lambda: progress.advance(test_task))
         unit = {"setting": setting, "extraction_seed": e, "split_seed": s, "finetune_seed": f,
                 "n_train": len(train), "n_test": len(test), **log,
-                "downstream_accuracy": sum(r["correct"] for r in rows) / len(rows), "queries": rows}
+                "downstream_accuracy": sum(r["correct"] for r in rows) / len(rows),
+                "chance_accuracy": sum(1 / r["n_candidates"] for r in rows) / len(rows), "queries": rows}
         if is_main:
             write_json(path, unit)
         del encoder
@@ -228,24 +263,14 @@ class Run:
         """What "the model predicts the tail at top-1" meant in this run (stated in results.json)."""
         if self.known_facts is not None:
             return f"known facts from {self.known_facts}"
-        if self.cfg.extraction == "soft":
-            return "soft prompt: every gold token is the argmax (teacher-forced)"
-        return ("extraction task, maple protocol: greedy answer matches gold or alias" if kind == "causal"
-                else "extraction task, lama protocol: single-token gold ranked first")
-
-    def _discrete_known(self, loaded, advance) -> list[str]:
-        """D^theta from the extraction task (same split and sample), run inside this run directory."""
-        from kbench.evaluate.engine import evaluate_task
-        from kbench.models.result_cache import ResultCache
-        from kbench.models.runner import ModelRunner
-        from kbench.paths import default_cache_dir
-
-        settings = {"split": self.cfg.dataset_split, "limit": self.cfg.limit,
-                    "protocol": "maple" if loaded.kind == "causal" else "lama"}
-        runner = ModelRunner(loaded, cache=ResultCache(default_cache_dir() / "results.sqlite"))
-        out = self.out / "extraction" / "discrete"
-        evaluate_task("extraction", runner, self.dataset_dir, out, settings, progress=lambda n, _total: advance(n))
-        return read_known_facts(out / "known_facts.parquet", set(self.by_id))
+        sp = self.cfg.softprompt
+        prompts = (f"soft prompts (OptiPrompt, {sp.n_before} + {sp.n_after} vectors around the head)"
+                   if self.cfg.extraction == "soft" else "discrete prompts (the dataset's cloze prompt)")
+        if kind == "masked":
+            return f"{prompts}: the single-token tail is the argmax at the mask"
+        if self.cfg.top1 == "first-token":
+            return f"{prompts}: the tail's first token is the argmax (first-token rank 1)"
+        return f"{prompts}: every token of the tail is the argmax, teacher-forced (greedy writes the tail)"
 
     def _dataset_pairs(self):
         """Soft-prompt data from the dataset's own train and dev splits (facts outside D)."""

@@ -10,14 +10,20 @@ from pathlib import Path
 
 from kbench.io import atomic_path, write_text
 
-FIGURES = ("acc_D", "downstream_accuracy", "usable_knowledge", "gap1", "gap2")
+FIGURES = ("acc_D", "downstream_accuracy", "chance_accuracy", "usable_knowledge", "gap1", "gap2")
 
 
 def markdown_table(results: dict) -> str:
     head = "| setting | runs | " + " | ".join(FIGURES) + " |"
+    extraction = results["extraction"]
+    probed = ", ".join(f"seed {s['seed']}: {s['n_known']} of {s['n_probed']}"
+                       for s in extraction["seeds"])
     lines = [f"# XTEVAL: {results['model']}", "",
-             f"Dataset `{results['dataset']}` ({results['dataset_split']}, {results['n_facts']} facts), "
-             f"extraction: {results['extraction']['method']}. Mean ± std over runs.", "",
+             f"Dataset `{results['dataset']}` ({results['dataset_split']}, {results['n_facts']} facts). "
+             f"Known facts (D^theta): {extraction['criterion']}; {probed}.", "",
+             "Mean ± sample std: acc_D and gap1 over the extraction seeds, the other figures over the runs "
+             "(extraction x split x fine-tune), as in the paper. chance_accuracy is a random ranking's "
+             "(mean 1 / candidates).", "",
              head, "|" + "---|" * (len(FIGURES) + 2)]
     for setting, agg in results["settings"].items():
         cells = [f"{agg[k]['mean']:.3f} ± {agg[k]['std']:.3f}" for k in FIGURES]

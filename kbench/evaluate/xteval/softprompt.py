@@ -2,9 +2,12 @@
 
 The prompt is `[V1..Vn_before] head [Vn_before+1..] <object slot>` (default 3 + 3 vectors), the
 vectors are the only trainable parameters, the language model is frozen (weights bit-identical
-after training). Each relation's vectors are trained on (subject, object) pairs of other facts of the relation
-(AutoPrompt's `<relation>/train.jsonl`, or a dataset's train split) and the epoch with the best
-accuracy on the dev pairs is kept.
+after training). Each relation's vectors are trained on (subject, object) pairs of other facts of
+the relation (AutoPrompt's `<relation>/train.jsonl`, or a dataset's train split; pairs whose
+subject is a head of D for the relation are left out, so no fact of D is trained on) with
+cross-entropy on the gold ids the top-1 criterion reads (`probes.answer_targets`: the first
+token, every token, or the one masked token; masked LMs skip multi-token tails, as OptiPrompt
+does), and the epoch with the best top-1 accuracy on the dev pairs is kept.
 
 Saved as `<relation>.safetensors` (tensor `vectors` [n_soft, hidden]) with metadata naming the
 model identity, layout, seed, dev accuracy and a config hash; `load_or_train` reuses a saved file
@@ -23,7 +26,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from kbench.errors import InputError, UserError
-from kbench.evaluate.xteval.probes import run_probes, soft_probe
+from kbench.evaluate.xteval.probes import answer_targets, run_probes, soft_probe
 from kbench.io import atomic_path, iter_jsonl, stable_hash
 
 
@@ -38,7 +41,7 @@ class SoftPromptConfig(BaseModel):
     batch_size: int = Field(64, ge=1)
     epochs: int = Field(20, ge=1)
     warmup_ratio: float = Field(0.06, ge=0, lt=1)
-    max_train_facts: int | None = Field(None, ge=1)   # cap per relation (CPU smoke runs); None = all
+    max_train_facts: int | None = Field(None, ge=1)   # cap per relation on train and on dev pairs (CPU runs); None = all
     # "random" (OptiPrompt's default) or "template": start from the embeddings of the relation's
     # template words around [X] (OptiPrompt's manual-template init); slots beyond them stay random.
     init: Literal["random", "template"] = "random"
@@ -47,6 +50,18 @@ class SoftPromptConfig(BaseModel):
 def read_split(path: Path) -> list[tuple[str, str]]:
     """(subject label, object label) pairs of one AutoPrompt/OptiPrompt split file."""
     return [(str(r["sub_label"]), str(r["obj_label"])) for _, r in iter_jsonl(path, required=("sub_label", "obj_label"))]
+
+
+def target_pairs(loaded, pairs, criterion: str, exclude_heads: frozenset[str] = frozenset()) -> list[tuple[str, list[int]]]:
+    """(head, gold ids) for each usable (subject, object) pair: not a head of D, readable at top-1."""
+    out = []
+    for head, tail in pairs:
+        if head in exclude_heads:
+            continue
+        targets = answer_targets(loaded.tokenizer, loaded.kind, tail, criterion)
+        if targets is not None:
+            out.append((head, targets))
+    return out
 
 
 def _accuracy(loaded, pairs, vectors, cfg: SoftPromptConfig) -> float:
@@ -77,7 +92,8 @@ def template_init(tokenizer, template: str, n_before: int, n_after: int) -> list
 
 def train_relation(loaded, train_pairs, dev_pairs, cfg: SoftPromptConfig, seed: int,
                    progress: Callable[[], None] | None = None, template: str | None = None) -> tuple:
-    """Train one relation's vectors; returns (best vectors [n_soft, hidden] on CPU, log dict)."""
+    """Train one relation's vectors on (head, gold ids) pairs (`target_pairs`); returns (best
+    vectors [n_soft, hidden] on CPU, log dict)."""
     import torch
     from accelerate import Accelerator
     from transformers import get_polynomial_decay_schedule_with_warmup
@@ -108,8 +124,11 @@ def train_relation(loaded, train_pairs, dev_pairs, cfg: SoftPromptConfig, seed: 
     prompt = SoftPrompt()
     pairs = list(train_pairs)
     random.Random(seed).shuffle(pairs)
+    dev_pairs = list(dev_pairs)
     if cfg.max_train_facts:
         pairs = pairs[:cfg.max_train_facts]
+        random.Random(f"{seed}-dev").shuffle(dev_pairs)
+        dev_pairs = dev_pairs[:cfg.max_train_facts]
     shard = pairs[accelerator.process_index::accelerator.num_processes]
     if accelerator.num_processes > 1:
         shard = shard[:len(pairs) // accelerator.num_processes]
@@ -145,17 +164,21 @@ def train_relation(loaded, train_pairs, dev_pairs, cfg: SoftPromptConfig, seed: 
     return best_vectors, {"dev_accuracy": best[0], "best_epoch": best[1], "train_loss": losses}
 
 
-def _metadata(loaded, relation: str, cfg: SoftPromptConfig, seed: int) -> dict[str, str]:
-    return {"model_identity": loaded.identity, "relation": relation, "seed": str(seed),
+def _metadata(loaded, relation: str, cfg: SoftPromptConfig, seed: int, criterion: str) -> dict[str, str]:
+    return {"model_identity": loaded.identity, "relation": relation, "seed": str(seed), "criterion": criterion,
             "config_hash": stable_hash(cfg.model_dump()), "n_before": str(cfg.n_before), "n_after": str(cfg.n_after)}
 
 
 def split_dir_pairs(train_dir: Path) -> Callable[[str], tuple[list, list]]:
-    """Training data from a folder of `<relation>/train.jsonl` and `dev.jsonl` (AutoPrompt layout)."""
+    """Training data from a folder of `<relation>/train.jsonl` and `dev.jsonl` (AutoPrompt layout);
+    a relation without a folder has none (AutoPrompt has no Google-RE relations)."""
+    if not Path(train_dir).is_dir():
+        raise InputError(Path(train_dir), "soft-prompt training folder not found")
+
     def pairs(relation: str) -> tuple[list, list]:
         rel_dir = Path(train_dir) / relation
         if not (rel_dir / "train.jsonl").exists():
-            raise InputError(rel_dir / "train.jsonl", f"no soft-prompt training data for relation {relation}")
+            return [], []
         return read_split(rel_dir / "train.jsonl"), read_split(rel_dir / "dev.jsonl")
 
     return pairs
@@ -163,26 +186,32 @@ def split_dir_pairs(train_dir: Path) -> Callable[[str], tuple[list, list]]:
 
 def load_or_train(loaded, relation: str, pairs: Callable[[str], tuple[list, list]], save_dir: Path,
                   cfg: SoftPromptConfig, seed: int, progress: Callable[[], None] | None = None, write: bool = True,
-                  template: str | None = None):
-    """The relation's vectors from `save_dir` when saved for this model/config/seed, else trained on
-    `pairs(relation)` = (train, dev) (subject, object) pairs and saved (when `write`)."""
+                  template: str | None = None, criterion: str = "first-token",
+                  exclude_heads: frozenset[str] = frozenset()):
+    """The relation's vectors from `save_dir` when saved for this model/config/seed/criterion, else
+    trained on `pairs(relation)` = (train, dev) (subject, object) pairs and saved (when `write`);
+    subjects in `exclude_heads` (the relation's heads in D) are never trained or validated on.
+    None when the relation has no usable train or dev pair."""
     from safetensors import safe_open
     from safetensors.torch import save_file
 
     path = Path(save_dir) / f"{relation}.safetensors"
-    wanted = _metadata(loaded, relation, cfg, seed)
+    wanted = _metadata(loaded, relation, cfg, seed, criterion)
     if path.exists():
         with safe_open(str(path), framework="pt") as fh:
             meta = fh.metadata() or {}
             if all(meta.get(k) == v for k, v in wanted.items()):
                 return fh.get_tensor("vectors").to(loaded.model.device)
-        raise UserError(f"{path} holds soft prompts for another model, seed or config; use another directory")
-    train_pairs, dev_pairs = pairs(relation)
+        raise UserError(f"{path} holds soft prompts for another model, seed, criterion or config; use another directory")
+    train_raw, dev_raw = pairs(relation)
+    train_pairs = target_pairs(loaded, train_raw, criterion, exclude_heads)
+    dev_pairs = target_pairs(loaded, dev_raw, criterion, exclude_heads)
     if not train_pairs or not dev_pairs:
-        raise UserError(f"relation {relation}: soft prompts need train and dev facts ({len(train_pairs)} / {len(dev_pairs)})")
+        return None   # nothing to train on: the caller leaves the relation's facts out of D
     vectors, log = train_relation(loaded, train_pairs, dev_pairs, cfg, seed, progress, template)
     if write:
         with atomic_path(path) as tmp:
             save_file({"vectors": vectors.contiguous()}, str(tmp),
-                      metadata={**wanted, "dev_accuracy": str(log["dev_accuracy"]), "best_epoch": str(log["best_epoch"])})
+                      metadata={**wanted, "dev_accuracy": str(log["dev_accuracy"]), "best_epoch": str(log["best_epoch"]),
+                                "n_train": str(len(train_pairs)), "n_dev": str(len(dev_pairs))})
     return vectors.to(loaded.model.device)
