@@ -13,7 +13,8 @@ What it owns (a task never does):
   outputs are bit-identical, resumed or not. A line cut short by a crash is truncated away.
 - Data parallelism: under `accelerate launch` (WORLD_SIZE > 1) process r computes units
   r, r + W, r + 2W, ...; every process appends to the one journal (under a file lock); the main
-  process waits for the others, then aggregates and writes once.
+  process waits for the others, then aggregates and writes once. A `collective` task (XTEVAL:
+  DDP training inside a unit) runs every unit on every process; the main process journals it.
 - The envelope (`docs/results-envelope.md`, `schemas/results.v2.json`): `results.json`,
   `items.parquet` and `items.jsonl`, all written atomically after validation.
 """
@@ -174,12 +175,22 @@ def evaluate(task: Task, ctx: RunContext, progress: Callable[[int, int], None] |
         if progress is not None:
             progress(total - sum(len(u.items) for _, u in todo), total)
         cache_before = ctx.model.cache_stats()
-        for index, unit in todo:
-            if index % procs.world != procs.rank:
+        for index, unit in enumerate(plan.units):
+            if unit.key in done:
+                task.restore(ctx, unit, done[unit.key])
+            elif task.collective:
+                rows = task.score(ctx, unit)          # every process takes part
+                if procs.is_main:
+                    run.journal.append(unit.key, rows)
+                procs.barrier()
+                task.restore(ctx, unit, run.journal.read()[unit.key])   # the main process's rows, everywhere
+            elif index % procs.world == procs.rank:
+                rows = task.score(ctx, unit)
+                run.journal.append(unit.key, rows)
+                task.restore(ctx, unit, rows)
+            else:
                 continue
-            rows = task.score(ctx, unit)
-            run.journal.append(unit.key, rows)
-            if progress is not None:
+            if progress is not None and unit.key not in done:
                 progress(len(unit.items), total)
         cache_after = ctx.model.cache_stats()
         procs.barrier()

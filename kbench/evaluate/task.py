@@ -17,7 +17,8 @@ Contracts:
   (and their order) never depend on what a previous, interrupted run already computed. This is
   what makes a resumed run bit-identical to an uninterrupted one.
 - `score(ctx, unit)` returns one dict per unit item, each with a unique "id", and must depend only
-  on the unit (never on other units or on time); the engine journals the unit as a whole.
+  on the unit and the units before it (handed over by `restore`), never on time; the engine
+  journals the unit as a whole.
 - `aggregate` sees every row in plan order and returns `Summary(headline, metrics)`: headline is
   a few named Estimates (`kbench.metrics.uncertainty`) a table shows; metrics is task-specific
   and checked against `schemas/<metrics_schema>`.
@@ -37,7 +38,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from kbench.registry import Registry
 
 TASKS: Registry[type[Task]] = Registry("evaluation task", modules=(
-    "kbench.evaluate.extraction", "kbench.evaluate.kee", "kbench.evaluate.qa", "kbench.evaluate.truefalse"))
+    "kbench.evaluate.extraction", "kbench.evaluate.kee", "kbench.evaluate.qa", "kbench.evaluate.truefalse",
+    "kbench.evaluate.xteval.task"))
 
 
 class TaskSettings(BaseModel):
@@ -92,6 +94,9 @@ class Task:
     name: ClassVar[str]
     Settings: ClassVar[type[TaskSettings]] = TaskSettings
     metrics_schema: ClassVar[str]
+    #: False: under `accelerate launch` each unit goes to one process. True: every process takes
+    #: part in every unit (the task trains with DDP inside `score`), the main process journals it.
+    collective: ClassVar[bool] = False
 
     def plan(self, ctx: RunContext) -> Plan:
         raise NotImplementedError
@@ -101,6 +106,10 @@ class Task:
 
     def aggregate(self, ctx: RunContext, rows: list[dict]) -> Summary:
         raise NotImplementedError
+
+    def restore(self, ctx: RunContext, unit: Unit, rows: list[dict]) -> None:
+        """Called with each finished unit's rows (journalled before, or just computed), in plan
+        order, for tasks whose later units read earlier ones (XTEVAL's D^theta); nothing by default."""
 
     def finish(self, ctx: RunContext, rows: list[dict], results: dict) -> None:
         """Extra files beside results.json (written atomically); nothing by default."""

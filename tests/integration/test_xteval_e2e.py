@@ -7,7 +7,7 @@ import polars as pl
 import pytest
 
 from kbench.cli.main import main
-from kbench.evaluate.rundir import validate_results
+from kbench.evaluate.engine import validate
 from kbench.evaluate.xteval.pipeline import load_facts
 from tests.conftest import run_kbench
 from tests.fixtures_models import tiny_causal_dir, tiny_masked_dir  # noqa: F401
@@ -75,7 +75,25 @@ def kbench_in_process(*args: str) -> int:
 def _args(folder, model, out, *extra):
     return ("evaluate", "xteval", "--dataset", str(folder), "--model", str(model), "--out", str(out),
             "--known-facts", str(folder / "known_facts.parquet"), "--epochs", "1", "--seeds", "1",
-            "--distractors-per-type", "4", "--batch-size", "8", "--device", "cpu", *extra)
+            "--distractors-per-type", "4", "--train-batch-size", "8", "--device", "cpu", *extra)
+
+
+def journal(out) -> dict[str, list[dict]]:
+    """The run's finished units: {unit key: rows}."""
+    lines = (out / "journal.jsonl").read_text().splitlines()
+    return {record["unit"]: record["rows"] for record in map(json.loads, lines)}
+
+
+def run_row(out, key: str) -> tuple[dict, list[dict]]:
+    rows = journal(out)[key]
+    return next(r for r in rows if r["kind"] == "run"), [r for r in rows if r["kind"] == "query"]
+
+
+def check_envelope(out) -> dict:
+    results = json.loads((out / "results.json").read_text())
+    validate(results, "results.v2.json")
+    validate(results["metrics"], "results.xteval.v2.json")
+    return results
 
 
 @pytest.mark.parametrize("model_fixture", ["tiny_causal_dir", "tiny_masked_dir"])
@@ -84,37 +102,36 @@ def test_xteval_runs_resumes_and_writes_valid_results(model_fixture, request, la
     out = tmp_path / "run"
     # The encoder run also draws documents from the LAMA paraphrases (relations.jsonl + LPAQA).
     paraphrases = ("--templates-dir", str(shared_data / "lama_trex")) if model_fixture == "tiny_masked_dir" else ()
-    assert kbench_in_process(*_args(lama_folder, model, out, "--split", "iid", *paraphrases)) == 0
-    iid_unit = out / "units" / "iid" / "e0-s0-f0.json"
-    iid_stamp = iid_unit.stat().st_mtime_ns
-    # Adding the OOD setting to the same folder reuses the finished IID unit.
-    assert kbench_in_process(*_args(lama_folder, model, out, "--split", "both", *paraphrases)) == 0
-    assert iid_unit.stat().st_mtime_ns == iid_stamp
-    results = json.loads((out / "results.json").read_text())
-    validate_results(results, "results.xteval.v1.json")
-    assert set(results["settings"]) == {"iid", "ood"}
+    assert kbench_in_process(*_args(lama_folder, model, out, "--setting", "both", *paraphrases)) == 0
+    results = check_envelope(out)
+    metrics = results["metrics"]
+    assert set(metrics["settings"]) == {"iid", "ood"}
     n = len(RELATIONS) * PER_RELATION
-    for agg in results["settings"].values():
+    for agg in metrics["settings"].values():
         assert agg["acc_D"]["mean"] == 1.0   # every fact is in the given D^theta
         run = agg["runs"][0]
         assert run["gap1"] == 0.0 and run["usable_knowledge"] + run["gap2"] == pytest.approx(1.0)
         assert agg["acc_D"]["std_over"] == "extraction seeds" and agg["acc_D"]["n"] == 1
         assert 0 < agg["chance_accuracy"]["mean"] < 1
-    iid = json.loads((out / "units" / "iid" / "e0-s0-f0.json").read_text())
-    assert iid["n_train"] + iid["n_test"] == n and iid["n_test"] == round(n * 0.4)
-    assert all(q["n_candidates"] > 1 for q in iid["queries"])
-    assert iid["chance_accuracy"] == pytest.approx(sum(1 / q["n_candidates"] for q in iid["queries"]) / iid["n_test"])
-    ood = json.loads((out / "units" / "ood" / "e0-s0-f0.json").read_text())
-    test_rel = {q["relation"] for q in ood["queries"]}   # relation-disjoint: whole relations go to test
+    assert results["headline"]["acc_D"]["value"] == 1.0 and results["headline"]["acc_D"]["n"] == n
+    iid, queries = run_row(out, "iid/e0-s0-f0")
+    assert iid["n_train"] + iid["n_test"] == n and iid["n_test"] == round(n * 0.4) == len(queries)
+    assert all(q["n_candidates"] > 1 for q in queries)
+    assert iid["chance_accuracy"] == pytest.approx(sum(1 / q["n_candidates"] for q in queries) / iid["n_test"])
+    assert results["headline"]["iid_downstream_accuracy"]["n"] == len(queries)
+    ood, ood_queries = run_row(out, "ood/e0-s0-f0")
+    test_rel = {q["relation"] for q in ood_queries}   # relation-disjoint: whole relations go to test
     assert 0 < len(test_rel) < len(RELATIONS) and ood["n_test"] == PER_RELATION * len(test_rel)
+    items = pl.read_parquet(out / "items.parquet")
+    assert items.height == results["items"]["count"] and set(items["kind"]) == {"extraction", "run", "query"}
     assert (out / "report.md").read_text().count("|") > 10
     assert (out / "gaps.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
-    # Rerun: every unit is reused (files untouched), results identical.
-    stamps = {p: p.stat().st_mtime_ns for p in (out / "units").rglob("*.json")}
-    assert kbench_in_process(*_args(lama_folder, model, out, "--split", "both", *paraphrases)) == 0
-    assert {p: p.stat().st_mtime_ns for p in (out / "units").rglob("*.json")} == stamps
-    assert json.loads((out / "results.json").read_text())["settings"] == results["settings"]
+    # Rerun: every unit is reused (the journal is untouched), results identical.
+    before = (out / "journal.jsonl").read_bytes()
+    assert kbench_in_process(*_args(lama_folder, model, out, "--setting", "both", *paraphrases)) == 0
+    assert (out / "journal.jsonl").read_bytes() == before
+    assert json.loads((out / "results.json").read_text())["metrics"] == metrics
 
 
 def test_rerun_with_other_settings_is_refused_and_tiny_d_theta_is_explained(lama_folder, tiny_causal_dir, tmp_path, capsys):  # noqa: F811
@@ -129,16 +146,16 @@ def test_rerun_with_other_settings_is_refused_and_tiny_d_theta_is_explained(lama
                              "--out", str(tmp_path / "discrete"), "--extraction", "discrete", "--epochs", "1",
                              "--seeds", "1", "--device", "cpu")
     assert code == 2 and "D^theta holds" in capsys.readouterr().err
-    discrete = json.loads((tmp_path / "discrete" / "extraction" / "seed-0.json").read_text())
+    discrete = journal(tmp_path / "discrete")["extraction/e0"]   # the finished extraction unit is kept
     n = len(RELATIONS) * PER_RELATION
-    assert discrete["n_probed"] == n and discrete["unreadable_ids"] == []   # a causal LM reads every tail
+    assert len(discrete) == n and not [r for r in discrete if r["status"] == "unreadable"]   # a causal LM reads every tail
     # Soft extraction: one soft prompt per relation of D, trained on the dataset's train/dev splits, saved.
     code = kbench_in_process("evaluate", "xteval", "--dataset", str(lama_folder), "--model", str(tiny_causal_dir),
                              "--out", str(tmp_path / "soft"), "--extraction", "soft", "--limit", "6", "--epochs", "1",
                              "--seeds", "1", "--prompt-train-limit", "4", "--device", "cpu")
-    extraction = json.loads((tmp_path / "soft" / "extraction" / "seed-0.json").read_text())
+    extraction = journal(tmp_path / "soft")["extraction/e0"]
     saved = {p.stem for p in (tmp_path / "soft" / "softprompts" / "seed-0").glob("*.safetensors")}
-    assert saved == {r["relation"] for r in load_facts(lama_folder, "test", 6)} and extraction["n_facts"] == 6
+    assert saved == {r["relation"] for r in load_facts(lama_folder, "test", 6)} and len(extraction) == 6
     assert code in (0, 2)   # 2 when the random model knows fewer than 3 facts (said in one line)
     capsys.readouterr()
     code = kbench_in_process("evaluate", "xteval", "--dataset", str(tmp_path), "--model", str(tiny_causal_dir),
@@ -154,11 +171,10 @@ def test_masked_lm_facts_with_multi_token_tails_leave_the_denominator(lama_folde
                              "--out", str(out), "--extraction", "discrete", "--epochs", "1", "--seeds", "1",
                              "--device", "cpu")
     assert code == 2 and "D^theta holds" in capsys.readouterr().err   # a random model knows too little
-    unit = json.loads((out / "extraction" / "seed-0.json").read_text())
-    assert unit["n_facts"] == len(RELATIONS) * PER_RELATION
-    assert 0 < len(unit["unreadable_ids"]) and unit["n_probed"] == unit["n_facts"] - len(unit["unreadable_ids"])
-    assert unit["acc_D"] == len(unit["known_ids"]) / unit["n_probed"]
-    assert not set(unit["known_ids"]) & set(unit["unreadable_ids"])
+    unit = journal(out)["extraction/e0"]
+    assert len(unit) == len(RELATIONS) * PER_RELATION
+    statuses = [r["status"] for r in unit]
+    assert statuses.count("unreadable") > 0 and set(statuses) <= {"known", "unknown", "unreadable"}
 
 
 def test_data_parallel_launch_on_two_cpu_processes(lama_folder, tiny_causal_dir, tmp_path):  # noqa: F811
@@ -173,12 +189,11 @@ def test_data_parallel_launch_on_two_cpu_processes(lama_folder, tiny_causal_dir,
     out = tmp_path / "dp"
     command = [launcher, "launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1",
                "--mixed_precision", "no", "--dynamo_backend", "no", "-m", "kbench",
-               *_args(lama_folder, tiny_causal_dir, out, "--split", "iid")]
+               *_args(lama_folder, tiny_causal_dir, out, "--setting", "iid")]
     done = subprocess.run(command, capture_output=True, text=True, timeout=300,
                           env={**os.environ, "ACCELERATE_USE_CPU": "1", "OMP_NUM_THREADS": "1"})
     assert done.returncode == 0, done.stderr[-3000:]
-    results = json.loads((out / "results.json").read_text())
-    validate_results(results, "results.xteval.v1.json")
-    unit = json.loads((out / "units" / "iid" / "e0-s0-f0.json").read_text())
+    check_envelope(out)
+    unit, queries = run_row(out, "iid/e0-s0-f0")
     assert unit["processes"] == 2
-    assert len(unit["queries"]) == unit["n_test"]   # every test query answered once, gathered from both
+    assert len(queries) == unit["n_test"]   # every test query answered once, gathered from both

@@ -33,8 +33,9 @@ def task_commands(lama: Path, left: Path, evolving: Path, runs: Path) -> dict[st
         "extraction": ["evaluate", "extraction", "--dataset", str(lama), *common, "--limit", "24", "--out", str(runs / "extraction")],
         "kee": ["evaluate", "kee", "--dataset", str(lama), *common, "--limit", "8", "--techniques", "baseline,genread",
                 "--k", "2", "--sweep-max", "2", "--out", str(runs / "kee")],
-        "xteval": ["evaluate", "xteval", "--dataset", str(lama), *common, "--limit", "40", "--extraction", "discrete",
-                   "--epochs", "1", "--seeds", "1", "--out", str(runs / "xteval")],
+        "xteval": ["evaluate", "xteval", "--dataset", str(lama), *common, "--limit", "200", "--extraction", "discrete",
+                   "--epochs", "1", "--seeds", "1", "--lr", "1e-4", "--train-batch-size", "4", "--micro-batch-size", "4",
+                   "--negatives-per-type", "1", "--distractors-per-type", "2", "--out", str(runs / "xteval")],
         "truefalse": ["evaluate", "truefalse", "--dataset", str(left), *common, "--limit", "6", "--out", str(runs / "truefalse")],
         "qa": ["evaluate", "qa", "--dataset", str(evolving), *common, "--out", str(runs / "qa")],
     }

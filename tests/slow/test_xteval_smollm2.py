@@ -16,12 +16,12 @@ import json
 
 import pytest
 
-from kbench.evaluate.rundir import validate_results
+from kbench.evaluate.engine import validate
 from tests.integration.test_xteval_e2e import kbench_in_process, write_lama_folder
 
 # Relations SmolLM2-135M knows some facts of at top-1 (native language, languages, developers, ...).
 RELATIONS = ("P103", "P1412", "P178", "P407", "P176", "P127", "P101")
-LEARNING_SETTING = ("--extraction", "discrete", "--epochs", "2", "--lr", "1e-4", "--batch-size", "4",
+LEARNING_SETTING = ("--extraction", "discrete", "--epochs", "2", "--lr", "1e-4", "--train-batch-size", "4",
                     "--micro-batch-size", "4", "--negatives-per-type", "1", "--distractors-per-type", "2",
                     "--seeds", "1")
 
@@ -36,8 +36,9 @@ def test_smollm2_downstream_task_learns(shared_data, tmp_path):
                              "--out", str(out), *LEARNING_SETTING, "--device", "cpu")
     assert code == 0
     results = json.loads((out / "results.json").read_text())
-    validate_results(results, "results.xteval.v1.json")
-    figures = results["settings"]["iid"]
+    validate(results, "results.v2.json")
+    validate(results["metrics"], "results.xteval.v2.json")
+    figures = results["metrics"]["settings"]["iid"]
     acc_d, gap2 = figures["acc_D"]["mean"], figures["gap2"]["mean"]
     downstream, chance = figures["downstream_accuracy"]["mean"], figures["chance_accuracy"]["mean"]
     print(f"acc_D {acc_d:.3f} downstream {downstream:.3f} chance {chance:.3f} gap2 {gap2:.3f}")

@@ -14,18 +14,20 @@ FIGURES = ("acc_D", "downstream_accuracy", "chance_accuracy", "usable_knowledge"
 
 
 def markdown_table(results: dict) -> str:
+    """From a results.v2 envelope."""
     head = "| setting | runs | " + " | ".join(FIGURES) + " |"
-    extraction = results["extraction"]
+    metrics = results["metrics"]
+    extraction = metrics["extraction"]
     probed = ", ".join(f"seed {s['seed']}: {s['n_known']} of {s['n_probed']}"
                        for s in extraction["seeds"])
-    lines = [f"# XTEVAL: {results['model']}", "",
-             f"Dataset `{results['dataset']}` ({results['dataset_split']}, {results['n_facts']} facts). "
+    lines = [f"# XTEVAL: {results['model']['name']}", "",
+             f"Dataset `{results['dataset']['path']}` ({results['dataset']['split']}, {metrics['n_facts']} facts). "
              f"Known facts (D^theta): {extraction['criterion']}; {probed}.", "",
              "Mean ± sample std: acc_D and gap1 over the extraction seeds, the other figures over the runs "
              "(extraction x split x fine-tune), as in the paper. chance_accuracy is a random ranking's "
              "(mean 1 / candidates).", "",
              head, "|" + "---|" * (len(FIGURES) + 2)]
-    for setting, agg in results["settings"].items():
+    for setting, agg in metrics["settings"].items():
         cells = [f"{agg[k]['mean']:.3f} ± {agg[k]['std']:.3f}" for k in FIGURES]
         lines.append(f"| {setting} | {len(agg['runs'])} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
@@ -37,19 +39,20 @@ def gap_chart(results: dict, path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    settings = list(results["settings"])
+    per_setting = results["metrics"]["settings"]
+    settings = list(per_setting)
     layers = [("usable_knowledge", "usable knowledge", "#4c72b0"), ("gap2", "Gap 2 (not utilised)", "#dd8452"),
               ("gap1", "Gap 1 (not acquired)", "#c7c7c7")]
     fig, ax = plt.subplots(figsize=(3.4 + 1.0 * len(settings), 3.6))
     bottom = [0.0] * len(settings)
     for key, label, colour in layers:
-        values = [results["settings"][s][key]["mean"] for s in settings]
-        errors = [results["settings"][s][key]["std"] for s in settings]
+        values = [per_setting[s][key]["mean"] for s in settings]
+        errors = [per_setting[s][key]["std"] for s in settings]
         ax.bar([s.upper() for s in settings], values, bottom=bottom, color=colour, label=label, yerr=errors, capsize=3)
         bottom = [b + v for b, v in zip(bottom, values)]
     ax.set_ylim(0, 1.05)
     ax.set_ylabel("fraction of facts")
-    ax.set_title(results["model"], fontsize=9)
+    ax.set_title(results["model"]["name"], fontsize=9)
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False)
     fig.tight_layout()
     with atomic_path(path) as tmp:
