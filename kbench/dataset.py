@@ -24,7 +24,7 @@ from pathlib import Path
 
 from kbench.errors import InputError, UserError
 
-SPLIT_ORDER = ("train", "dev", "validation", "test")   # how splits are listed; others follow by name
+SPLIT_ORDER = ("train", "dev", "validation", "test")  # how splits are listed; others follow by name
 
 
 @dataclass(frozen=True)
@@ -43,8 +43,13 @@ class Split:
 
     def describe(self) -> dict:
         """The `dataset` block of a results envelope."""
-        return {"path": str(self.dataset), "config": self.config, "split": self.name, "file": str(self.path),
-                "sha256": self.sha256}
+        return {
+            "path": str(self.dataset),
+            "config": self.config,
+            "split": self.name,
+            "file": str(self.path),
+            "sha256": self.sha256,
+        }
 
 
 def configs(dataset: Path) -> list[str]:
@@ -134,8 +139,12 @@ def dataset_configs(run_dir: str | Path) -> list[dict]:
     for folder in sorted(p for p in data.glob("*") if p.is_dir()) if data.is_dir() else []:
         splits = sorted((p.stem for p in folder.glob("*.parquet")), key=split_order)
         if splits:
-            configs.append({"config_name": folder.name,
-                            "data_files": [{"split": s, "path": f"data/{folder.name}/{s}.parquet"} for s in splits]})
+            configs.append(
+                {
+                    "config_name": folder.name,
+                    "data_files": [{"split": s, "path": f"data/{folder.name}/{s}.parquet"} for s in splits],
+                }
+            )
     if configs and not any(c["config_name"] == "default" for c in configs):
         configs[0]["default"] = True  # `load_dataset(dir)` without a config name opens this one
     return configs
@@ -156,8 +165,9 @@ def dataset_infos(run_dir: str | Path) -> list[dict]:
         splits = []
         for entry in config["data_files"]:
             path = Path(run_dir) / entry["path"]
-            splits.append({"name": entry["split"], "num_bytes": path.stat().st_size,
-                           "num_examples": pq.read_metadata(path).num_rows})
+            splits.append(
+                {"name": entry["split"], "num_bytes": path.stat().st_size, "num_examples": pq.read_metadata(path).num_rows}
+            )
         size = sum(s["num_bytes"] for s in splits)
         infos.append({"config_name": config["config_name"], "splits": splits, "download_size": size, "dataset_size": size})
     return infos
@@ -178,7 +188,9 @@ def run_lock(run_dir: Path) -> Iterator[None]:
         except BlockingIOError:
             fh.seek(0)
             holder = fh.read().strip() or "unknown"
-            raise UserError(f"another kbench process (pid {holder}) is writing to {run_dir}; wait for it or pick another --out")
+            raise UserError(
+                f"another kbench process (pid {holder}) is writing to {run_dir}; wait for it or pick another --out"
+            ) from None
         fh.seek(0)
         fh.truncate()
         fh.write(str(os.getpid()))

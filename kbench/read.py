@@ -26,9 +26,9 @@ import json
 import os
 import shutil
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from kbench.errors import InputError, UserError
 from kbench.io import atomic_path, iter_jsonl, sha256_file, stable_hash, write_json
@@ -89,7 +89,7 @@ def token_blocks(tokenizer, docs: list[str], seq_len: int) -> list[list[int]]:
         ids.extend(tokenizer(doc, add_special_tokens=False)["input_ids"])
         if eos is not None:
             ids.append(eos)
-    blocks = [ids[i:i + seq_len] for i in range(0, len(ids) - seq_len + 1, seq_len)]
+    blocks = [ids[i : i + seq_len] for i in range(0, len(ids) - seq_len + 1, seq_len)]
     if not blocks:
         raise UserError(f"the text has {len(ids)} tokens, fewer than one block of --seq-len {seq_len}")
     return blocks
@@ -174,8 +174,13 @@ def read_text(settings: ReadSettings, on_step: Callable[[int, int, float], None]
     base = load_model(settings.model)
     if base.kind != "causal":
         raise UserError(f"kbench read trains causal LMs; {settings.model} is a {base.kind} LM")
-    key = stable_hash({"base": base.identity, "files": [sha256_file(f) for f in files],
-                       **{k: v for k, v in asdict(settings).items() if k not in ("out", "text", "model", "epochs", "max_steps")}})
+    key = stable_hash(
+        {
+            "base": base.identity,
+            "files": [sha256_file(f) for f in files],
+            **{k: v for k, v in asdict(settings).items() if k not in ("out", "text", "model", "epochs", "max_steps")},
+        }
+    )
     done_epochs, folder, progress = _last_epoch(out, key)
     loaded = load_model(str(folder)) if folder is not None else base
     model, tokenizer = loaded.model, loaded.tokenizer
@@ -197,7 +202,7 @@ def read_text(settings: ReadSettings, on_step: Callable[[int, int, float], None]
         for start in range(0, len(order), settings.batch_size):
             if step >= total_steps:
                 break
-            batch = torch.tensor([blocks[i] for i in order[start:start + settings.batch_size]], device=model.device)
+            batch = torch.tensor([blocks[i] for i in order[start : start + settings.batch_size]], device=model.device)
             loss = model(input_ids=batch, labels=batch).loss
             loss.backward()
             optimizer.step()
@@ -210,11 +215,17 @@ def read_text(settings: ReadSettings, on_step: Callable[[int, int, float], None]
         losses.append(epoch_loss / max(epoch_steps, 1))
         folder = _save_epoch(model, tokenizer, optimizer, out, {"key": key, "epoch": epoch, "step": step, "epoch_losses": losses})
 
-    record = {"kbench_read_version": 1, "base_model": {"name": settings.model, "identity": base.identity},
-              "text_files": [str(f) for f in files], "text_sha256": [sha256_file(f) for f in files],
-              "blocks": len(blocks), "steps": step, "epoch_losses": losses,
-              "settings": {k: v for k, v in asdict(settings).items() if k != "out"},
-              "seconds_this_run": round(time.perf_counter() - started, 3)}
+    record = {
+        "kbench_read_version": 1,
+        "base_model": {"name": settings.model, "identity": base.identity},
+        "text_files": [str(f) for f in files],
+        "text_sha256": [sha256_file(f) for f in files],
+        "blocks": len(blocks),
+        "steps": step,
+        "epoch_losses": losses,
+        "settings": {k: v for k, v in asdict(settings).items() if k != "out"},
+        "seconds_this_run": round(time.perf_counter() - started, 3),
+    }
     for item in sorted(folder.iterdir()) if folder is not None else []:
         if item.is_file() and item.name not in ("optimizer.safetensors", "progress.json"):
             with atomic_path(out / item.name) as tmp:

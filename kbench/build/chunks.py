@@ -64,8 +64,10 @@ class ChunkWriter:
             try:
                 table = table.cast(self.writer.schema)
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ValueError) as exc:
-                raise RuntimeError(f"stage {self.stage_id!r} gave chunks with different schemas (bug in the stage: "
-                                   f"give its columns explicit types):\n{self.writer.schema}\n---\n{table.schema}") from exc
+                raise RuntimeError(
+                    f"stage {self.stage_id!r} gave chunks with different schemas (bug in the stage: "
+                    f"give its columns explicit types):\n{self.writer.schema}\n---\n{table.schema}"
+                ) from exc
         self.writer.write_table(table, row_group_size=ROW_GROUP_ROWS)
 
     def append_file(self, path: Path) -> None:

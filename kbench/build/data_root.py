@@ -15,8 +15,9 @@ The data root is, in this order: `kbench build --data-dir DIR`, the environment 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
-from typing import Any, Iterator
+from typing import Any
 
 from kbench.errors import UserError
 
@@ -30,7 +31,7 @@ def is_data_ref(value: Any) -> bool:
 
 def parse_data_ref(value: str) -> PurePosixPath:
     """The relative path after `data:`; raises `ValueError` with the reason when it is not one."""
-    rest = value[len(PREFIX):]
+    rest = value[len(PREFIX) :]
     if not rest.strip():
         raise ValueError("`data:` needs a path after it, e.g. data:lama_trex/TREx")
     if "\\" in rest:
@@ -96,14 +97,20 @@ def check_data_root(recipe_path: Path, refs: list[tuple[str, str]], explicit: Pa
     folders = sorted({parse_data_ref(value).parts[0] for _, value in refs})
     fetch = f"kbench data fetch {' '.join(folders)} --to DIR"
     if data_dir is None:
-        raise UserError(f"{recipe_path}: the recipe reads {refs[0][1]!r} ([{refs[0][0]}]) but there is no data "
-                        f"folder: {origin}. Download the sources with `{fetch}`, then pass "
-                        f"`--data-dir DIR` or set {ENV_VAR}=DIR.")
+        raise UserError(
+            f"{recipe_path}: the recipe reads {refs[0][1]!r} ([{refs[0][0]}]) but there is no data "
+            f"folder: {origin}. Download the sources with `{fetch}`, then pass "
+            f"`--data-dir DIR` or set {ENV_VAR}=DIR."
+        )
     if not data_dir.is_dir():
-        raise UserError(f"{recipe_path}: the data folder {data_dir} (from {origin}) does not exist. "
-                        f"Download the sources into it with `kbench data fetch {' '.join(folders)} --to {data_dir}`.")
+        raise UserError(
+            f"{recipe_path}: the data folder {data_dir} (from {origin}) does not exist. "
+            f"Download the sources into it with `kbench data fetch {' '.join(folders)} --to {data_dir}`."
+        )
     missing = [f for f in folders if not (data_dir / f).exists()]
     if missing:
-        raise UserError(f"{recipe_path}: the data folder {data_dir} (from {origin}) lacks "
-                        f"{', '.join(missing)}. Download with `kbench data fetch {' '.join(missing)} --to {data_dir}`.")
+        raise UserError(
+            f"{recipe_path}: the data folder {data_dir} (from {origin}) lacks "
+            f"{', '.join(missing)}. Download with `kbench data fetch {' '.join(missing)} --to {data_dir}`."
+        )
     return data_dir

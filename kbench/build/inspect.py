@@ -36,8 +36,9 @@ def _load(run_dir: Path):
                 frame = pl.read_parquet(run_dir / entry["path"])
             except Exception as exc:  # polars raises several types for unreadable files
                 raise UserError(f"{run_dir / entry['path']} is not a readable parquet file ({exc})") from exc
-            frames.append(frame.with_columns(pl.lit(config["config_name"]).alias("__config"),
-                                             pl.lit(entry["split"]).alias("__split")))
+            frames.append(
+                frame.with_columns(pl.lit(config["config_name"]).alias("__config"), pl.lit(entry["split"]).alias("__split"))
+            )
     data = pl.concat(frames, how="diagonal_relaxed") if frames else None
     return stats, stages, data
 
@@ -60,8 +61,7 @@ def _crosstab(data, column: str, title: str, label_column: str | None = None, or
     rows = sorted(totals.iter_rows(named=True), key=lambda r: order.index(r[column]) if r[column] in order else len(order))
     for row in rows:
         cells = [str(row[k]) if row[k] is not None else "(none)" for k in keys]
-        match = counts.filter(pl.all_horizontal(
-            [pl.col(k).is_null() if row[k] is None else pl.col(k) == row[k] for k in keys]))
+        match = counts.filter(pl.all_horizontal([pl.col(k).is_null() if row[k] is None else pl.col(k) == row[k] for k in keys]))
         by_split = dict(zip(match["__split"].to_list(), match["len"].to_list()))
         table.add_row(*cells, *[f"{by_split.get(s, 0):,}" for s in splits], f"{row['total']:,}")
     return table
@@ -75,16 +75,32 @@ def inspect_dataset(run_dir: str | Path, console=None) -> None:
     run_dir = Path(run_dir)
     stats, stages, data = _load(run_dir)
 
-    console.print(f"[bold]{stats.get('dataset', '?')}[/bold] {stats.get('version', '')}  "
-                  f"config hash {str(stats.get('config_hash', ''))[:12]}  final rows {stats.get('final_rows', 0):,}")
+    console.print(
+        f"[bold]{stats.get('dataset', '?')}[/bold] {stats.get('version', '')}  "
+        f"config hash {str(stats.get('config_hash', ''))[:12]}  final rows {stats.get('final_rows', 0):,}"
+    )
     table = Table(title="stages")
-    for name, justify in (("#", "right"), ("id", "left"), ("stage", "left"), ("rows in", "right"),
-                          ("rows out", "right"), ("dropped", "right"), ("drops by reason", "left")):
+    for name, justify in (
+        ("#", "right"),
+        ("id", "left"),
+        ("stage", "left"),
+        ("rows in", "right"),
+        ("rows out", "right"),
+        ("dropped", "right"),
+        ("drops by reason", "left"),
+    ):
         table.add_column(name, justify=justify)
     for i, stage in enumerate(stages, start=1):
         reasons = ", ".join(f"{r}: {n:,}" for r, n in sorted(stage.get("dropped", {}).items()))
-        table.add_row(str(i), stage["id"], stage["stage"], f"{stage['rows_in']:,}", f"{stage['rows_out']:,}",
-                      f"{stage.get('dropped_total', 0):,}", reasons or "-")
+        table.add_row(
+            str(i),
+            stage["id"],
+            stage["stage"],
+            f"{stage['rows_in']:,}",
+            f"{stage['rows_out']:,}",
+            f"{stage.get('dropped_total', 0):,}",
+            reasons or "-",
+        )
     console.print(table)
 
     if data is None:

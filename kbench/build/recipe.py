@@ -60,10 +60,7 @@ class Recipe:
         """The recipe with every default filled in: what the manifest records and the key hashes."""
         return {
             "pipeline": self.header.model_dump(mode="json"),
-            "stages": [
-                {"id": s.id, "stage": s.stage_cls.name, "params": s.params.model_dump(mode="json")}
-                for s in self.stages
-            ],
+            "stages": [{"id": s.id, "stage": s.stage_cls.name, "params": s.params.model_dump(mode="json")} for s in self.stages],
         }
 
 
@@ -118,8 +115,12 @@ def _check_paths(path: Path, where: str, entry: dict) -> list[tuple[str, str]]:
         for text in values:
             hint = old_style_hint(text)
             if hint is not None and not is_data_ref(text):
-                raise InputError(path, f"{text!r} names the shared data by a relative path; write {hint!r} "
-                                       "(`data:` paths lie under --data-dir / KBENCH_DATA_DIR)", key=f"{where}.{name}")
+                raise InputError(
+                    path,
+                    f"{text!r} names the shared data by a relative path; write {hint!r} "
+                    "(`data:` paths lie under --data-dir / KBENCH_DATA_DIR)",
+                    key=f"{where}.{name}",
+                )
     return refs
 
 

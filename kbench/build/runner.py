@@ -29,21 +29,22 @@ from __future__ import annotations
 import json
 import shutil
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from kbench.build.chunks import ROW_GROUP_ROWS, count_rows
 from kbench.build.context import StageContext
+from kbench.build.data_root import check_data_root
 from kbench.build.executors import Executor, RowWiseJob
 from kbench.build.executors.local import LocalExecutor
-from kbench.dataset import run_lock
-from kbench.paths import default_cache_dir
 from kbench.build.recipe import Recipe
-from kbench.build.data_root import check_data_root
+from kbench.dataset import run_lock
 from kbench.errors import UserError
 from kbench.io import atomic_path, sha256_file, stable_hash, write_json
+from kbench.paths import default_cache_dir
 
 #: Rows per chunk of a row-wise stage: its peak memory is set by this number, not by the table's
 #: length. Measured on the MAPLE tail over a 1M-row triplet table (bench/stream_memory.py): 20k-row
@@ -66,8 +67,14 @@ class StageReport:
     details: dict[str, Any] = field(default_factory=dict)
 
     def stats(self) -> dict[str, Any]:  # what stats.json keeps: no timings, so reruns are identical
-        out = {"id": self.id, "stage": self.stage, "rows_in": self.rows_in, "rows_out": self.rows_out,
-               "dropped": self.dropped, "dropped_total": sum(self.dropped.values())}
+        out = {
+            "id": self.id,
+            "stage": self.stage,
+            "rows_in": self.rows_in,
+            "rows_out": self.rows_out,
+            "dropped": self.dropped,
+            "dropped_total": sum(self.dropped.values()),
+        }
         if self.details:
             out["details"] = self.details
         return out
@@ -156,9 +163,14 @@ def run_recipe(
     run_dir = Path(run_dir).resolve()
     data_dir = check_data_root(recipe.path, recipe.data_refs, data_dir)
     ctx = StageContext(
-        recipe_path=recipe.path, run_dir=run_dir, seed=recipe.header.seed,
-        cache_dir=cache_dir or default_cache_dir(), options=dict(options or {}),
-        dataset_name=recipe.header.name, dataset_version=recipe.header.version, config_name=recipe.header.config,
+        recipe_path=recipe.path,
+        run_dir=run_dir,
+        seed=recipe.header.seed,
+        cache_dir=cache_dir or default_cache_dir(),
+        options=dict(options or {}),
+        dataset_name=recipe.header.name,
+        dataset_version=recipe.header.version,
+        config_name=recipe.header.config,
         data_dir=data_dir,
     )
     result = RunResult(run_dir=run_dir)
@@ -177,8 +189,11 @@ def run_recipe(
                 file_hashes.append(digest)
                 inputs.append({"stage": spec.id, "path": ctx.display_path(f), "sha256": digest})
             key_parts = {
-                "stage": spec.stage_cls.name, "version": spec.stage_cls.version,
-                "params": spec.params.model_dump(mode="json"), "files": file_hashes, "previous": prev_key,
+                "stage": spec.stage_cls.name,
+                "version": spec.stage_cls.version,
+                "params": spec.params.model_dump(mode="json"),
+                "files": file_hashes,
+                "previous": prev_key,
             }
             if stage.run_options():  # only when set, so keys without options stay as they were
                 key_parts["options"] = stage.run_options()
@@ -194,10 +209,19 @@ def run_recipe(
                 rows_in = count_rows(prev_output) if prev_output is not None else 0
                 marker_path.unlink(missing_ok=True)
                 if spec.stage_cls.row_wise:
-                    rejects = executor.run_row_wise(RowWiseJob(
-                        stage=stage, stage_id=spec.id, key=key, stage_dir=stage_dir, input_path=prev_output,
-                        output_path=output_path, rejected_path=rejected_path, chunk_rows=CHUNK_ROWS,
-                        log=lambda event: _log_event(run_dir, event)))
+                    rejects = executor.run_row_wise(
+                        RowWiseJob(
+                            stage=stage,
+                            stage_id=spec.id,
+                            key=key,
+                            stage_dir=stage_dir,
+                            input_path=prev_output,
+                            output_path=output_path,
+                            rejected_path=rejected_path,
+                            chunk_rows=CHUNK_ROWS,
+                            log=lambda event: _log_event(run_dir, event),
+                        )
+                    )
                     details = {}
                 else:
                     out = stage.run(pl.scan_parquet(prev_output) if prev_output is not None else pl.LazyFrame())
@@ -212,8 +236,16 @@ def run_recipe(
                 else:
                     rejected_path.unlink(missing_ok=True)
                 rows_out = count_rows(output_path)
-                report = StageReport(spec.id, spec.stage_cls.name, rows_in, rows_out, dropped, False,
-                                     round(time.perf_counter() - started, 3), details)
+                report = StageReport(
+                    spec.id,
+                    spec.stage_cls.name,
+                    rows_in,
+                    rows_out,
+                    dropped,
+                    False,
+                    round(time.perf_counter() - started, 3),
+                    details,
+                )
                 if not spec.stage_cls.source and getattr(spec.stage_cls, "preserves_rows", True):
                     lost = rows_in - rows_out - sum(dropped.values())
                     if lost != 0:
@@ -228,25 +260,33 @@ def run_recipe(
             prev_key, prev_output = key, output_path
 
         result.config_hash = prev_key
-        write_json(run_dir / "stats.json", {
-            "dataset": recipe.header.name, "version": recipe.header.version, "config_hash": prev_key,
-            "final_rows": result.stages[-1].rows_out if result.stages else 0,
-            "stages": [r.stats() for r in result.stages],
-        })
-        write_json(run_dir / "manifest.json", {
-            "kbench_manifest_version": 1,
-            "dataset": recipe.header.name,
-            "version": recipe.header.version,
-            "recipe_file": recipe.path.name,
-            "recipe": recipe.raw,
-            "resolved": recipe.resolved(),
-            "data_dir": str(data_dir) if data_dir is not None else None,
-            "inputs": inputs,
-            "packages": package_versions(),
-            "config_hash": prev_key,
-            "command": f"kbench build {recipe.path.name}",
-            "executor": executor.name,
-        })
+        write_json(
+            run_dir / "stats.json",
+            {
+                "dataset": recipe.header.name,
+                "version": recipe.header.version,
+                "config_hash": prev_key,
+                "final_rows": result.stages[-1].rows_out if result.stages else 0,
+                "stages": [r.stats() for r in result.stages],
+            },
+        )
+        write_json(
+            run_dir / "manifest.json",
+            {
+                "kbench_manifest_version": 1,
+                "dataset": recipe.header.name,
+                "version": recipe.header.version,
+                "recipe_file": recipe.path.name,
+                "recipe": recipe.raw,
+                "resolved": recipe.resolved(),
+                "data_dir": str(data_dir) if data_dir is not None else None,
+                "inputs": inputs,
+                "packages": package_versions(),
+                "config_hash": prev_key,
+                "command": f"kbench build {recipe.path.name}",
+                "executor": executor.name,
+            },
+        )
     return result
 
 

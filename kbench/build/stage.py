@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict
+
 from kbench.registry import Registry
 
 if TYPE_CHECKING:  # polars is imported lazily to keep `kbench --help` fast

@@ -22,12 +22,25 @@ def triplet_schema():
     import polars as pl
 
     return {
-        "triplet_id": pl.String, "doc_id": pl.String, "title": pl.String, "doc_uri": pl.String,
-        "origin": pl.String, "sentence_index": pl.Int64, "sentence": pl.String, "sentence_start": pl.Int64,
-        "subject": pl.String, "subject_id": pl.String, "subject_start": pl.Int64, "subject_end": pl.Int64,
-        "relation": pl.String, "relation_label": pl.String,
-        "object": pl.String, "object_id": pl.String, "object_kind": pl.String,
-        "object_start": pl.Int64, "object_end": pl.Int64,
+        "triplet_id": pl.String,
+        "doc_id": pl.String,
+        "title": pl.String,
+        "doc_uri": pl.String,
+        "origin": pl.String,
+        "sentence_index": pl.Int64,
+        "sentence": pl.String,
+        "sentence_start": pl.Int64,
+        "subject": pl.String,
+        "subject_id": pl.String,
+        "subject_start": pl.Int64,
+        "subject_end": pl.Int64,
+        "relation": pl.String,
+        "relation_label": pl.String,
+        "object": pl.String,
+        "object_id": pl.String,
+        "object_kind": pl.String,
+        "object_start": pl.Int64,
+        "object_end": pl.Int64,
     }
 
 

@@ -69,20 +69,26 @@ def render_drops(folder: DatasetFolder) -> str:
     loaded = stages[0].get("rows_out", 0)
     total_dropped = sum(s.get("dropped_total", 0) for s in stages)
     if not total_dropped:
-        out = [f"**No row was dropped.** The first step read {loaded:,} rows and the splits hold "
-               f"{folder.stats.get('final_rows', folder.rows()):,}: every fact of the input files is in the dataset."]
+        out = [
+            f"**No row was dropped.** The first step read {loaded:,} rows and the splits hold "
+            f"{folder.stats.get('final_rows', folder.rows()):,}: every fact of the input files is in the dataset."
+        ]
     else:
-        out = [f"{total_dropped:,} rows were dropped, each by the step and for the reason below, and "
-               f"{folder.stats.get('final_rows', folder.rows()):,} remain (rows in and out of every step: "
-               "\"How it was built\"). Step by step:"]
+        out = [
+            f"{total_dropped:,} rows were dropped, each by the step and for the reason below, and "
+            f"{folder.stats.get('final_rows', folder.rows()):,} remain (rows in and out of every step: "
+            '"How it was built"). Step by step:'
+        ]
     for index, stage in enumerate(stages):
         dropped = stage.get("dropped") or {}
         details = stage.get("details") or {}
         if not dropped and not details:
             continue
         reasons = "; ".join(f"`{r}` {n:,}" for r, n in sorted(dropped.items(), key=lambda kv: -kv[1]))
-        head = (f"- **`{stage['id']}`** (`{stage.get('stage', '')}`): dropped "
-                f"{_percent(stage.get('dropped_total', 0), stage.get('rows_in', 0))} rows" + (f" ({reasons})" if reasons else ""))
+        head = (
+            f"- **`{stage['id']}`** (`{stage.get('stage', '')}`): dropped "
+            f"{_percent(stage.get('dropped_total', 0), stage.get('rows_in', 0))} rows" + (f" ({reasons})" if reasons else "")
+        )
         out += ["", head]
         if details:
             out += ["", "  Recorded by the step (stats.json `details`):", "", _details(details)]

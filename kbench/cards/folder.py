@@ -31,7 +31,7 @@ UNHASHED = ("README.md", "manifest.json")
 class SplitFile:
     config: str
     split: str
-    path: Path      # relative to the folder, posix style
+    path: Path  # relative to the folder, posix style
     rows: int
 
 
@@ -49,8 +49,11 @@ class DatasetFolder:
 def is_work_file(relative: Path) -> bool:
     """Work files never leave the machine: hidden paths (.kbench/, temp files), locks, partial writes."""
     parts = relative.parts
-    return (any(p.startswith(".") or p == "__pycache__" for p in parts)
-            or relative.name == "lock" or relative.name.endswith(_WORK_FILE_SUFFIXES))
+    return (
+        any(p.startswith(".") or p == "__pycache__" for p in parts)
+        or relative.name == "lock"
+        or relative.name.endswith(_WORK_FILE_SUFFIXES)
+    )
 
 
 def publishable_files(root: Path) -> list[str]:
@@ -87,8 +90,11 @@ def load_folder(root: str | Path) -> DatasetFolder:
 
 
 def hash_files(root: Path) -> dict[str, dict[str, Any]]:
-    return {rel: {"sha256": sha256_file(root / rel), "bytes": (root / rel).stat().st_size}
-            for rel in publishable_files(root) if rel not in UNHASHED}
+    return {
+        rel: {"sha256": sha256_file(root / rel), "bytes": (root / rel).stat().st_size}
+        for rel in publishable_files(root)
+        if rel not in UNHASHED
+    }
 
 
 def file_mismatches(root: Path, recorded: dict[str, Any]) -> list[str]:
@@ -115,8 +121,9 @@ def ensure_file_hashes(folder: DatasetFolder) -> str:
     if recorded:
         problems = file_mismatches(folder.root, recorded)
         if problems:
-            raise InputError(folder.root / "manifest.json", "files do not match the manifest: " + "; ".join(problems[:5]),
-                             key="files")
+            raise InputError(
+                folder.root / "manifest.json", "files do not match the manifest: " + "; ".join(problems[:5]), key="files"
+            )
         return "verified"
     folder.manifest["files"] = hash_files(folder.root)
     write_json(folder.root / "manifest.json", folder.manifest)

@@ -50,8 +50,7 @@ NAMES = {
 
 # The Creative Commons licenses, in the order tried when naming the license for a set of
 # conditions (data is best described by a data license, not a software one).
-_DATA_LICENSES = ("cc0-1.0", "cc-by-4.0", "cc-by-sa-4.0", "cc-by-nc-4.0", "cc-by-nc-sa-4.0",
-                  "cc-by-nd-4.0", "cc-by-nc-nd-4.0")
+_DATA_LICENSES = ("cc0-1.0", "cc-by-4.0", "cc-by-sa-4.0", "cc-by-nc-4.0", "cc-by-nc-sa-4.0", "cc-by-nd-4.0", "cc-by-nc-nd-4.0")
 
 
 def conditions(license_id: str) -> frozenset[str]:
@@ -67,8 +66,10 @@ def inherited_license(source_licenses: list[str]) -> str:
     for candidate in _DATA_LICENSES:
         if CONDITIONS[candidate] >= needed:
             return candidate
-    raise UserError(f"no single license keeps all source conditions ({', '.join(sorted(needed))}); "
-                    "the sources cannot be combined into one dataset")
+    raise UserError(
+        f"no single license keeps all source conditions ({', '.join(sorted(needed))}); "
+        "the sources cannot be combined into one dataset"
+    )
 
 
 def check_license_choice(chosen: str, source_licenses: list[str], *, force: bool) -> None:
@@ -76,15 +77,19 @@ def check_license_choice(chosen: str, source_licenses: list[str], *, force: bool
     if force:
         return
     if chosen not in CONDITIONS:
-        raise UserError(f"license {chosen!r} cannot be compared with the sources' licenses "
-                        f"({', '.join(sorted(set(source_licenses)))}); known: {', '.join(CONDITIONS)}. "
-                        "Use --force if you have checked it yourself.")
+        raise UserError(
+            f"license {chosen!r} cannot be compared with the sources' licenses "
+            f"({', '.join(sorted(set(source_licenses)))}); known: {', '.join(CONDITIONS)}. "
+            "Use --force if you have checked it yourself."
+        )
     needed = frozenset().union(*(conditions(lic) for lic in source_licenses)) if source_licenses else frozenset()
     missing = needed - CONDITIONS[chosen]
     if missing:
-        raise UserError(f"license {chosen!r} is less restrictive than the sources "
-                        f"({', '.join(sorted(set(source_licenses)))}): it drops {', '.join(sorted(missing))}. "
-                        f"Use {inherited_license(source_licenses)!r} or stricter, or --force if you hold other rights.")
+        raise UserError(
+            f"license {chosen!r} is less restrictive than the sources "
+            f"({', '.join(sorted(set(source_licenses)))}): it drops {', '.join(sorted(missing))}. "
+            f"Use {inherited_license(source_licenses)!r} or stricter, or --force if you hold other rights."
+        )
 
 
 def display_name(license_id: str) -> str:

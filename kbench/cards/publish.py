@@ -37,9 +37,9 @@ _PER_ITEM_SUFFIXES = (".parquet", ".jsonl")
 
 @dataclass
 class UploadPlan:
-    kind: str                    # "dataset" or "results"
+    kind: str  # "dataset" or "results"
     root: Path
-    files: list[str]             # paths in the repo, sorted; exactly what is uploaded
+    files: list[str]  # paths in the repo, sorted; exactly what is uploaded
     generated: dict[str, str] = field(default_factory=dict)  # repo path -> text written only into the upload
 
 
@@ -74,8 +74,13 @@ def _plan_dataset(root: Path) -> UploadPlan:
         raise InputError(root / "manifest.json", f"no `files` checksums; record them with: kbench card {root}", key="files")
     problems = file_mismatches(root, recorded)
     if problems:
-        raise InputError(root / "manifest.json", "files do not match the manifest (sha256): " + "; ".join(problems[:5])
-                         + (f" (+{len(problems) - 5} more)" if len(problems) > 5 else ""), key="files")
+        raise InputError(
+            root / "manifest.json",
+            "files do not match the manifest (sha256): "
+            + "; ".join(problems[:5])
+            + (f" (+{len(problems) - 5} more)" if len(problems) > 5 else ""),
+            key="files",
+        )
     return UploadPlan("dataset", root, publishable_files(root))
 
 
@@ -90,7 +95,7 @@ def _plan_results(root: Path) -> UploadPlan:
     candidates = [f for f in publishable_files(root) if not Path(f).name.startswith("journal")]
     tables = [f for f in candidates if f.endswith(_PER_ITEM_SUFFIXES)]
     files = [f for f in candidates if f in tables or ("/" not in f and f.endswith(".json"))]
-    per_item = [f for f in tables if not (f.endswith(".jsonl") and f[:-len(".jsonl")] + ".parquet" in tables)]
+    per_item = [f for f in tables if not (f.endswith(".jsonl") and f[: -len(".jsonl")] + ".parquet" in tables)]
     card = results_card(root, run, per_item, files)
     validate_card(card, root, where=root / "README.md (generated)")
     files = sorted(set(files) | {"README.md"})
@@ -116,24 +121,41 @@ def results_card(root: Path, run, per_item: list[str], files: list[str]) -> str:
     task, model_name = run.task, run.results["model"].get("name")
     meta = {
         "pretty_name": f"kbench {task} results" + (f" for {model_name}" if model_name else ""),
-        "language": ["en"], "license": "other", "task_categories": ["question-answering"],
-        "size_categories": [size_category(max((pq.read_metadata(root / f).num_rows for f in per_item
-                                               if f.endswith(".parquet")), default=0))], "source_datasets": ["original"], "tags": ["kbench", "evaluation-results"],
+        "language": ["en"],
+        "license": "other",
+        "task_categories": ["question-answering"],
+        "size_categories": [
+            size_category(max((pq.read_metadata(root / f).num_rows for f in per_item if f.endswith(".parquet")), default=0))
+        ],
+        "source_datasets": ["original"],
+        "tags": ["kbench", "evaluation-results"],
         "configs": configs or [{"config_name": "results", "data_files": [{"split": "test", "path": "results.json"}]}],
     }
     summary = [f"- `{k}`: {format_estimate(v)} (n = {v['n']})" for k, v in run.headline.items()]
-    body = "\n".join([
-        f"# kbench {task} results", "",
-        f"Evaluation run `{root.name}` produced by `kbench evaluate {task}`"
-        + (f" on model `{model_name}`." if model_name else "."), "",
-        "`results.json` holds the aggregates (its schema is named inside it); the per-item tables hold one row "
-        "per evaluated item, so every number can be recomputed.", "",
-        "## Summary", "", *(summary or ["(see results.json)"]), "",
-        "## License", "",
-        "The items inherit the license of the dataset they were evaluated on (see that dataset's card); "
-        "model outputs are subject to the model's terms. Hence `license: other`.", "",
-        "## Files", "", *[f"- `{rel}`" for rel in sorted({"README.md", *files})],
-    ])
+    body = "\n".join(
+        [
+            f"# kbench {task} results",
+            "",
+            f"Evaluation run `{root.name}` produced by `kbench evaluate {task}`"
+            + (f" on model `{model_name}`." if model_name else "."),
+            "",
+            "`results.json` holds the aggregates (its schema is named inside it); the per-item tables hold one row "
+            "per evaluated item, so every number can be recomputed.",
+            "",
+            "## Summary",
+            "",
+            *(summary or ["(see results.json)"]),
+            "",
+            "## License",
+            "",
+            "The items inherit the license of the dataset they were evaluated on (see that dataset's card); "
+            "model outputs are subject to the model's terms. Hence `license: other`.",
+            "",
+            "## Files",
+            "",
+            *[f"- `{rel}`" for rel in sorted({"README.md", *files})],
+        ]
+    )
     front = yaml.safe_dump(meta, sort_keys=False, allow_unicode=True, width=1000)
     return f"---\n{front}---\n\n{body}\n"
 
@@ -160,9 +182,13 @@ def publish(root: str | Path, repo_id: str, *, private: bool = False, dry_run: b
         if plan.generated:
             _upload_staged(api, plan, repo_id)
         else:
-            api.upload_folder(folder_path=plan.root, repo_id=repo_id, repo_type="dataset",
-                              allow_patterns=[glob.escape(f) for f in plan.files],
-                              commit_message=f"Upload {plan.kind} with kbench")
+            api.upload_folder(
+                folder_path=plan.root,
+                repo_id=repo_id,
+                repo_type="dataset",
+                allow_patterns=[glob.escape(f) for f in plan.files],
+                commit_message=f"Upload {plan.kind} with kbench",
+            )
     except UserError:
         raise
     except Exception as exc:  # HTTP and connection errors of every kind: one clear line, token removed
@@ -184,6 +210,10 @@ def _upload_staged(api, plan: UploadPlan, repo_id: str) -> None:
                 os.link(plan.root / rel, target)  # no copy of large per-item tables when the filesystem allows
             except OSError:
                 shutil.copy2(plan.root / rel, target)
-        api.upload_folder(folder_path=staging, repo_id=repo_id, repo_type="dataset",
-                          allow_patterns=[glob.escape(f) for f in plan.files],
-                          commit_message=f"Upload {plan.kind} with kbench")
+        api.upload_folder(
+            folder_path=staging,
+            repo_id=repo_id,
+            repo_type="dataset",
+            allow_patterns=[glob.escape(f) for f in plan.files],
+            commit_message=f"Upload {plan.kind} with kbench",
+        )

@@ -21,21 +21,28 @@ import re
 from pathlib import Path
 from typing import Any
 
-from kbench.dataset import dataset_configs, dataset_infos
 from kbench.cards import licenses
 from kbench.cards.drops import render_drops
 from kbench.cards.folder import DatasetFolder, ensure_file_hashes, load_folder
 from kbench.cards.sources import detect_sources, reference
 from kbench.cards.validate import validate_card
+from kbench.dataset import dataset_configs, dataset_infos
 from kbench.errors import InputError, UserError
 from kbench.io import write_text
 
 FAMILIES = ("lama", "lama-binned", "maple-wiki", "left-textbook", "evolving")
 _PLACEHOLDER = re.compile(r"{{\s*([a-z_]+)\s*}}")
-_SIZE_BOUNDS = [(1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"), (1_000_000, "100K<n<1M"),
-                (10_000_000, "1M<n<10M"), (100_000_000, "10M<n<100M"), (1_000_000_000, "100M<n<1B")]
+_SIZE_BOUNDS = [
+    (1_000, "n<1K"),
+    (10_000, "1K<n<10K"),
+    (100_000, "10K<n<100K"),
+    (1_000_000, "100K<n<1M"),
+    (10_000_000, "1M<n<10M"),
+    (100_000_000, "10M<n<100M"),
+    (1_000_000_000, "100M<n<1B"),
+]
 MAX_RELATION_ROWS = 60
-SOURCE_PIPELINES = Path(__file__).resolve().parents[2] / "pipelines"   # absent in a wheel install
+SOURCE_PIPELINES = Path(__file__).resolve().parents[2] / "pipelines"  # absent in a wheel install
 
 
 def template_dir() -> Path:
@@ -65,16 +72,22 @@ def choose_family(folder: DatasetFolder, sources: list[str]) -> str:
     if declared:
         return declared
     name = f"{manifest.get('dataset', '')} {manifest.get('recipe_file', '')}".lower()
-    for family, markers in (("evolving", ("evolv",)), ("left-textbook", ("left", "textbook", "openstax")),
-                            ("maple-wiki", ("maple", "rebel", "wiki")), ("lama-binned", ("binned",)),
-                            ("lama", ("lama", "trex", "google"))):
+    for family, markers in (
+        ("evolving", ("evolv",)),
+        ("left-textbook", ("left", "textbook", "openstax")),
+        ("maple-wiki", ("maple", "rebel", "wiki")),
+        ("lama-binned", ("binned",)),
+        ("lama", ("lama", "trex", "google")),
+    ):
         if any(m in name for m in markers):
             return _lama_family(folder) if family == "lama" else family
     for family, source in (("maple-wiki", "rebel"), ("left-textbook", "openstax"), ("lama", "lama")):
         if source in sources:
             return _lama_family(folder) if family == "lama" else family
-    raise UserError(f"{folder.root}: cannot tell the dataset family from the manifest; pass --family "
-                    f"(one of {', '.join(FAMILIES)}) or set `card_family` in the manifest")
+    raise UserError(
+        f"{folder.root}: cannot tell the dataset family from the manifest; pass --family "
+        f"(one of {', '.join(FAMILIES)}) or set `card_family` in the manifest"
+    )
 
 
 def _lama_family(folder: DatasetFolder) -> str:
@@ -93,6 +106,7 @@ def size_category(rows: int) -> str:
 def _table(header: list[str], rows: list[list[Any]]) -> str:
     def cell(v: Any) -> str:
         return str(v).replace("|", "\\|").replace("\n", " ")
+
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
     return "\n".join(lines)
@@ -100,9 +114,11 @@ def _table(header: list[str], rows: list[list[Any]]) -> str:
 
 def _overview(folder: DatasetFolder) -> str:
     m = folder.manifest
-    parts = [f"- **Dataset:** `{m.get('dataset', folder.root.name)}` version `{m.get('version', '?')}`",
-             f"- **Rows:** {folder.rows():,} in {len(folder.splits)} split file(s)",
-             f"- **Config hash:** `{m.get('config_hash', '?')}` (equal hashes mean identical recipe, code versions and inputs)"]
+    parts = [
+        f"- **Dataset:** `{m.get('dataset', folder.root.name)}` version `{m.get('version', '?')}`",
+        f"- **Rows:** {folder.rows():,} in {len(folder.splits)} split file(s)",
+        f"- **Config hash:** `{m.get('config_hash', '?')}` (equal hashes mean identical recipe, code versions and inputs)",
+    ]
     packages = m.get("packages") or {}
     if packages:
         parts.append("- **Built with:** " + ", ".join(f"{k} {v}" for k, v in sorted(packages.items())))
@@ -114,8 +130,10 @@ def _license_text(license_id: str, source_keys: list[str], chosen_by_user: bool)
     if chosen_by_user:
         lines.append("The license was chosen when the card was written; the sources' own terms are listed below.")
     else:
-        lines.append("This license is inherited from the sources: a derived dataset keeps every condition of "
-                     "every source it was built from.")
+        lines.append(
+            "This license is inherited from the sources: a derived dataset keeps every condition of "
+            "every source it was built from."
+        )
     if licenses.NON_COMMERCIAL in licenses.CONDITIONS.get(license_id, frozenset()):
         lines.append("**Non-commercial use only.**")
     lines.append("")
@@ -145,8 +163,12 @@ def _build_steps(folder: DatasetFolder) -> str:
         dropped = s.get("dropped") or {}
         reasons = "; ".join(f"{reason}: {n:,}" for reason, n in sorted(dropped.items(), key=lambda kv: -kv[1])) or "none"
         rows.append([f"`{s['id']}`", s.get("stage", ""), f"{s.get('rows_in', 0):,}", f"{s.get('rows_out', 0):,}", reasons])
-    out = [_table(["step", "stage", "rows in", "rows out", "dropped (by reason)"], rows), "",
-           "Parameters of each step (defaults filled in):", ""]
+    out = [
+        _table(["step", "stage", "rows in", "rows out", "dropped (by reason)"], rows),
+        "",
+        "Parameters of each step (defaults filled in):",
+        "",
+    ]
     for s in stages:
         out.append(f"- `{s['id']}`: `{json.dumps(params.get(s['id'], {}), sort_keys=True, ensure_ascii=False)}`")
     if (folder.root / "rejected").is_dir():
@@ -157,13 +179,20 @@ def _build_steps(folder: DatasetFolder) -> str:
 def _distributions(folder: DatasetFolder) -> str:
     import polars as pl
 
-    frames = [pl.read_parquet(folder.root / s.path).with_columns(pl.lit(f"{s.config}/{s.split}").alias("__split"))
-              for s in folder.splits]
+    frames = [
+        pl.read_parquet(folder.root / s.path).with_columns(pl.lit(f"{s.config}/{s.split}").alias("__split"))
+        for s in folder.splits
+    ]
     table = pl.concat(frames, how="diagonal_relaxed")
     split_names = list(dict.fromkeys(table["__split"].to_list()))
     out = []
-    for column, title in (("frequency_bin", "Frequency bins"), ("domain", "Domains"), ("source", "Fact sources"),
-                          ("book", "Books"), ("label", "Labels (true / false)")):
+    for column, title in (
+        ("frequency_bin", "Frequency bins"),
+        ("domain", "Domains"),
+        ("source", "Fact sources"),
+        ("book", "Books"),
+        ("label", "Labels (true / false)"),
+    ):
         if column in table.columns and table[column].null_count() < table.height:
             out += [f"### {title}", "", _crosstab(table, [column], split_names), ""]
     if "relation" in table.columns:
@@ -179,10 +208,14 @@ def _crosstab(table, keys: list[str], split_names: list[str], limit: int | None 
     counts = table.group_by(keys + ["__split"]).len()
     wide = counts.pivot(on="__split", index=keys, values="len").fill_null(0)
     present = [s for s in split_names if s in wide.columns]
-    wide = wide.with_columns(pl.sum_horizontal(present).alias("total")).sort(["total"] + keys, descending=[True] + [False] * len(keys))
+    wide = wide.with_columns(pl.sum_horizontal(present).alias("total")).sort(
+        ["total"] + keys, descending=[True] + [False] * len(keys)
+    )
     shown = wide if limit is None else wide.head(limit)
-    rows = [[r[k] if r[k] is not None else "(none)" for k in keys] + [f"{r[s]:,}" for s in present] + [f"{r['total']:,}"]
-            for r in shown.iter_rows(named=True)]
+    rows = [
+        [r[k] if r[k] is not None else "(none)" for k in keys] + [f"{r[s]:,}" for s in present] + [f"{r['total']:,}"]
+        for r in shown.iter_rows(named=True)
+    ]
     text = _table(keys + present + ["total"], rows)
     if limit is not None and wide.height > limit:
         text += f"\n\n… and {wide.height - limit} more (see the parquet files)."
@@ -196,27 +229,34 @@ def _rebuild(folder: DatasetFolder) -> str:
         command = command.replace(f"kbench build {recipe_file}", f"kbench build pipelines/{recipe_file}", 1)
     if "--out" not in command:
         command += f" --out {folder.root.name}"
-    return "\n".join([
-        "```bash", command, f"kbench card {folder.root.name}", "```", "",
-        "The recipe with every `--set` override applied is recorded in `manifest.json` (`recipe`, and "
-        "`resolved` with defaults filled in), together with the sha256 of every input file. A rebuild that "
-        "reports the same config hash reproduces these splits.",
-    ])
+    return "\n".join(
+        [
+            "```bash",
+            command,
+            f"kbench card {folder.root.name}",
+            "```",
+            "",
+            "The recipe with every `--set` override applied is recorded in `manifest.json` (`recipe`, and "
+            "`resolved` with defaults filled in), together with the sha256 of every input file. A rebuild that "
+            "reports the same config hash reproduces these splits.",
+        ]
+    )
 
 
 def _files(folder: DatasetFolder) -> str:
     recorded = folder.manifest.get("files", {})
     rows = [[f"`{rel}`", f"{info.get('bytes', 0):,}", f"`{info.get('sha256', '')}`"] for rel, info in sorted(recorded.items())]
-    return (_table(["file", "bytes", "sha256"], rows) + "\n\nThe same list is in `manifest.json` (`files`); "
-            "`kbench publish` refuses a folder whose files no longer match it.")
+    return (
+        _table(["file", "bytes", "sha256"], rows) + "\n\nThe same list is in `manifest.json` (`files`); "
+        "`kbench publish` refuses a folder whose files no longer match it."
+    )
 
 
 def _citations(keys: list[str]) -> str:
     return "\n\n".join(f"{reference(k).title}:\n\n```bibtex\n{reference(k).bibtex}\n```" for k in keys)
 
 
-def render_card(folder: DatasetFolder, *, family: str | None = None, license_id: str | None = None,
-                force: bool = False) -> str:
+def render_card(folder: DatasetFolder, *, family: str | None = None, license_id: str | None = None, force: bool = False) -> str:
     import yaml
 
     detected = detect_sources([i.get("path", "") for i in folder.manifest.get("inputs", [])])
@@ -233,13 +273,15 @@ def render_card(folder: DatasetFolder, *, family: str | None = None, license_id:
         licenses.check_license_choice(license_id, source_licenses, force=force)
     chosen = license_id or licenses.inherited_license(source_licenses)
 
-    meta.update({
-        "license": chosen,
-        "size_categories": [size_category(folder.rows())],
-        "source_datasets": [reference(k).hub_source for k in source_keys if reference(k).hub_source] or ["original"],
-        "configs": dataset_configs(folder.root),  # the same rules write_dataset uses
-        "dataset_info": dataset_infos(folder.root),  # keeps datasets' folder cache honest after rebuilds
-    })
+    meta.update(
+        {
+            "license": chosen,
+            "size_categories": [size_category(folder.rows())],
+            "source_datasets": [reference(k).hub_source for k in source_keys if reference(k).hub_source] or ["original"],
+            "configs": dataset_configs(folder.root),  # the same rules write_dataset uses
+            "dataset_info": dataset_infos(folder.root),  # keeps datasets' folder cache honest after rebuilds
+        }
+    )
     fills = {
         "title": f"{folder.manifest.get('dataset', folder.root.name)} {folder.manifest.get('version', '')}".strip(),
         "overview": _overview(folder),
@@ -262,8 +304,7 @@ def render_card(folder: DatasetFolder, *, family: str | None = None, license_id:
     return f"---\n{front}---\n\n{_PLACEHOLDER.sub(fill, body).strip()}\n"
 
 
-def write_card(root: str | Path, *, family: str | None = None, license_id: str | None = None,
-               force: bool = False) -> Path:
+def write_card(root: str | Path, *, family: str | None = None, license_id: str | None = None, force: bool = False) -> Path:
     """Render, validate and atomically write DIR/README.md; returns its path."""
     from kbench.dataset import run_lock
 

@@ -15,8 +15,20 @@ from kbench.errors import InputError
 REQUIRED = ("license", "language", "pretty_name", "task_categories", "size_categories", "source_datasets", "configs")
 SIZE_CATEGORIES = {"n<1K", "1K<n<10K", "10K<n<100K", "100K<n<1M", "1M<n<10M", "10M<n<100M", "100M<n<1B", "n>1B"}
 # The Hub's license ids that kbench cards may carry (the Hub knows more; these are the ones we can reason about).
-HUB_LICENSES = {"cc0-1.0", "mit", "apache-2.0", "cc-by-4.0", "cc-by-sa-4.0", "gpl-3.0", "cc-by-nc-4.0",
-                "cc-by-nc-sa-4.0", "cc-by-nd-4.0", "cc-by-nc-nd-4.0", "other", "unknown"}
+HUB_LICENSES = {
+    "cc0-1.0",
+    "mit",
+    "apache-2.0",
+    "cc-by-4.0",
+    "cc-by-sa-4.0",
+    "gpl-3.0",
+    "cc-by-nc-4.0",
+    "cc-by-nc-sa-4.0",
+    "cc-by-nd-4.0",
+    "cc-by-nc-nd-4.0",
+    "other",
+    "unknown",
+}
 
 
 def validate_card(text: str, root: Path, *, where: Path | None = None) -> None:
@@ -46,5 +58,8 @@ def validate_card(text: str, root: Path, *, where: Path | None = None) -> None:
             paths = entry.get("path") if isinstance(entry, dict) else entry
             for rel in [paths] if isinstance(paths, str) else paths or []:
                 if not (root / rel).is_file():
-                    raise InputError(where, f"config {config['config_name']!r} lists {rel}, which does not exist",
-                                     key=f"configs[{i}].data_files")
+                    raise InputError(
+                        where,
+                        f"config {config['config_name']!r} lists {rel}, which does not exist",
+                        key=f"configs[{i}].data_files",
+                    )

@@ -40,7 +40,7 @@ def _open(cache_dir: Optional[Path]):
 def _when(timestamp: float | None) -> str:
     if timestamp is None:
         return "unknown"
-    return dt.datetime.fromtimestamp(timestamp, dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    return dt.datetime.fromtimestamp(timestamp, dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 def _size(n: int) -> str:
@@ -52,8 +52,9 @@ def _size(n: int) -> str:
 
 
 @cache_app.command()
-def info(cache_dir: Optional[Path] = CACHE_DIR,
-         as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON.")) -> None:
+def info(
+    cache_dir: Optional[Path] = CACHE_DIR, as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON.")
+) -> None:
     """Where the result cache is, how big, and what it holds (rows per method and model)."""
     import json
 
@@ -61,9 +62,16 @@ def info(cache_dir: Optional[Path] = CACHE_DIR,
         cache = _open(cache_dir)
         summary = cache.summary()
         cache.close()
-    else:   # nothing cached yet: report it without creating the file
-        summary = {"path": str(_path(cache_dir)), "bytes": 0, "rows": 0, "by_method": {}, "by_model": {},
-                   "oldest": None, "newest": None}
+    else:  # nothing cached yet: report it without creating the file
+        summary = {
+            "path": str(_path(cache_dir)),
+            "bytes": 0,
+            "rows": 0,
+            "by_method": {},
+            "by_model": {},
+            "oldest": None,
+            "newest": None,
+        }
     if as_json:
         typer.echo(json.dumps(summary, indent=2))
         return
@@ -82,13 +90,14 @@ def info(cache_dir: Optional[Path] = CACHE_DIR,
 def _confirmed(question: str) -> bool:
     try:
         return typer.confirm(question)
-    except typer.Abort:   # no terminal to ask (stdin closed)
+    except typer.Abort:  # no terminal to ask (stdin closed)
         return False
 
 
 @cache_app.command()
-def clear(cache_dir: Optional[Path] = CACHE_DIR,
-          yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation.")) -> None:
+def clear(
+    cache_dir: Optional[Path] = CACHE_DIR, yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation.")
+) -> None:
     """Delete every cached model output (later runs recompute them)."""
     cache = _open(cache_dir)
     rows = cache.summary()["rows"]

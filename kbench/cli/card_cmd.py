@@ -13,9 +13,15 @@ from kbench.cli.main import app
 @app.command()
 def card(
     folder: Path = typer.Argument(..., help="A built dataset folder (has manifest.json and data/)."),
-    family: Optional[str] = typer.Option(None, "--family", help="Card template: lama, maple-wiki, left-textbook or evolving (default: from the manifest)."),
-    license_id: Optional[str] = typer.Option(None, "--license", help="Hub license id; must keep every condition of the sources' licenses."),
-    force: bool = typer.Option(False, "--force", help="Accept a --license less restrictive than the sources (you hold other rights)."),
+    family: Optional[str] = typer.Option(
+        None, "--family", help="Card template: lama, maple-wiki, left-textbook or evolving (default: from the manifest)."
+    ),
+    license_id: Optional[str] = typer.Option(
+        None, "--license", help="Hub license id; must keep every condition of the sources' licenses."
+    ),
+    force: bool = typer.Option(
+        False, "--force", help="Accept a --license less restrictive than the sources (you hold other rights)."
+    ),
 ) -> None:
     """Write or refresh FOLDER/README.md, the Hub data card, from the manifest, stats and splits."""
     from kbench.cards.render import write_card
@@ -29,7 +35,9 @@ def publish(
     folder: Path = typer.Argument(..., help="A built dataset folder, or an evaluation run directory (results.json)."),
     repo_id: str = typer.Option(..., "--repo-id", help="Hub dataset repo, ORG/NAME."),
     private: bool = typer.Option(False, "--private", help="Create the repo as private."),
-    dry_run: bool = typer.Option(False, "--dry-run", help="Check the folder and list the files that would be uploaded; upload nothing."),
+    dry_run: bool = typer.Option(
+        False, "--dry-run", help="Check the folder and list the files that would be uploaded; upload nothing."
+    ),
 ) -> None:
     """Upload a dataset (or evaluation results) to the Hugging Face Hub as a dataset repo."""
     from kbench.cards.publish import publish as publish_folder

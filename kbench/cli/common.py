@@ -45,8 +45,14 @@ class ModelOptions:
     def spec(self, name: str | None = None):
         from kbench.models.interface import ModelSpec
 
-        return ModelSpec(name=name or self.model, dtype=self.dtype, device=_process_device(self.device),
-                         trust_remote_code=self.trust_remote_code, batch_size=self.batch_size, use_cache=not self.no_cache)
+        return ModelSpec(
+            name=name or self.model,
+            dtype=self.dtype,
+            device=_process_device(self.device),
+            trust_remote_code=self.trust_remote_code,
+            batch_size=self.batch_size,
+            use_cache=not self.no_cache,
+        )
 
 
 def _process_device(device: str) -> str:
@@ -72,7 +78,7 @@ def settings_for(task_name: str, values: dict[str, Any]):
     except ValidationError as exc:
         first = exc.errors()[0]
         message = first["msg"].removeprefix("Value error, ")
-        if not first["loc"]:   # a check across options names them itself
+        if not first["loc"]:  # a check across options names them itself
             raise UserError(message) from None
         key = ".".join(str(p) for p in first["loc"])
         raise UserError(f"--{key.replace('_', '-')}: {message}") from None
@@ -85,8 +91,14 @@ def default_run_dir(task: str, *parts) -> Path:
     return Path("runs") / f"{task}-{stable_hash([str(p) for p in parts])[:10]}"
 
 
-def run_task(task_name: str, values: dict[str, Any], options: ModelOptions, dataset: Path, out: Optional[Path],
-             extra_models: dict[str, str] | None = None) -> tuple[dict | None, Path]:
+def run_task(
+    task_name: str,
+    values: dict[str, Any],
+    options: ModelOptions,
+    dataset: Path,
+    out: Optional[Path],
+    extra_models: dict[str, str] | None = None,
+) -> tuple[dict | None, Path]:
     """Validate settings, open the model(s), run the engine with a progress bar, print the headline.
     Returns (results, the run directory); results are None on the non-main processes of
     `accelerate launch`."""
@@ -99,8 +111,14 @@ def run_task(task_name: str, values: dict[str, Any], options: ModelOptions, data
 
     settings = settings_for(task_name, values)
     task = TASKS.get(task_name)()
-    run_dir = out or default_run_dir(task_name, dataset.resolve(), options.model, options.dtype,
-                                     sorted((extra_models or {}).items()), settings.model_dump_json())
+    run_dir = out or default_run_dir(
+        task_name,
+        dataset.resolve(),
+        options.model,
+        options.dtype,
+        sorted((extra_models or {}).items()),
+        settings.model_dump_json(),
+    )
     model = open_model(options.spec())
     models = {role: open_model(options.spec(name)) for role, name in (extra_models or {}).items()}
     ctx = RunContext(settings=settings, dataset=dataset, model=model, run_dir=Path(run_dir), models=models)
@@ -122,13 +140,17 @@ def print_headline(results: dict, run_dir: Path) -> None:
     from kbench.metrics.uncertainty import SMALL_N, format_estimate
 
     dataset = results["dataset"]
-    table = Table(title=f"{results['task']}: {results['model']['name']} on {Path(dataset['path']).name}"
-                        f"{'/' + dataset['split'] if dataset.get('split') else ''}")
+    table = Table(
+        title=f"{results['task']}: {results['model']['name']} on {Path(dataset['path']).name}"
+        f"{'/' + dataset['split'] if dataset.get('split') else ''}"
+    )
     for column in ("metric", "value [95% CI]", "n"):
         table.add_column(column, justify="left" if column == "metric" else "right")
     for name, estimate in results["headline"].items():
         table.add_row(name, format_estimate(estimate), str(estimate["n"]))
     Console().print(table)
     console = Console(stderr=True)
-    console.print(f"* marks n < {SMALL_N}; intervals: Wilson for proportions, seeded bootstrap for means. "
-                  f"results: {run_dir / 'results.json'}")
+    console.print(
+        f"* marks n < {SMALL_N}; intervals: Wilson for proportions, seeded bootstrap for means. "
+        f"results: {run_dir / 'results.json'}"
+    )

@@ -1,8 +1,8 @@
 """`kbench data list` and `kbench data fetch`: the sources recipes read, and where they come from.
 
-    kbench data list
-    kbench data fetch lama_trex lama_google_re lama_trex_autoprompt_splits wikidata_aliases_xfactr --to ~/kbench-data
-    kbench build pipelines/lama-trex.toml --data-dir ~/kbench-data
+kbench data list
+kbench data fetch lama_trex lama_google_re lama_trex_autoprompt_splits wikidata_aliases_xfactr --to ~/kbench-data
+kbench build pipelines/lama-trex.toml --data-dir ~/kbench-data
 """
 
 from __future__ import annotations
@@ -21,7 +21,9 @@ app.add_typer(data_app, name="data")
 
 @data_app.command("list")
 def list_sources(
-    data_dir: Optional[Path] = typer.Option(None, "--data-dir", help="Show which sources this data folder holds (default: as for `kbench build`)."),
+    data_dir: Optional[Path] = typer.Option(
+        None, "--data-dir", help="Show which sources this data folder holds (default: as for `kbench build`)."
+    ),
 ) -> None:
     """Each source: its folder name, license, where it comes from, and whether the data folder has it."""
     from rich.console import Console
@@ -57,9 +59,15 @@ def _fetch_root(explicit: Optional[Path]) -> Path:
 @data_app.command("fetch")
 def fetch(
     names: list[str] = typer.Argument(..., help="Source folder names (see `kbench data list`)."),
-    to: Optional[Path] = typer.Option(None, "--to", help="The data folder (default: $KBENCH_DATA_DIR, else ../shared/data beside the repository)."),
-    mirror: Optional[str] = typer.Option(None, "--mirror", help="Fetch https://HOST/PATH from MIRROR/HOST/PATH instead (default: $KBENCH_DATA_MIRROR)."),
-    force: bool = typer.Option(False, "--force", help="Download folders that are already there again (replaced only when complete)."),
+    to: Optional[Path] = typer.Option(
+        None, "--to", help="The data folder (default: $KBENCH_DATA_DIR, else ../shared/data beside the repository)."
+    ),
+    mirror: Optional[str] = typer.Option(
+        None, "--mirror", help="Fetch https://HOST/PATH from MIRROR/HOST/PATH instead (default: $KBENCH_DATA_MIRROR)."
+    ),
+    force: bool = typer.Option(
+        False, "--force", help="Download folders that are already there again (replaced only when complete)."
+    ),
 ) -> None:
     """Download sources, verify their sha256, unpack them into the data folder (all or nothing per folder)."""
     from rich.console import Console
@@ -69,8 +77,9 @@ def fetch(
 
     console = Console(stderr=True, soft_wrap=True)  # URLs and paths stay on one line, copyable
     root = _fetch_root(to)
-    with Progress(TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TransferSpeedColumn(),
-                  console=console, transient=True) as bar:
+    with Progress(
+        TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TransferSpeedColumn(), console=console, transient=True
+    ) as bar:
         tasks: dict[str, int] = {}
 
         def on_bytes(url: str, received: int, total: int | None) -> None:
@@ -78,7 +87,8 @@ def fetch(
                 tasks[url] = bar.add_task(url.rsplit("/", 1)[-1], total=total)
             bar.update(tasks[url], completed=received)
 
-        written = fetch_sources(names, root, mirror=mirror or os.environ.get(MIRROR_ENV) or None, force=force,
-                                say=console.print, on_bytes=on_bytes)
+        written = fetch_sources(
+            names, root, mirror=mirror or os.environ.get(MIRROR_ENV) or None, force=force, say=console.print, on_bytes=on_bytes
+        )
     resolved = root.expanduser().resolve()
     console.print(f"{len(written)} folder(s) written; build with: kbench build RECIPE --data-dir {resolved}")

@@ -15,8 +15,11 @@ app.add_typer(export_app, name="export")
 
 DATASET_ARG = typer.Argument(..., help="A dataset folder built by `kbench build` (questions or LEFT statements).")
 SPLIT = typer.Option(None, "--split", help="Default: test (questions), dev (LEFT statements), as `kbench evaluate`.")
-LIMIT = typer.Option(None, "--limit", help="Questions: the seeded sample `kbench evaluate extraction --limit` takes; "
-                                           "statements: the first whole pairs.")
+LIMIT = typer.Option(
+    None,
+    "--limit",
+    help="Questions: the seeded sample `kbench evaluate extraction --limit` takes; statements: the first whole pairs.",
+)
 SEED = typer.Option(0, "--seed", help="Seeds the --limit sample and the few-shot examples, as in `kbench evaluate`.")
 FEWSHOT = typer.Option(0, "--fewshot", help="Solved examples from the train split, written into each prompt.")
 CASE_SENSITIVE = typer.Option(False, "--case-sensitive", help="MAPLE matching keeps case.")
@@ -26,8 +29,7 @@ def _docs(dataset: Path, split, config, prompt, fewshot, limit, seed):
     from kbench.export.items import ExportSpec, export_docs
 
     spec = ExportSpec(split=split, config=config, prompt=prompt, fewshot=fewshot, limit=limit, seed=seed)
-    return export_docs(dataset, spec), {"prompt": prompt, "fewshot": fewshot, "limit": limit, "seed": seed,
-                                        "config": config}
+    return export_docs(dataset, spec), {"prompt": prompt, "fewshot": fewshot, "limit": limit, "seed": seed, "config": config}
 
 
 @export_app.command("lm-eval")
@@ -47,11 +49,20 @@ def lm_eval(
     from kbench.export.lmeval import write_lmeval_task
 
     docs, settings = _docs(dataset, split, config, prompt, fewshot, limit, seed)
-    yaml_path = write_lmeval_task(dataset, docs, out, prompt=prompt, name=name, case_sensitive=case_sensitive,
-                                  settings={**settings, "case_sensitive": case_sensitive})
+    yaml_path = write_lmeval_task(
+        dataset,
+        docs,
+        out,
+        prompt=prompt,
+        name=name,
+        case_sensitive=case_sensitive,
+        settings={**settings, "case_sensitive": case_sensitive},
+    )
     task = yaml_path.stem
-    typer.echo(f"{docs.kind} task {task} ({len(docs.docs)} items of {docs.split}) written to {out}\n"
-               f"run: lm_eval --model hf --model_args pretrained=MODEL --tasks {task} --include_path {out}")
+    typer.echo(
+        f"{docs.kind} task {task} ({len(docs.docs)} items of {docs.split}) written to {out}\n"
+        f"run: lm_eval --model hf --model_args pretrained=MODEL --tasks {task} --include_path {out}"
+    )
 
 
 @export_app.command("inspect")
@@ -71,5 +82,7 @@ def inspect(
     check_exportable(dataset, config)
     docs, _ = _docs(dataset, split, config, "chat", fewshot, limit, seed)
     path = write_inspect_task(docs, out, case_sensitive=case_sensitive)
-    typer.echo(f"{docs.kind} task ({len(docs.docs)} items of {docs.split}) written to {path}\n"
-               f"run: inspect eval {path} --model hf/local -M model_path=MODEL -M do_sample=false")
+    typer.echo(
+        f"{docs.kind} task ({len(docs.docs)} items of {docs.split}) written to {path}\n"
+        f"run: inspect eval {path} --model hf/local -M model_path=MODEL -M do_sample=false"
+    )

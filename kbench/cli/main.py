@@ -23,19 +23,21 @@ app.add_typer(evaluate_app, name="evaluate")
 
 def _register() -> None:
     # Each module adds its commands to `app` or `evaluate_app`; one file per command family.
-    from kbench.cli import build_cmd  # noqa: F401
-    from kbench.cli import eval_extraction  # noqa: F401
-    from kbench.cli import card_cmd  # noqa: F401
-    from kbench.cli import report_cmd  # noqa: F401
-    from kbench.cli import wikidata_cmd  # noqa: F401
-    from kbench.cli import eval_truefalse  # noqa: F401
-    from kbench.cli import read_cmd  # noqa: F401
-    from kbench.cli import eval_qa  # noqa: F401
-    from kbench.cli import eval_xteval  # noqa: F401
-    from kbench.cli import eval_kee  # noqa: F401
-    from kbench.cli import data_cmd  # noqa: F401
-    from kbench.cli import export_cmd  # noqa: F401
-    from kbench.cli import cache_cmd  # noqa: F401
+    from kbench.cli import (
+        build_cmd,  # noqa: F401
+        cache_cmd,  # noqa: F401
+        card_cmd,  # noqa: F401
+        data_cmd,  # noqa: F401
+        eval_extraction,  # noqa: F401
+        eval_kee,  # noqa: F401
+        eval_qa,  # noqa: F401
+        eval_truefalse,  # noqa: F401
+        eval_xteval,  # noqa: F401
+        export_cmd,  # noqa: F401
+        read_cmd,  # noqa: F401
+        report_cmd,  # noqa: F401
+        wikidata_cmd,  # noqa: F401
+    )
 
 
 _register()

@@ -36,12 +36,32 @@ def read(
             raise UserError(f"--only {item!r}: expected FIELD=VALUE, e.g. split=dev")
         key, value = item.split("=", 1)
         filters[key.strip()] = value.strip()
-    settings = ReadSettings(model=model, text=str(text), out=str(out), epochs=epochs, lr=lr, max_steps=max_steps,
-                            seq_len=seq_len, batch_size=batch_size, seed=seed, only=filters)
+    settings = ReadSettings(
+        model=model,
+        text=str(text),
+        out=str(out),
+        epochs=epochs,
+        lr=lr,
+        max_steps=max_steps,
+        seq_len=seq_len,
+        batch_size=batch_size,
+        seed=seed,
+        only=filters,
+    )
     console = Console(stderr=True)
-    columns = [TextColumn("reading"), BarColumn(), MofNCompleteColumn(), TextColumn("loss {task.fields[loss]}"), TimeRemainingColumn()]
+    columns = [
+        TextColumn("reading"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("loss {task.fields[loss]}"),
+        TimeRemainingColumn(),
+    ]
     with Progress(*columns, console=console) as bar:
         task = bar.add_task("steps", total=None, loss="-")
-        record = read_text(settings, on_step=lambda step, total, loss: bar.update(task, completed=step, total=total, loss=f"{loss:.3f}"))
+        record = read_text(
+            settings, on_step=lambda step, total, loss: bar.update(task, completed=step, total=total, loss=f"{loss:.3f}")
+        )
     losses = ", ".join(f"{x:.3f}" for x in record["epoch_losses"])
-    console.print(f"checkpoint written to {out} ({record['steps']} steps on {record['blocks']} blocks; mean loss per epoch: {losses})")
+    console.print(
+        f"checkpoint written to {out} ({record['steps']} steps on {record['blocks']} blocks; mean loss per epoch: {losses})"
+    )

@@ -13,11 +13,17 @@ from kbench.errors import UserError
 
 @app.command()
 def report(
-    run_dirs: list[Path] = typer.Argument(..., help="Evaluation run directories (each holds results.json). "
-                                          "With `standardize` first: KoLA standardised scores across the runs."),
+    run_dirs: list[Path] = typer.Argument(
+        ...,
+        help="Evaluation run directories (each holds results.json). "
+        "With `standardize` first: KoLA standardised scores across the runs.",
+    ),
     out: Path = typer.Option(Path("report"), "--out", help="Output folder (index.html, item explorers, PNG charts)."),
-    relations: Optional[Path] = typer.Option(None, "--relations", help="JSONL of {relation, label} (e.g. LAMA's "
-                                             "relations.jsonl): labels for runs whose items and dataset carry none."),
+    relations: Optional[Path] = typer.Option(
+        None,
+        "--relations",
+        help="JSONL of {relation, label} (e.g. LAMA's relations.jsonl): labels for runs whose items and dataset carry none.",
+    ),
 ) -> None:
     """Write a static HTML report: summary with 95% intervals, models compared on their shared items
     (paired McNemar), an item explorer per run, PNG charts. `kbench report standardize ...` writes
@@ -32,8 +38,9 @@ def report(
         try:
             from kbench.report.standardize import standardize_runs
         except ImportError as exc:
-            raise UserError("`kbench report standardize` needs kbench.report.standardize, "
-                            f"which this installation lacks ({exc})") from exc
+            raise UserError(
+                f"`kbench report standardize` needs kbench.report.standardize, which this installation lacks ({exc})"
+            ) from exc
 
         standardize_runs(list(run_dirs[1:]), out)
         typer.echo(f"standardised scores written to {out}")

@@ -1,8 +1,8 @@
 """`kbench wikidata subset` and `kbench wikidata import`: the embedded Wikidata, made by hand.
 
-    kbench wikidata subset --lama-dir ../shared/data --out lama.nt
-    kbench wikidata import lama.nt --store stores/lama
-    oxigraph serve-read-only --location stores/lama --bind 127.0.0.1:7878   # optional HTTP endpoint
+kbench wikidata subset --lama-dir ../shared/data --out lama.nt
+kbench wikidata import lama.nt --store stores/lama
+oxigraph serve-read-only --location stores/lama --bind 127.0.0.1:7878   # optional HTTP endpoint
 """
 
 from __future__ import annotations
@@ -14,8 +14,7 @@ import typer
 
 from kbench.cli.main import app
 
-wikidata_app = typer.Typer(help="Build the embedded, Wikidata-shaped store kbench queries over SPARQL.",
-                           no_args_is_help=True)
+wikidata_app = typer.Typer(help="Build the embedded, Wikidata-shaped store kbench queries over SPARQL.", no_args_is_help=True)
 app.add_typer(wikidata_app, name="wikidata")
 
 
@@ -23,9 +22,11 @@ app.add_typer(wikidata_app, name="wikidata")
 def subset(
     out: Path = typer.Option(..., "--out", help="The N-Triples file to write (e.g. lama.nt)."),
     lama_dir: Optional[Path] = typer.Option(
-        None, "--lama-dir",
+        None,
+        "--lama-dir",
         help="A folder holding lama_trex/, lama_google_re/, lama_trex_autoprompt_splits/ and "
-             "wikidata_aliases_xfactr/ (the layout of ../shared/data); the options below override parts of it."),
+        "wikidata_aliases_xfactr/ (the layout of ../shared/data); the options below override parts of it.",
+    ),
     trex_dir: Optional[Path] = typer.Option(None, "--trex-dir", help="Folder of T-REx P*.jsonl files."),
     relations: Optional[Path] = typer.Option(None, "--relations", help="LAMA relations.jsonl (property labels)."),
     google_re_dir: Optional[Path] = typer.Option(None, "--google-re-dir", help="Folder of Google-RE *.jsonl files."),
@@ -45,7 +46,8 @@ def subset(
         return None
 
     inputs = SubsetInputs(
-        trex_dir=part(trex_dir, "lama_trex/TREx"), relations=part(relations, "lama_trex/relations.jsonl"),
+        trex_dir=part(trex_dir, "lama_trex/TREx"),
+        relations=part(relations, "lama_trex/relations.jsonl"),
         google_re_dir=part(google_re_dir, "lama_google_re"),
         autoprompt_dir=part(autoprompt_dir, "lama_trex_autoprompt_splits"),
         aliases=part(aliases, "wikidata_aliases_xfactr/TREx_en.txt"),

@@ -144,8 +144,9 @@ class RunDirectory:
             stored = read_json(path)
             if stored != self.config:
                 differ = sorted(k for k in set(stored) | set(self.config) if stored.get(k) != self.config.get(k))
-                raise UserError(f"{self.path} holds a different run (differs in: {', '.join(differ)}); "
-                                f"use another --out or delete the folder")
+                raise UserError(
+                    f"{self.path} holds a different run (differs in: {', '.join(differ)}); use another --out or delete the folder"
+                )
         else:
             write_json(path, self.config)
 
@@ -165,8 +166,13 @@ def evaluate(task: Task, ctx: RunContext, progress: Callable[[int, int], None] |
     if len(set(keys)) != len(keys):
         raise AssertionError(f"{task.name}: the plan repeats a unit key")
     model_block = ctx.model.describe()
-    config = {"task": task.name, "model": model_block["identity"], "dataset": plan.dataset.get("sha256"),
-              "settings": ctx.settings.model_dump(mode="json"), **plan.depends_on}
+    config = {
+        "task": task.name,
+        "model": model_block["identity"],
+        "dataset": plan.dataset.get("sha256"),
+        "settings": ctx.settings.model_dump(mode="json"),
+        **plan.depends_on,
+    }
     total = sum(len(u.items) for u in plan.units)
     started = time.perf_counter()
     with RunDirectory(ctx.run_dir, config, procs) as run:
@@ -179,11 +185,11 @@ def evaluate(task: Task, ctx: RunContext, progress: Callable[[int, int], None] |
             if unit.key in done:
                 task.restore(ctx, unit, done[unit.key])
             elif task.collective:
-                rows = task.score(ctx, unit)          # every process takes part
+                rows = task.score(ctx, unit)  # every process takes part
                 if procs.is_main:
                     run.journal.append(unit.key, rows)
                 procs.barrier()
-                task.restore(ctx, unit, run.journal.read()[unit.key])   # the main process's rows, everywhere
+                task.restore(ctx, unit, run.journal.read()[unit.key])  # the main process's rows, everywhere
             elif index % procs.world == procs.rank:
                 rows = task.score(ctx, unit)
                 run.journal.append(unit.key, rows)
@@ -199,28 +205,34 @@ def evaluate(task: Task, ctx: RunContext, progress: Callable[[int, int], None] |
         units = run.journal.read()
         missing = [k for k in keys if k not in units]
         if missing:
-            raise UserError(f"{ctx.run_dir}: units {', '.join(missing[:3])} were not computed (a process failed?); rerun the command")
+            raise UserError(
+                f"{ctx.run_dir}: units {', '.join(missing[:3])} were not computed (a process failed?); rerun the command"
+            )
         rows = [row for key in keys for row in units[key]]
         seconds = time.perf_counter() - started
         computed = sum(len(u.items) for _, u in todo)
         summary = task.aggregate(ctx, rows)
         validate(summary.metrics, task.metrics_schema, f"{task.name} metrics")
         results = {
-            "schema": SCHEMA, "task": task.name,
+            "schema": SCHEMA,
+            "task": task.name,
             "model": model_block,
             "dataset": plan.dataset,
             "settings": ctx.settings.model_dump(mode="json"),
             "environment": environment(ctx.model),
-            "timing": {"seconds": round(seconds, 3), "items_computed": computed,
-                       "items_per_second": round(computed / seconds, 3) if computed and seconds > 0 else None,
-                       # this process's model calls (other processes keep their own counts)
-                       "cache_hits": cache_after["hits"] - cache_before["hits"],
-                       "cache_computed": cache_after["computed"] - cache_before["computed"]},
+            "timing": {
+                "seconds": round(seconds, 3),
+                "items_computed": computed,
+                "items_per_second": round(computed / seconds, 3) if computed and seconds > 0 else None,
+                # this process's model calls (other processes keep their own counts)
+                "cache_hits": cache_after["hits"] - cache_before["hits"],
+                "cache_computed": cache_after["computed"] - cache_before["computed"],
+            },
             "headline": summary.headline,
             "metrics": summary.metrics,
             "items": {"file": "items.parquet", "count": len(rows)},
         }
-        results = json.loads(json.dumps(results))   # tuples -> lists, int keys -> strings, as readers see it
+        results = json.loads(json.dumps(results))  # tuples -> lists, int keys -> strings, as readers see it
         validate(results, ENVELOPE_SCHEMA)
         task.finish(ctx, rows, results)
         write_items(ctx.run_dir, rows)
@@ -235,8 +247,16 @@ def write_items(run_dir: Path, rows: list[dict]) -> None:
     write_parquet(run_dir / "items.parquet", pl.DataFrame(rows, infer_schema_length=None))
 
 
-def evaluate_task(name: str, model, dataset: Path, run_dir: Path, settings=None, *, models: dict | None = None,
-                  progress: Callable[[int, int], None] | None = None) -> dict | None:
+def evaluate_task(
+    name: str,
+    model,
+    dataset: Path,
+    run_dir: Path,
+    settings=None,
+    *,
+    models: dict | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> dict | None:
     """Run a registered task from library code: `settings` is the task's Settings, a dict of
     its fields, or None for every default."""
     from kbench.evaluate.task import TASKS

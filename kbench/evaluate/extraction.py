@@ -37,7 +37,7 @@ from kbench.io import write_parquet
 from kbench.metrics import uncertainty as u
 from kbench.metrics.matching import exact_match, maple_correct
 
-UNIT_ITEMS = 256   # items per work unit; the model batches inside a unit
+UNIT_ITEMS = 256  # items per work unit; the model batches inside a unit
 
 
 class ExtractionSettings(TaskSettings):
@@ -47,7 +47,7 @@ class ExtractionSettings(TaskSettings):
     common_vocab: str | None = None
     case_sensitive: bool = False
     max_new_tokens: int = Field(default=16, ge=1)
-    stop: tuple[str, ...] | None = None    # None: the prompt form's default (prompts.STOPS)
+    stop: tuple[str, ...] | None = None  # None: the prompt form's default (prompts.STOPS)
 
 
 def _single_token(tokenizer, text: str) -> int | None:
@@ -77,20 +77,21 @@ def lama_filter(rows: list[dict], prompts: list[Prompt], tokenizer, common_vocab
     candidates = None
     if vocab is not None and prompts:
         # a word is a candidate in the form the gold takes at this position (leading space / Ġ marker)
-        lead = prompts[0].gold[:len(prompts[0].gold) - len(rows[0]["object"])]
-        candidates = sorted({t for w in vocab
-                             if (t := _single_token(tokenizer, lead + w)) is not None})
+        lead = prompts[0].gold[: len(prompts[0].gold) - len(rows[0]["object"])]
+        candidates = sorted({t for w in vocab if (t := _single_token(tokenizer, lead + w)) is not None})
     return kept_rows, kept_prompts, drops, candidates
 
 
 def _estimates(rows: Sequence[dict], protocol: str) -> dict:
     """Every number of one slice of items, each an Estimate."""
     by_relation = _distinct_facts(rows)
-    out = {"maple_accuracy": u.proportion_of([r["correct"] for r in rows]),
-           "exact_accuracy": u.proportion_of([r["exact"] for r in rows]),
-           "first_token_p1": u.proportion_of([r["gold_rank"] == 1 for r in rows]),
-           "first_token_p1_macro": u.macro_mean(by_relation),
-           "mean_gold_logprob": u.mean([r["gold_logprob"] for r in rows])}
+    out = {
+        "maple_accuracy": u.proportion_of([r["correct"] for r in rows]),
+        "exact_accuracy": u.proportion_of([r["exact"] for r in rows]),
+        "first_token_p1": u.proportion_of([r["gold_rank"] == 1 for r in rows]),
+        "first_token_p1_macro": u.macro_mean(by_relation),
+        "mean_gold_logprob": u.mean([r["gold_logprob"] for r in rows]),
+    }
     if protocol == "lama":
         out["lama_p_at_1"] = u.macro_mean(by_relation)
         del out["first_token_p1_macro"]
@@ -132,8 +133,7 @@ class Extraction(Task):
             rows, prompts, self.drops, self.candidates = lama_filter(rows, prompts, model.tokenizer, s.common_vocab)
         self.rows = rows
         self.stop = list(prompts[0].stop) if prompts else []
-        return Plan(units=chunks(list(zip(rows, prompts)), UNIT_ITEMS), dataset=split.describe(),
-                    depends_on={"stop": self.stop})
+        return Plan(units=chunks(list(zip(rows, prompts)), UNIT_ITEMS), dataset=split.describe(), depends_on={"stop": self.stop})
 
     def score(self, ctx: RunContext, unit: Unit) -> list[dict]:
         s: ExtractionSettings = ctx.settings
@@ -153,30 +153,52 @@ class Extraction(Task):
                 prediction = prediction.strip()
                 correct = maple_correct(prediction, row["answers"], case_sensitive=s.case_sensitive)
                 exact = exact_match(prediction, row["answers"], case_sensitive=s.case_sensitive)
-            out.append({"id": row["id"], "relation": row["relation"], "relation_label": row.get("relation_label", ""),
-                        "source": row.get("source"), "subject": row["subject"], "object": row["object"],
-                        "answers": list(row["answers"]), "frequency_bin": row.get("frequency_bin"), "prompt": prompt.text,
-                        "prediction": prediction, "correct": bool(correct), "exact": bool(exact),
-                        "gold_rank": int(rank), "gold_logprob": float(logprob)})
+            out.append(
+                {
+                    "id": row["id"],
+                    "relation": row["relation"],
+                    "relation_label": row.get("relation_label", ""),
+                    "source": row.get("source"),
+                    "subject": row["subject"],
+                    "object": row["object"],
+                    "answers": list(row["answers"]),
+                    "frequency_bin": row.get("frequency_bin"),
+                    "prompt": prompt.text,
+                    "prediction": prediction,
+                    "correct": bool(correct),
+                    "exact": bool(exact),
+                    "gold_rank": int(rank),
+                    "gold_logprob": float(logprob),
+                }
+            )
         return out
 
     def aggregate(self, ctx: RunContext, rows: list[dict]) -> Summary:
         protocol = ctx.settings.protocol
         overall = _estimates(rows, protocol)
-        headline_keys = ["lama_p_at_1", "first_token_p1"] if protocol == "lama" else \
-            ["maple_accuracy", "exact_accuracy", "first_token_p1_macro"]
+        headline_keys = (
+            ["lama_p_at_1", "first_token_p1"]
+            if protocol == "lama"
+            else ["maple_accuracy", "exact_accuracy", "first_token_p1_macro"]
+        )
         metrics = {
             "protocol": protocol,
             "protocol_drops": self.drops,
             "stop": self.stop,
             "overall": overall,
             "per_relation": {rel: _estimates(rs, protocol) for rel, rs in _grouped(rows, lambda r: r["relation"]).items()},
-            "per_source": {src: _estimates(rs, protocol) for src, rs in _grouped(rows, lambda r: r.get("source") or "unknown").items()},
-            "per_frequency_bin": {b: _estimates(rs, protocol)
-                                  for b, rs in _grouped(rows, lambda r: r.get("frequency_bin") or "unbinned").items()},
+            "per_source": {
+                src: _estimates(rs, protocol) for src, rs in _grouped(rows, lambda r: r.get("source") or "unknown").items()
+            },
+            "per_frequency_bin": {
+                b: _estimates(rs, protocol) for b, rs in _grouped(rows, lambda r: r.get("frequency_bin") or "unbinned").items()
+            },
             "relation_labels": {r["relation"]: r.get("relation_label") or "" for r in rows},
-            "known_facts": {"file": "known_facts.parquet", "count": sum(r["correct"] for r in rows),
-                            "criterion": "maple_correct" if protocol == "maple" else "gold_rank == 1"},
+            "known_facts": {
+                "file": "known_facts.parquet",
+                "count": sum(r["correct"] for r in rows),
+                "criterion": "maple_correct" if protocol == "maple" else "gold_rank == 1",
+            },
         }
         return Summary(headline={k: overall[k] for k in headline_keys}, metrics=metrics)
 
@@ -185,8 +207,16 @@ class Extraction(Task):
         import polars as pl
 
         by_id = {r["id"]: r for r in rows}
-        known = [{**row, "prediction": by_id[row["id"]]["prediction"], "gold_rank": by_id[row["id"]]["gold_rank"],
-                  "correct": True} for row in self.rows if by_id[row["id"]]["correct"]]
-        frame = pl.DataFrame(known, infer_schema_length=None) if known else pl.DataFrame(
-            schema={"id": pl.Utf8, "relation": pl.Utf8, "subject": pl.Utf8, "object": pl.Utf8, "correct": pl.Boolean})
+        known = [
+            {**row, "prediction": by_id[row["id"]]["prediction"], "gold_rank": by_id[row["id"]]["gold_rank"], "correct": True}
+            for row in self.rows
+            if by_id[row["id"]]["correct"]
+        ]
+        frame = (
+            pl.DataFrame(known, infer_schema_length=None)
+            if known
+            else pl.DataFrame(
+                schema={"id": pl.Utf8, "relation": pl.Utf8, "subject": pl.Utf8, "object": pl.Utf8, "correct": pl.Boolean}
+            )
+        )
         write_parquet(ctx.run_dir / "known_facts.parquet", frame)

@@ -46,16 +46,16 @@ UNIT_ITEMS = 64
 
 class KeeSettings(TaskSettings):
     techniques: tuple[str, ...] = ("baseline",)
-    k: int = Field(default=20, ge=1)                   # samples that split base failures into shallow / deep
-    sweep_max: int = Field(default=30, ge=1)           # K = 1..sweep_max for the ranking-stability check
+    k: int = Field(default=20, ge=1)  # samples that split base failures into shallow / deep
+    sweep_max: int = Field(default=30, ge=1)  # K = 1..sweep_max for the ranking-stability check
     temperatures: tuple[float, ...] = (0.7, 1.2)
     recite_runs: int = Field(default=20, ge=1)
-    fit_pool_limit: int = Field(default=3254, ge=1)    # train (or dev) split items used to fit CAA / ITI (MAPLE's CAA pool)
-    top_k: int | None = Field(default=None, ge=1)      # sampling scheme of temperature baselines and partition (None: off)
-    top_p: float = Field(default=1.0, gt=0, le=1)      # nucleus mass of that scheme (1.0: off)
-    technique_params: dict[str, dict[str, Any]] = {}   # {technique: {param: value}}, validated by each technique
+    fit_pool_limit: int = Field(default=3254, ge=1)  # train (or dev) split items used to fit CAA / ITI (MAPLE's CAA pool)
+    top_k: int | None = Field(default=None, ge=1)  # sampling scheme of temperature baselines and partition (None: off)
+    top_p: float = Field(default=1.0, gt=0, le=1)  # nucleus mass of that scheme (1.0: off)
+    technique_params: dict[str, dict[str, Any]] = {}  # {technique: {param: value}}, validated by each technique
     case_sensitive: bool = False
-    prompt: Literal["auto", "chat", "question"] = "auto"   # auto: the chat template when the model has one
+    prompt: Literal["auto", "chat", "question"] = "auto"  # auto: the chat template when the model has one
 
     @field_validator("techniques")
     @classmethod
@@ -85,8 +85,13 @@ def to_item(row: dict) -> KeeItem:
     answers = [a for a in (row.get("answers") or []) if a] or [row["object"]]
     if row["object"] in answers:
         answers.remove(row["object"])
-    return KeeItem(id=str(row["id"]), question=row["question"], answers=(row["object"], *answers),
-                   relation=row.get("relation") or "", frequency_bin=row.get("frequency_bin"))
+    return KeeItem(
+        id=str(row["id"]),
+        question=row["question"],
+        answers=(row["object"], *answers),
+        relation=row.get("relation") or "",
+        frequency_bin=row.get("frequency_bin"),
+    )
 
 
 def _technique_params(name: str, settings: KeeSettings) -> dict:
@@ -96,30 +101,61 @@ def _technique_params(name: str, settings: KeeSettings) -> dict:
 def _output_rows(name: str, items: Sequence[KeeItem], outputs, case_sensitive: bool) -> list[dict]:
     rows = []
     for item, out in zip(items, outputs):
-        rows.append({"id": f"{name}::{item.id}", "technique": name, "item_id": item.id, "relation": item.relation,
-                     "frequency_bin": item.frequency_bin, "question": item.question, "answers": list(item.answers),
-                     "answer": out.answer,
-                     "correct": maple_correct(out.answer, item.answers, case_sensitive=case_sensitive),
-                     "exact": exact_match(out.answer, item.answers, case_sensitive=case_sensitive),
-                     "gold_rank": int(out.gold_rank), "gold_logprob": float(out.gold_logprob),
-                     "sample_correct": None, "detail": json.dumps(out.detail, ensure_ascii=False, sort_keys=True)})
+        rows.append(
+            {
+                "id": f"{name}::{item.id}",
+                "technique": name,
+                "item_id": item.id,
+                "relation": item.relation,
+                "frequency_bin": item.frequency_bin,
+                "question": item.question,
+                "answers": list(item.answers),
+                "answer": out.answer,
+                "correct": maple_correct(out.answer, item.answers, case_sensitive=case_sensitive),
+                "exact": exact_match(out.answer, item.answers, case_sensitive=case_sensitive),
+                "gold_rank": int(out.gold_rank),
+                "gold_logprob": float(out.gold_logprob),
+                "sample_correct": None,
+                "detail": json.dumps(out.detail, ensure_ascii=False, sort_keys=True),
+            }
+        )
     return rows
 
 
-def _partition_rows(context: KeeContext, items: Sequence[KeeItem], temperature: float, n_samples: int,
-                    case_sensitive: bool, intervention=None) -> list[dict]:
-    samples = context.runner.sample([context.answer_prompt(i.question) for i in items], k=n_samples,
-                                    temperature=temperature, seed=SEED_A, max_new_tokens=MAX_ANSWER_TOKENS,
-                                    stop=ANSWER_STOP, intervention=intervention)   # the sampling scheme's truncation
+def _partition_rows(
+    context: KeeContext, items: Sequence[KeeItem], temperature: float, n_samples: int, case_sensitive: bool, intervention=None
+) -> list[dict]:
+    samples = context.runner.sample(
+        [context.answer_prompt(i.question) for i in items],
+        k=n_samples,
+        temperature=temperature,
+        seed=SEED_A,
+        max_new_tokens=MAX_ANSWER_TOKENS,
+        stop=ANSWER_STOP,
+        intervention=intervention,
+    )  # the sampling scheme's truncation
     name = f"{PARTITION}@{temperature}"
     rows = []
     for item, texts in zip(items, samples):
         answers = [clean_answer(t) for t in texts]
-        rows.append({"id": f"{name}::{item.id}", "technique": name, "item_id": item.id, "relation": item.relation,
-                     "frequency_bin": item.frequency_bin, "question": item.question, "answers": list(item.answers),
-                     "answer": None, "correct": None, "exact": None, "gold_rank": None, "gold_logprob": None,
-                     "sample_correct": [maple_correct(a, item.answers, case_sensitive=case_sensitive) for a in answers],
-                     "detail": json.dumps({"samples": answers}, ensure_ascii=False)})
+        rows.append(
+            {
+                "id": f"{name}::{item.id}",
+                "technique": name,
+                "item_id": item.id,
+                "relation": item.relation,
+                "frequency_bin": item.frequency_bin,
+                "question": item.question,
+                "answers": list(item.answers),
+                "answer": None,
+                "correct": None,
+                "exact": None,
+                "gold_rank": None,
+                "gold_logprob": None,
+                "sample_correct": [maple_correct(a, item.answers, case_sensitive=case_sensitive) for a in answers],
+                "detail": json.dumps({"samples": answers}, ensure_ascii=False),
+            }
+        )
     return rows
 
 
@@ -127,8 +163,13 @@ def _share(flags: list[bool]) -> dict:
     return u.proportion_of(flags)
 
 
-def _summary(techniques: Sequence[str], by_tech: dict[str, dict[str, dict]], partitions: dict[float, dict[str, list]],
-             ids: Sequence[str], k: int) -> dict:
+def _summary(
+    techniques: Sequence[str],
+    by_tech: dict[str, dict[str, dict]],
+    partitions: dict[float, dict[str, list]],
+    ids: Sequence[str],
+    k: int,
+) -> dict:
     """Metrics of every technique over the items `ids` (the whole split or one frequency bin)."""
     base = {i: by_tech["baseline"][i]["correct"] for i in ids}
     base_rank = {i: by_tech["baseline"][i]["gold_rank"] for i in ids}
@@ -140,9 +181,12 @@ def _summary(techniques: Sequence[str], by_tech: dict[str, dict[str, dict]], par
         rank = {i: rows[i]["gold_rank"] for i in ids}
         rates = {}
         for t, (shallow, deep) in splits.items():
-            rates[str(t)] = {"sgr": _share([correct[i] for i in sorted(shallow)]),
-                             "dgr": _share([correct[i] for i in sorted(deep)]),
-                             "shallow": len(shallow), "deep": len(deep)}
+            rates[str(t)] = {
+                "sgr": _share([correct[i] for i in sorted(shallow)]),
+                "dgr": _share([correct[i] for i in sorted(deep)]),
+                "shallow": len(shallow),
+                "deep": len(deep),
+            }
         # PRS over the unflipped failures not ranked first under either (metrics.prs)
         eligible = [i for i in ids if not base[i] and not correct[i] and base_rank[i] != 1 and rank[i] != 1]
         out[name] = {
@@ -150,9 +194,12 @@ def _summary(techniques: Sequence[str], by_tech: dict[str, dict[str, dict]], par
             "exact_accuracy": _share([rows[i]["exact"] for i in ids]),
             "gain": _share([correct[i] for i in ids if not base[i]]),
             "loss": _share([not correct[i] for i in ids if base[i]]),
-            "prs": {"n": len(eligible), "improved": _share([rank[i] < base_rank[i] for i in eligible]),
-                    "tied": _share([rank[i] == base_rank[i] for i in eligible]),
-                    "worsened": _share([rank[i] > base_rank[i] for i in eligible])},
+            "prs": {
+                "n": len(eligible),
+                "improved": _share([rank[i] < base_rank[i] for i in eligible]),
+                "tied": _share([rank[i] == base_rank[i] for i in eligible]),
+                "worsened": _share([rank[i] > base_rank[i] for i in eligible]),
+            },
             "beyond_sampling": rates,
             "vs_baseline": u.mcnemar(correct, base),
         }
@@ -162,7 +209,7 @@ def _summary(techniques: Sequence[str], by_tech: dict[str, dict[str, dict]], par
 def _stability(techniques: Sequence[str], by_tech, partitions, ids, k: int, sweep_max: int) -> dict:
     """Per temperature and rate: Kendall tau-b of the method ranking at each K vs at K = k."""
     base = {i: by_tech["baseline"][i]["correct"] for i in ids}
-    methods = [t for t in techniques if t != "baseline"]   # the baseline recovers nothing by definition
+    methods = [t for t in techniques if t != "baseline"]  # the baseline recovers nothing by definition
     out = {}
     for t, samples in partitions.items():
         per_rate: dict[str, dict[int, dict]] = {"sgr": {}, "dgr": {}}
@@ -172,8 +219,9 @@ def _stability(techniques: Sequence[str], by_tech, partitions, ids, k: int, swee
                 sgr, dgr = metrics.gain_rates(shallow, deep, {i: by_tech[m][i]["correct"] for i in ids})
                 per_rate["sgr"].setdefault(kk, {})[m] = sgr
                 per_rate["dgr"].setdefault(kk, {})[m] = dgr
-        out[str(t)] = {rate: {str(kk): tau for kk, tau in metrics.ranking_stability(scores, k).items()}
-                       for rate, scores in per_rate.items()}
+        out[str(t)] = {
+            rate: {str(kk): tau for kk, tau in metrics.ranking_stability(scores, k).items()} for rate, scores in per_rate.items()
+        }
     return out
 
 
@@ -187,21 +235,29 @@ class KnowledgeElicitation(Task):
         s: KeeSettings = ctx.settings
         if ctx.model.kind != "causal":
             raise UserError("kee generates answers and needs a causal LM")
-        self.technique_params = resolve(s.techniques, s.recite_runs, s.top_k, s.top_p, s.technique_params,
-                                        ctx.model.model)   # checked before any unit runs
+        self.technique_params = resolve(
+            s.techniques, s.recite_runs, s.top_k, s.top_p, s.technique_params, ctx.model.model
+        )  # checked before any unit runs
         split = open_split(ctx.dataset, s.split, s.config, schema="question.v1.json")
         rows = seeded_sample(split.rows, s.limit, s.seed)
         if not rows:
             raise UserError(f"{split.path}: the split has no items")
         self.items = [to_item(r) for r in rows]
-        self.pool_split = next((name for name in FITTING_SPLITS
-                                if name != s.split and has_split(ctx.dataset, name, split.config)), None)
+        self.pool_split = next(
+            (name for name in FITTING_SPLITS if name != s.split and has_split(ctx.dataset, name, split.config)), None
+        )
         train_items: list[KeeItem] = []
         if self.pool_split is not None:
             pool_rows = seeded_sample(open_split(ctx.dataset, self.pool_split, split.config).rows, s.fit_pool_limit, s.seed)
             train_items = [to_item(r) for r in pool_rows]
-        self.context = KeeContext(runner=ctx.model, fit_dir=ctx.run_dir / "fits", train_items=train_items, seed=s.seed,
-                                  chat=use_chat(ctx.model.tokenizer, s.prompt), evaluated_items=self.items)
+        self.context = KeeContext(
+            runner=ctx.model,
+            fit_dir=ctx.run_dir / "fits",
+            train_items=train_items,
+            seed=s.seed,
+            chat=use_chat(ctx.model.tokenizer, s.prompt),
+            evaluated_items=self.items,
+        )
         self.stages = [*s.techniques, *(f"{PARTITION}@{t}" for t in s.temperatures)]
         units = [unit for stage in self.stages for unit in chunks(self.items, UNIT_ITEMS, prefix=f"{stage}/")]
         return Plan(units=units, dataset=split.describe())
@@ -211,8 +267,14 @@ class KnowledgeElicitation(Task):
         stage = unit.key.rsplit("/", 1)[0]
         if stage.startswith(PARTITION):
             temperature = float(stage.split("@")[1])
-            return _partition_rows(self.context, unit.items, temperature, s.sweep_max, s.case_sensitive,
-                                   sampling_intervention(temperature, s.top_k, s.top_p))
+            return _partition_rows(
+                self.context,
+                unit.items,
+                temperature,
+                s.sweep_max,
+                s.case_sensitive,
+                sampling_intervention(temperature, s.top_k, s.top_p),
+            )
         technique = get_technique(stage, **_technique_params(stage, s))
         # the technique's own code enters every cache key of its calls: a fixed technique never
         # gets the old technique's outputs back
@@ -225,8 +287,7 @@ class KnowledgeElicitation(Task):
         by_id = {r["id"]: r for r in rows}
         items = self.items
         by_tech = {name: {i.id: by_id[f"{name}::{i.id}"] for i in items} for name in s.techniques}
-        partitions = {t: {i.id: by_id[f"{PARTITION}@{t}::{i.id}"]["sample_correct"] for i in items}
-                      for t in s.temperatures}
+        partitions = {t: {i.id: by_id[f"{PARTITION}@{t}::{i.id}"]["sample_correct"] for i in items} for t in s.temperatures}
         ids = [i.id for i in items]
         bins: dict[str, list[str]] = defaultdict(list)
         for item in items:
@@ -235,16 +296,19 @@ class KnowledgeElicitation(Task):
         result = {
             "techniques": list(s.techniques),
             "technique_params": self.technique_params,
-            "technique_details": {n: {"params": self.technique_params[n], "fitted": fit_records(by_tech[n].values())}
-                                  for n in s.techniques},
-            "seed_a": SEED_A, "prompt_form": "chat" if self.context.chat else "question",
+            "technique_details": {
+                n: {"params": self.technique_params[n], "fitted": fit_records(by_tech[n].values())} for n in s.techniques
+            },
+            "seed_a": SEED_A,
+            "prompt_form": "chat" if self.context.chat else "question",
             "fitting_pool": f"{self.pool_split} split" if self.pool_split else "two folds of the items",
             "per_technique": overall,
-            "per_frequency_bin": {b: _summary(s.techniques, by_tech, partitions, b_ids, s.k)
-                                  for b, b_ids in sorted(bins.items())},
+            "per_frequency_bin": {
+                b: _summary(s.techniques, by_tech, partitions, b_ids, s.k) for b, b_ids in sorted(bins.items())
+            },
             "ranking_stability": _stability(s.techniques, by_tech, partitions, ids, s.k, s.sweep_max),
         }
-        headline = {"accuracy": overall["baseline"]["accuracy"]}   # the greedy baseline's
+        headline = {"accuracy": overall["baseline"]["accuracy"]}  # the greedy baseline's
         for name in s.techniques:
             if name != "baseline":
                 headline[f"accuracy:{name}"] = overall[name]["accuracy"]

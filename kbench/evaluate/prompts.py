@@ -42,7 +42,7 @@ STOPS = {"cloze": ["\n", ". ", ","], "question": ["\n"], "chat": ["\n"]}
 @dataclass(frozen=True)
 class Prompt:
     text: str
-    gold: str              # the gold object as the continuation of `text`
+    gold: str  # the gold object as the continuation of `text`
     stop: tuple[str, ...]
 
 
@@ -65,8 +65,9 @@ def draw_examples(row: dict, k: int, by_relation: dict[str, list[dict]], everyth
     chosen = rng.sample(usable, min(k, len(usable)))
     if len(chosen) < k:
         taken = {id(r) for r in chosen}
-        others = [r for r in everything if id(r) not in taken and r["subject"] != row["subject"]
-                  and r["relation"] != row["relation"]]
+        others = [
+            r for r in everything if id(r) not in taken and r["subject"] != row["subject"] and r["relation"] != row["relation"]
+        ]
         chosen += rng.sample(others, min(k - len(chosen), len(others)))
     if len(chosen) < k:
         raise UserError(f"--fewshot {k}: the train split has only {len(chosen)} usable examples for item {row['id']}")
@@ -77,8 +78,16 @@ def _cloze_sentence(row: dict) -> str:
     return f"{row['prompt_cloze']} {row['object']}."
 
 
-def build_prompts(rows: Sequence[dict], form: str, tokenizer, kind: str, fewshot: int = 0,
-                  train_rows: Sequence[dict] = (), seed: int = 0, stop: Sequence[str] | None = None) -> list[Prompt]:
+def build_prompts(
+    rows: Sequence[dict],
+    form: str,
+    tokenizer,
+    kind: str,
+    fewshot: int = 0,
+    train_rows: Sequence[dict] = (),
+    seed: int = 0,
+    stop: Sequence[str] | None = None,
+) -> list[Prompt]:
     if form not in PROMPT_FORMS:
         raise UserError(f"unknown prompt form {form!r}; choose one of {', '.join(PROMPT_FORMS)}")
     if kind == "masked" and form != "cloze":
@@ -111,8 +120,10 @@ def build_prompts(rows: Sequence[dict], form: str, tokenizer, kind: str, fewshot
         else:
             messages = []
             for e in examples:
-                messages += [{"role": "user", "content": f"{INSTRUCTION}\n{e['question']}"},
-                             {"role": "assistant", "content": e["object"]}]
+                messages += [
+                    {"role": "user", "content": f"{INSTRUCTION}\n{e['question']}"},
+                    {"role": "assistant", "content": e["object"]},
+                ]
             messages.append({"role": "user", "content": f"{INSTRUCTION}\n{row['question']}"})
             text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
             prompts.append(Prompt(text, row["object"], stops))

@@ -3,7 +3,8 @@
 Per item, through the batched `ModelRunner`: a greedy answer (stop at a newline, at most
 `max_new_tokens`), stripped, to the question in a prompt form of `kbench.evaluate.prompts`
 (`question`: an instruction + "Question: <q>\nAnswer:"; `chat`: the tokenizer's chat template),
-optionally after `fewshot` solved examples drawn from the Unchanged items (never the item's subject). Scores (`kbench.metrics.qa`, `--metric official|card`):
+optionally after `fewshot` solved examples drawn from the Unchanged items (never the item's subject).
+Scores (`kbench.metrics.qa`, `--metric official|card`):
   * Unchanged and New items: EM / F1 against the item's answer;
   * Edited items, twice: Outdated against `answer1` (the old object; a model that learnt the
     update scores near 0 here) and Updated against `answer2` (the new object).
@@ -13,7 +14,8 @@ answers as continuations of the prompt (" " + answer, summed log-probabilities):
 counts for "outdated", as the official script does).
 
 Every EM / F1 mean carries a seeded bootstrap interval and the preference share a Wilson
-interval (`kbench.metrics.uncertainty`); the engine journals fixed units, so a rerun resumes. `--limit N` evaluates a seeded sample.
+interval (`kbench.metrics.uncertainty`); the engine journals fixed units, so a rerun resumes.
+`--limit N` evaluates a seeded sample.
 
 Continual-update loop (README): `kbench read --text DATASET/corpus/new_snapshot.jsonl
 --only change=updated --out CKPT`, then `kbench evaluate qa --model CKPT` -- Outdated should fall
@@ -41,7 +43,7 @@ HINT = "; is this an evolving QA dataset (pipelines/evolving.toml)?"
 
 
 class QASettings(TaskSettings):
-    split: str = "all"     # the three category splits together; or one of them
+    split: str = "all"  # the three category splits together; or one of them
     metric: Literal["official", "card"] = "official"
     prompt: Literal["question", "chat"] = "question"
     fewshot: int = Field(default=0, ge=0)
@@ -78,20 +80,38 @@ def _item_rows(model, items: list[dict], built: list[Prompt], settings: QASettin
     predictions = [p.strip() for p in model.generate(prompts, settings.max_new_tokens, stop=list(built[0].stop))]
     edited = [i for i, r in enumerate(items) if r["category"] == "edited"]
     # how an answer continues its prompt: " " + answer after plain text, the bare answer after a chat turn
-    lead = [built[i].gold[:len(built[i].gold) - len(items[i]["answer"])] for i in range(len(items))]
-    scored = model.score_answers([prompts[i] for i in edited for _ in (1, 2)],
-                                 [lead[i] + items[i][key] for i in edited for key in ("answer1", "answer2")])
+    lead = [built[i].gold[: len(built[i].gold) - len(items[i]["answer"])] for i in range(len(items))]
+    scored = model.score_answers(
+        [prompts[i] for i in edited for _ in (1, 2)], [lead[i] + items[i][key] for i in edited for key in ("answer1", "answer2")]
+    )
     likelihood = {i: (scored[2 * k][0], scored[2 * k + 1][0]) for k, i in enumerate(edited)}
     out = []
     for i, (row, prediction) in enumerate(zip(items, predictions)):
-        item = {"id": row["id"], "relation": row["relation"], "relation_label": row.get("relation_label", ""),
-                "category": row["category"], "question": row["question"], "prompt": prompts[i],
-                "prediction": prediction, "answer": row["answer"], "answer1": row["answer1"], "answer2": row["answer2"]}
+        item = {
+            "id": row["id"],
+            "relation": row["relation"],
+            "relation_label": row.get("relation_label", ""),
+            "category": row["category"],
+            "question": row["question"],
+            "prompt": prompts[i],
+            "prediction": prediction,
+            "answer": row["answer"],
+            "answer1": row["answer1"],
+            "answer2": row["answer2"],
+        }
         if row["category"] == "edited":
             lp1, lp2 = likelihood[i]
-            item.update({"em_outdated": em(prediction, row["answer1"]), "f1_outdated": f1(prediction, row["answer1"]),
-                         "em_updated": em(prediction, row["answer2"]), "f1_updated": f1(prediction, row["answer2"]),
-                         "logprob_answer1": lp1, "logprob_answer2": lp2, "prefers_updated": lp2 > lp1})
+            item.update(
+                {
+                    "em_outdated": em(prediction, row["answer1"]),
+                    "f1_outdated": f1(prediction, row["answer1"]),
+                    "em_updated": em(prediction, row["answer2"]),
+                    "f1_updated": f1(prediction, row["answer2"]),
+                    "logprob_answer1": lp1,
+                    "logprob_answer2": lp2,
+                    "prefers_updated": lp2 > lp1,
+                }
+            )
         else:
             item.update({"em": em(prediction, row["answer"]), "f1": f1(prediction, row["answer"])})
         out.append(item)
@@ -112,11 +132,15 @@ def aggregate(items: list[dict], seed: int = u.BOOTSTRAP_SEED) -> dict:
         else:
             rows = [r for r in items if r["category"] == name]
             em_key, f1_key = "em", "f1"
-        slices[name] = {"em": _x100(u.mean([r[em_key] for r in rows], seed=seed)),
-                        "f1": _x100(u.mean([r[f1_key] for r in rows], seed=seed))}
+        slices[name] = {
+            "em": _x100(u.mean([r[em_key] for r in rows], seed=seed)),
+            "f1": _x100(u.mean([r[f1_key] for r in rows], seed=seed)),
+        }
     edited = [r for r in items if r["category"] == "edited"]
-    preference = {"prefers_updated": u.proportion_of([r["prefers_updated"] for r in edited]),
-                  "ties": sum(r["logprob_answer1"] == r["logprob_answer2"] for r in edited)}
+    preference = {
+        "prefers_updated": u.proportion_of([r["prefers_updated"] for r in edited]),
+        "ties": sum(r["logprob_answer1"] == r["logprob_answer2"] for r in edited),
+    }
     return {"splits": slices, "edited_preference": preference}
 
 
@@ -136,8 +160,12 @@ class KnowledgeUpdateQA(Task):
         prompts = build_qa_prompts(items, s, ctx.model.tokenizer, examples)
         from kbench.io import stable_hash
 
-        dataset = {"path": str(ctx.dataset), "split": s.split, "files": files,
-                   "sha256": stable_hash([f["sha256"] for f in files])}
+        dataset = {
+            "path": str(ctx.dataset),
+            "split": s.split,
+            "files": files,
+            "sha256": stable_hash([f["sha256"] for f in files]),
+        }
         return Plan(units=chunks(list(zip(items, prompts)), UNIT_ITEMS), dataset=dataset)
 
     def score(self, ctx: RunContext, unit: Unit) -> list[dict]:
@@ -146,8 +174,9 @@ class KnowledgeUpdateQA(Task):
     def aggregate(self, ctx: RunContext, rows: list[dict]) -> Summary:
         summary = aggregate(rows, seed=ctx.settings.seed)
         splits = summary["splits"]
-        headline = {f"{name}_em": splits[name]["em"] for name in ("unchanged", "new", "updated", "outdated")
-                    if splits[name]["em"]["n"]}
+        headline = {
+            f"{name}_em": splits[name]["em"] for name in ("unchanged", "new", "updated", "outdated") if splits[name]["em"]["n"]
+        }
         if summary["edited_preference"]["prefers_updated"]["n"]:
             headline["prefers_updated"] = summary["edited_preference"]["prefers_updated"]
         return Summary(headline=headline, metrics={"metric": ctx.settings.metric, **summary})

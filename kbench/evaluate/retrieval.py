@@ -65,8 +65,9 @@ class SentenceEmbedder:
         self.identity = stable_hash([EMBEDDER_PACKAGE, metadata.version(EMBEDDER_PACKAGE), max_seq_length])
 
     def encode(self, texts: list[str]):
-        return self.model.encode(list(texts), batch_size=self.batch_size, normalize_embeddings=True,
-                                 convert_to_numpy=True, show_progress_bar=False).astype("float32")
+        return self.model.encode(
+            list(texts), batch_size=self.batch_size, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
+        ).astype("float32")
 
 
 @lru_cache(maxsize=2)

@@ -37,9 +37,16 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from kbench.registry import Registry
 
-TASKS: Registry[type[Task]] = Registry("evaluation task", modules=(
-    "kbench.evaluate.extraction", "kbench.evaluate.kee", "kbench.evaluate.qa", "kbench.evaluate.truefalse",
-    "kbench.evaluate.xteval.task"))
+TASKS: Registry[type[Task]] = Registry(
+    "evaluation task",
+    modules=(
+        "kbench.evaluate.extraction",
+        "kbench.evaluate.kee",
+        "kbench.evaluate.qa",
+        "kbench.evaluate.truefalse",
+        "kbench.evaluate.xteval.task",
+    ),
+)
 
 
 class TaskSettings(BaseModel):
@@ -64,8 +71,8 @@ class Unit:
 @dataclass
 class Plan:
     units: list[Unit]
-    dataset: dict                       # the envelope's `dataset` block (path, config, split, sha256)
-    depends_on: dict = field(default_factory=dict)   # anything else the rows depend on (enters config.json)
+    dataset: dict  # the envelope's `dataset` block (path, config, split, sha256)
+    depends_on: dict = field(default_factory=dict)  # anything else the rows depend on (enters config.json)
 
 
 @dataclass
@@ -80,14 +87,14 @@ class RunContext:
 
     settings: TaskSettings
     dataset: Path
-    model: Any                          # a `kbench.models.interface.LanguageModel`
+    model: Any  # a `kbench.models.interface.LanguageModel`
     run_dir: Path
-    models: dict[str, Any] = field(default_factory=dict)   # extra models (closed-book: "base")
+    models: dict[str, Any] = field(default_factory=dict)  # extra models (closed-book: "base")
 
 
 def chunks(items: list, size: int, prefix: str = "") -> list[Unit]:
     """Fixed units of `size` items in plan order: the first unit holds items 0..size-1."""
-    return [Unit(key=f"{prefix}{start // size:05d}", items=items[start:start + size]) for start in range(0, len(items), size)]
+    return [Unit(key=f"{prefix}{start // size:05d}", items=items[start : start + size]) for start in range(0, len(items), size)]
 
 
 class Task:

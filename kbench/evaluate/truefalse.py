@@ -55,7 +55,7 @@ class TrueFalseSettings(TaskSettings):
     setting: Literal["prior", "closed-book", "open-book"] = "prior"
     retriever: Literal["gold", "sbert"] | None = None
     max_passage_words: int = Field(default=150, ge=1)
-    checkpoint: str | None = None      # closed-book: the model after `kbench read` (--model is the base)
+    checkpoint: str | None = None  # closed-book: the model after `kbench read` (--model is the base)
 
     @model_validator(mode="after")
     def _consistent(self):
@@ -131,7 +131,9 @@ class Contexts:
             pool = self._corpus.get(key, [])
             if not pool:
                 raise UserError(f"{self.dataset / CORPUS_FILE}: no paragraphs for {book!r} chapter {chapter}")
-            self._indexes[key] = EmbeddingIndex(shared_embedder(), [p["para_id"] for p in pool], [p["text"] for p in pool], self.cache_dir)
+            self._indexes[key] = EmbeddingIndex(
+                shared_embedder(), [p["para_id"] for p in pool], [p["text"] for p in pool], self.cache_dir
+            )
         return self._indexes[key]
 
 
@@ -153,18 +155,25 @@ def judge_pairs(model, pairs: list[list[dict]], contexts: list[list[tuple]], max
         start = k - len(pair)
         for j, row in enumerate(pair):
             i = start + j
-            out.append({
-                f"{prefix}logprob_true": scores[2 * i][0], f"{prefix}logprob_false": scores[2 * i + 1][0],
-                f"{prefix}margin": margins[j], f"{prefix}predicted": margins[j] > 0,
-                f"{prefix}correct": (margins[j] > 0) == row["label"],
-                f"{prefix}pair_choice": winners[j], f"{prefix}correct_pair_choice": winners[j] == row["label"],
-            })
+            out.append(
+                {
+                    f"{prefix}logprob_true": scores[2 * i][0],
+                    f"{prefix}logprob_false": scores[2 * i + 1][0],
+                    f"{prefix}margin": margins[j],
+                    f"{prefix}predicted": margins[j] > 0,
+                    f"{prefix}correct": (margins[j] > 0) == row["label"],
+                    f"{prefix}pair_choice": winners[j],
+                    f"{prefix}correct_pair_choice": winners[j] == row["label"],
+                }
+            )
     return [{"prompt": p, "context_id": ctx[0], **scored} for p, (_, ctx), scored in zip(prompts, flat, out)]
 
 
 def _summary(rows: list[dict], prefix: str = "") -> dict:
-    return {"accuracy": u.proportion_of([r[f"{prefix}correct"] for r in rows]),
-            "pair_choice_accuracy": u.proportion_of([r[f"{prefix}correct_pair_choice"] for r in rows])}
+    return {
+        "accuracy": u.proportion_of([r[f"{prefix}correct"] for r in rows]),
+        "pair_choice_accuracy": u.proportion_of([r[f"{prefix}correct_pair_choice"] for r in rows]),
+    }
 
 
 def aggregate(items: list[dict], closed_book: bool) -> dict:
@@ -177,9 +186,12 @@ def aggregate(items: list[dict], closed_book: bool) -> dict:
         after = out["overall"]["accuracy"]
         # the same statements before and after reading: a paired comparison
         paired = u.mcnemar({r["id"]: r["correct"] for r in items}, {r["id"]: r["before_correct"] for r in items})
-        out["before_after"] = {"before_accuracy": before, "after_accuracy": after,
-                               "delta": None if after["value"] is None else after["value"] - before["value"],
-                               "paired_test": paired}
+        out["before_after"] = {
+            "before_accuracy": before,
+            "after_accuracy": after,
+            "delta": None if after["value"] is None else after["value"] - before["value"],
+            "paired_test": paired,
+        }
     return out
 
 
@@ -209,11 +221,14 @@ class TrueFalse(Task):
         found = self.contexts.for_rows(flat)
         grouped, k = [], 0
         for pair in chunk:
-            grouped.append(found[k:k + len(pair)])
+            grouped.append(found[k : k + len(pair)])
             k += len(pair)
         judged = judge_pairs(ctx.model, chunk, grouped, s.max_passage_words)
-        before = judge_pairs(ctx.models["base"], chunk, grouped, s.max_passage_words, "before_") \
-            if s.setting == "closed-book" else None
+        before = (
+            judge_pairs(ctx.models["base"], chunk, grouped, s.max_passage_words, "before_")
+            if s.setting == "closed-book"
+            else None
+        )
         rows = []
         for i, row in enumerate(flat):
             item = {key: row[key] for key in ("id", "pair_id", "book", "chapter", "section", "split", "statement", "label")}
@@ -226,11 +241,17 @@ class TrueFalse(Task):
     def aggregate(self, ctx: RunContext, rows: list[dict]) -> Summary:
         s: TrueFalseSettings = ctx.settings
         summary = aggregate(rows, s.setting == "closed-book")
-        metrics = {"setting": headline_name(s), "answers": list(ANSWERS),
-                   "prompt_template": prompt_text("{statement}", "{passage}" if s.setting == "open-book" else None, 10**6),
-                   "base_model": ctx.models["base"].describe() if "base" in ctx.models else None, **summary}
-        headline = {"accuracy": summary["overall"]["accuracy"],
-                    "pair_choice_accuracy": summary["overall"]["pair_choice_accuracy"]}
+        metrics = {
+            "setting": headline_name(s),
+            "answers": list(ANSWERS),
+            "prompt_template": prompt_text("{statement}", "{passage}" if s.setting == "open-book" else None, 10**6),
+            "base_model": ctx.models["base"].describe() if "base" in ctx.models else None,
+            **summary,
+        }
+        headline = {
+            "accuracy": summary["overall"]["accuracy"],
+            "pair_choice_accuracy": summary["overall"]["pair_choice_accuracy"],
+        }
         if "before_after" in summary:
             headline["before_accuracy"] = summary["before_after"]["before_accuracy"]
         return Summary(headline=headline, metrics=metrics)

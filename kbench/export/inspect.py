@@ -84,20 +84,25 @@ from inspect_ai.solver import TaskState, generate
 
 
 def task_source(docs: ExportDocs, name: str, data_file: str, case_sensitive: bool) -> str:
-    header = (f'"""Inspect task written by `kbench export inspect` (kbench {__version__}) for\n'
-              f'{docs.source} ({len(docs.docs)} items, split {docs.split}). Self-contained: needs inspect_ai, not kbench.\n\n'
-              f'    inspect eval {name}.py --model hf/local -M model_path=MODEL -M do_sample=false\n"""\n\n'
-              "from __future__ import annotations\n\n")
-    code = _TASK_CODE.format(data=data_file, stop=docs.docs[0]["stop"], max_new_tokens=MAX_NEW_TOKENS,
-                             case_sensitive=case_sensitive, name=name)
+    header = (
+        f'"""Inspect task written by `kbench export inspect` (kbench {__version__}) for\n'
+        f"{docs.source} ({len(docs.docs)} items, split {docs.split}). Self-contained: needs inspect_ai, not kbench.\n\n"
+        f'    inspect eval {name}.py --model hf/local -M model_path=MODEL -M do_sample=false\n"""\n\n'
+        "from __future__ import annotations\n\n"
+    )
+    code = _TASK_CODE.format(
+        data=data_file, stop=docs.docs[0]["stop"], max_new_tokens=MAX_NEW_TOKENS, case_sensitive=case_sensitive, name=name
+    )
     return header + _IMPORTS.format(matching_imports=MATCHING_IMPORTS) + "\n\n" + matching_source() + code
 
 
 def check_exportable(dataset: Path, config: str | None) -> None:
     """Refuse LEFT statements before their documents are built (see the module docstring)."""
     if dataset.is_dir() and dataset_kind(dataset, config) != EXTRACTION:
-        raise UserError(f"{dataset}: LEFT statements are judged by answer log-probabilities, which Inspect does not "
-                        "score; export them with `kbench export lm-eval` (multiple_choice)")
+        raise UserError(
+            f"{dataset}: LEFT statements are judged by answer log-probabilities, which Inspect does not "
+            "score; export them with `kbench export lm-eval` (multiple_choice)"
+        )
 
 
 def write_inspect_task(docs: ExportDocs, out: Path, *, case_sensitive: bool = False) -> Path:
@@ -106,8 +111,9 @@ def write_inspect_task(docs: ExportDocs, out: Path, *, case_sensitive: bool = Fa
         raise UserError(f"--out {out}: give a .py file (Inspect runs `inspect eval FILE.py`)")
     name = out.stem
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
-        raise UserError(f"--out {out}: the file name is the task's name, so it must be a Python identifier "
-                        "(letters, digits, '_')")
+        raise UserError(
+            f"--out {out}: the file name is the task's name, so it must be a Python identifier (letters, digits, '_')"
+        )
     out.parent.mkdir(parents=True, exist_ok=True)
     data = out.with_suffix(".jsonl")
     write_jsonl(data, docs.docs)

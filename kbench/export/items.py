@@ -20,22 +20,22 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from kbench.errors import InputError, UserError
 from kbench.dataset import read_rows, seeded_sample, split_path
+from kbench.errors import InputError, UserError
 from kbench.evaluate.extraction import ExtractionSettings
 from kbench.evaluate.prompts import build_prompts
 from kbench.evaluate.prompts import truefalse_prompt as prompt_text
 from kbench.evaluate.truefalse import ANSWERS, first_pairs
 
 EXTRACTION, TRUEFALSE = "extraction", "truefalse"
-DEFAULT_SPLIT = {EXTRACTION: "test", TRUEFALSE: "dev"}   # as `kbench evaluate extraction|truefalse`
+DEFAULT_SPLIT = {EXTRACTION: "test", TRUEFALSE: "dev"}  # as `kbench evaluate extraction|truefalse`
 MAX_NEW_TOKENS = ExtractionSettings().max_new_tokens
 TRUEFALSE_ANSWERS = list(ANSWERS)
 
 
 @dataclass(frozen=True)
 class ExportSpec:
-    split: str | None = None          # None: the split `kbench evaluate` reads by default
+    split: str | None = None  # None: the split `kbench evaluate` reads by default
     config: str | None = None
     prompt: str = "cloze"
     fewshot: int = 0
@@ -45,9 +45,9 @@ class ExportSpec:
 
 @dataclass(frozen=True)
 class ExportDocs:
-    kind: str                 # EXTRACTION or TRUEFALSE
+    kind: str  # EXTRACTION or TRUEFALSE
     split: str
-    source: Path              # the parquet file the documents come from
+    source: Path  # the parquet file the documents come from
     docs: list[dict]
 
 
@@ -76,8 +76,11 @@ def dataset_kind(dataset: Path, config: str | None) -> str:
         return TRUEFALSE
     if {"prompt_cloze", "question", "answers"} <= set(columns):
         return EXTRACTION
-    raise InputError(files[0], "neither question rows (schemas/question.v1.json) nor LEFT statements "
-                               "(schemas/statement.v1.json); only these datasets export")
+    raise InputError(
+        files[0],
+        "neither question rows (schemas/question.v1.json) nor LEFT statements "
+        "(schemas/statement.v1.json); only these datasets export",
+    )
 
 
 def _extraction_docs(path: Path, dataset: Path, spec: ExportSpec) -> list[dict]:
@@ -88,23 +91,42 @@ def _extraction_docs(path: Path, dataset: Path, spec: ExportSpec) -> list[dict]:
     docs = []
     for row, prompt in zip(rows, prompts):
         text = {"messages": json.loads(prompt.text)} if spec.prompt == "chat" else {"prompt": prompt.text}
-        docs.append({"id": row["id"], "relation": row["relation"], "relation_label": row.get("relation_label") or "",
-                     "subject": row["subject"], "object": row["object"], "answers": list(row["answers"]),
-                     "frequency_bin": row.get("frequency_bin"), **text, "stop": list(prompt.stop)})
+        docs.append(
+            {
+                "id": row["id"],
+                "relation": row["relation"],
+                "relation_label": row.get("relation_label") or "",
+                "subject": row["subject"],
+                "object": row["object"],
+                "answers": list(row["answers"]),
+                "frequency_bin": row.get("frequency_bin"),
+                **text,
+                "stop": list(prompt.stop),
+            }
+        )
     return docs
 
 
 def _truefalse_docs(path: Path, spec: ExportSpec) -> list[dict]:
     if spec.prompt != "cloze" or spec.fewshot:
-        raise UserError("a LEFT statement dataset has one prompt form (the prior-setting statement prompt); "
-                        "drop --prompt and --fewshot")
+        raise UserError(
+            "a LEFT statement dataset has one prompt form (the prior-setting statement prompt); drop --prompt and --fewshot"
+        )
     docs = []
     for pair in first_pairs(read_rows(path, "statement.v1.json"), spec.limit):
         for row in pair:
-            docs.append({"id": row["id"], "pair_id": row["pair_id"], "book": row["book"], "chapter": row["chapter"],
-                         "statement": row["statement"], "label": bool(row["label"]),
-                         "prompt": prompt_text(row["statement"], None, 0),
-                         "gold": TRUEFALSE_ANSWERS.index(" True" if row["label"] else " False")})
+            docs.append(
+                {
+                    "id": row["id"],
+                    "pair_id": row["pair_id"],
+                    "book": row["book"],
+                    "chapter": row["chapter"],
+                    "statement": row["statement"],
+                    "label": bool(row["label"]),
+                    "prompt": prompt_text(row["statement"], None, 0),
+                    "gold": TRUEFALSE_ANSWERS.index(" True" if row["label"] else " False"),
+                }
+            )
     return docs
 
 

@@ -33,7 +33,7 @@ from kbench.export.standalone import MATCHING_IMPORTS, matching_source
 from kbench.io import sha256_file, write_jsonl, write_text
 
 DATA_FILE = "data.jsonl"
-FORMS = ("cloze", "question")   # chat prompts depend on the model's template: lm-eval applies it itself
+FORMS = ("cloze", "question")  # chat prompts depend on the model's template: lm-eval applies it itself
 
 
 def task_name(dataset: Path, docs: ExportDocs, prompt: str) -> str:
@@ -47,9 +47,16 @@ def _q(value) -> str:
 
 
 def _metadata(dataset: Path, docs: ExportDocs, settings: dict) -> str:
-    fields = {"version": 1.0, "kbench_version": __version__, "dataset": str(dataset.resolve()),
-              "source_file": str(docs.source), "source_sha256": sha256_file(docs.source), "split": docs.split,
-              "items": len(docs.docs), **settings}
+    fields = {
+        "version": 1.0,
+        "kbench_version": __version__,
+        "dataset": str(dataset.resolve()),
+        "source_file": str(docs.source),
+        "source_sha256": sha256_file(docs.source),
+        "split": docs.split,
+        "items": len(docs.docs),
+        **settings,
+    }
     return "metadata:\n" + "".join(f"  {key}: {_q(value)}\n" for key, value in fields.items())
 
 
@@ -105,40 +112,60 @@ def pair_calibrated_accuracy(items):
 
 
 def utils_source(docs: ExportDocs, case_sensitive: bool) -> str:
-    header = (f'"""lm-eval task code written by `kbench export lm-eval` (kbench {__version__}) for\n'
-              f'{docs.source} ({len(docs.docs)} items). Self-contained: runs without kbench."""\n\n'
-              "from __future__ import annotations\n\nimport json\n")
+    header = (
+        f'"""lm-eval task code written by `kbench export lm-eval` (kbench {__version__}) for\n'
+        f'{docs.source} ({len(docs.docs)} items). Self-contained: runs without kbench."""\n\n'
+        "from __future__ import annotations\n\nimport json\n"
+    )
     load = _LOAD_DOCS.format(data=DATA_FILE, split=docs.split)
     if docs.kind == EXTRACTION:
-        return (f"{header}{MATCHING_IMPORTS}\nfrom pathlib import Path\n{load}\n\n{matching_source()}"
-                + _EXTRACTION_SCORING.format(case_sensitive=case_sensitive))
+        return (
+            f"{header}{MATCHING_IMPORTS}\nfrom pathlib import Path\n{load}\n\n{matching_source()}"
+            + _EXTRACTION_SCORING.format(case_sensitive=case_sensitive)
+        )
     return f"{header}from collections import defaultdict\nfrom pathlib import Path\n{load}" + _TRUEFALSE_SCORING
 
 
 def task_yaml(name: str, dataset: Path, docs: ExportDocs, settings: dict) -> str:
-    head = (f"# Written by `kbench export lm-eval` (kbench {__version__}). Run:\n"
-            f"#   lm_eval --model hf --model_args pretrained=MODEL --tasks {name} --include_path THIS_FOLDER\n"
-            f"task: {name}\ncustom_dataset: !function utils.load_docs\ntest_split: {docs.split}\n"
-            "doc_to_text: prompt\nprocess_results: !function utils.process_results\n")
+    head = (
+        f"# Written by `kbench export lm-eval` (kbench {__version__}). Run:\n"
+        f"#   lm_eval --model hf --model_args pretrained=MODEL --tasks {name} --include_path THIS_FOLDER\n"
+        f"task: {name}\ncustom_dataset: !function utils.load_docs\ntest_split: {docs.split}\n"
+        "doc_to_text: prompt\nprocess_results: !function utils.process_results\n"
+    )
     if docs.kind == EXTRACTION:
         stop = docs.docs[0]["stop"]
-        body = ("output_type: generate_until\ndoc_to_target: object\ngeneration_kwargs:\n"
-                f"  until: {_q(stop)}\n  max_gen_toks: {MAX_NEW_TOKENS}\n  do_sample: false\n  temperature: 0.0\n"
-                "metric_list:\n  - metric: maple_acc\n    aggregation: mean\n    higher_is_better: true\n"
-                "  - metric: exact_match\n    aggregation: mean\n    higher_is_better: true\n")
+        body = (
+            "output_type: generate_until\ndoc_to_target: object\ngeneration_kwargs:\n"
+            f"  until: {_q(stop)}\n  max_gen_toks: {MAX_NEW_TOKENS}\n  do_sample: false\n  temperature: 0.0\n"
+            "metric_list:\n  - metric: maple_acc\n    aggregation: mean\n    higher_is_better: true\n"
+            "  - metric: exact_match\n    aggregation: mean\n    higher_is_better: true\n"
+        )
     else:
-        body = (f"output_type: multiple_choice\ndoc_to_choice: {_q(TRUEFALSE_ANSWERS)}\ntarget_delimiter: \"\"\n"
-                "doc_to_target: gold\nmetric_list:\n  - metric: acc\n    aggregation: mean\n    higher_is_better: true\n"
-                "  - metric: pair_acc\n    aggregation: !function utils.pair_calibrated_accuracy\n    higher_is_better: true\n")
+        body = (
+            f'output_type: multiple_choice\ndoc_to_choice: {_q(TRUEFALSE_ANSWERS)}\ntarget_delimiter: ""\n'
+            "doc_to_target: gold\nmetric_list:\n  - metric: acc\n    aggregation: mean\n    higher_is_better: true\n"
+            "  - metric: pair_acc\n    aggregation: !function utils.pair_calibrated_accuracy\n    higher_is_better: true\n"
+        )
     return head + body + _metadata(dataset, docs, settings)
 
 
-def write_lmeval_task(dataset: Path, docs: ExportDocs, out: Path, *, prompt: str, name: str | None = None,
-                      case_sensitive: bool = False, settings: dict | None = None) -> Path:
+def write_lmeval_task(
+    dataset: Path,
+    docs: ExportDocs,
+    out: Path,
+    *,
+    prompt: str,
+    name: str | None = None,
+    case_sensitive: bool = False,
+    settings: dict | None = None,
+) -> Path:
     """Write the task folder; return the YAML path. Files are written atomically, the YAML last."""
     if docs.kind == EXTRACTION and prompt not in FORMS:
-        raise UserError(f"--prompt {prompt}: lm-eval export takes {' or '.join(FORMS)} (for a chat model, export "
-                        "--prompt question or use `kbench export inspect`, which applies the model's chat template)")
+        raise UserError(
+            f"--prompt {prompt}: lm-eval export takes {' or '.join(FORMS)} (for a chat model, export "
+            "--prompt question or use `kbench export inspect`, which applies the model's chat template)"
+        )
     name = name or task_name(dataset, docs, prompt)
     if not re.fullmatch(r"[A-Za-z0-9_\-]+", name):
         raise UserError(f"--name {name!r}: use letters, digits, '_' and '-' only")
@@ -146,8 +173,10 @@ def write_lmeval_task(dataset: Path, docs: ExportDocs, out: Path, *, prompt: str
         raise UserError(f"--out {out}: exists and is not a folder")
     stale = [p.name for p in out.glob("*.yaml") if p.name != f"{name}.yaml"] if out.is_dir() else []
     if stale:
-        raise UserError(f"--out {out} already holds other tasks ({', '.join(stale)}); "
-                        "export each task to its own folder (lm-eval's --include_path searches subfolders)")
+        raise UserError(
+            f"--out {out} already holds other tasks ({', '.join(stale)}); "
+            "export each task to its own folder (lm-eval's --include_path searches subfolders)"
+        )
     out.mkdir(parents=True, exist_ok=True)
     write_jsonl(out / DATA_FILE, docs.docs)
     write_text(out / "utils.py", utils_source(docs, case_sensitive))

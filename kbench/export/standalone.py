@@ -14,7 +14,7 @@ from kbench.metrics import matching
 
 # The functions an exported task calls, with everything they call (stdlib only).
 _COPIED = (matching.normalize_for_matching, matching._valid, matching.maple_correct, matching.exact_match)
-MATCHING_IMPORTS = "from collections.abc import Sequence"   # what the copied functions need
+MATCHING_IMPORTS = "from collections.abc import Sequence"  # what the copied functions need
 
 
 def matching_source() -> str:

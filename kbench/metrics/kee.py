@@ -43,8 +43,9 @@ def _same_items(base: Mapping, kee: Mapping, what: str) -> None:
     if base.keys() != kee.keys():
         only_base = sorted(set(base) - set(kee))[:3]
         only_kee = sorted(set(kee) - set(base))[:3]
-        raise ValueError(f"{what}: the two tables cover different items "
-                         f"(only in base: {only_base}, only in technique: {only_kee})")
+        raise ValueError(
+            f"{what}: the two tables cover different items (only in base: {only_base}, only in technique: {only_kee})"
+        )
 
 
 def accuracy(correct: Mapping[str, bool] | Sequence[bool]) -> Ratio:
@@ -79,8 +80,9 @@ class PRS:
         return {"n": self.n, "improved": self.improved, "tied": self.tied, "worsened": self.worsened}
 
 
-def prs(base_correct: Mapping[str, bool], kee_correct: Mapping[str, bool],
-        base_rank: Mapping[str, int], kee_rank: Mapping[str, int]) -> PRS:
+def prs(
+    base_correct: Mapping[str, bool], kee_correct: Mapping[str, bool], base_rank: Mapping[str, int], kee_rank: Mapping[str, int]
+) -> PRS:
     """Ranks are 1-based full-vocabulary ranks of the first gold token (1 = top)."""
     _same_items(base_correct, kee_correct, "prs")
     counts = {"improved": 0, "tied": 0, "worsened": 0}
@@ -96,8 +98,9 @@ def prs(base_correct: Mapping[str, bool], kee_correct: Mapping[str, bool],
     return PRS(n=n, **{label: ratio(c, n) for label, c in counts.items()})
 
 
-def partition_failures(base_correct: Mapping[str, bool], sample_correct: Mapping[str, Sequence[bool]],
-                       k: int) -> tuple[set[str], set[str]]:
+def partition_failures(
+    base_correct: Mapping[str, bool], sample_correct: Mapping[str, Sequence[bool]], k: int
+) -> tuple[set[str], set[str]]:
     """(shallow, deep) base failures by the first `k` seed-A samples of each item.
 
     Shallow: wrong under greedy but some of the k samples is correct; deep: none is.
@@ -161,6 +164,5 @@ def ranking_stability(scores_by_k: Mapping[int, Mapping[str, Ratio]], reference_
     out: dict[int, Ratio] = {}
     for k, scores in sorted(scores_by_k.items()):
         methods = sorted(m for m in scores if scores[m] is not None and reference.get(m) is not None)
-        out[k] = None if len(methods) < 2 else kendall_tau_b([scores[m] for m in methods],
-                                                             [reference[m] for m in methods])
+        out[k] = None if len(methods) < 2 else kendall_tau_b([scores[m] for m in methods], [reference[m] for m in methods])
     return out

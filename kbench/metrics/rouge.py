@@ -28,7 +28,9 @@ def rouge_l_f1(prediction: str, reference: str, *, use_stemmer: bool = False) ->
     return float(_scorer(use_stemmer).score(reference, prediction)["rougeL"].fmeasure)
 
 
-def self_contrast_score(completion: str, completion_with_knowledge: str, reference: str, *, use_stemmer: bool = False) -> dict[str, float]:
+def self_contrast_score(
+    completion: str, completion_with_knowledge: str, reference: str, *, use_stemmer: bool = False
+) -> dict[str, float]:
     """The three Rouge-L terms and their mean ("score"), each in [0, 1]."""
     t_r = rouge_l_f1(completion, reference, use_stemmer=use_stemmer)
     t_tk = rouge_l_f1(completion, completion_with_knowledge, use_stemmer=use_stemmer)

@@ -26,7 +26,7 @@ from collections.abc import Mapping, Sequence
 Z_95 = 1.959964
 BOOTSTRAP_RESAMPLES = 1000
 BOOTSTRAP_SEED = 0
-SMALL_N = 30   # a table cell over fewer items is marked as small
+SMALL_N = 30  # a table cell over fewer items is marked as small
 
 
 def wilson(k: int, n: int, z: float = Z_95) -> tuple[float, float] | None:
@@ -46,9 +46,14 @@ def wilson(k: int, n: int, z: float = Z_95) -> tuple[float, float] | None:
 def proportion(k: int, n: int) -> dict:
     """An Estimate for k of n items: value k/n with its 95% Wilson interval."""
     interval = wilson(int(k), int(n))
-    return {"value": k / n if n else None, "n": int(n), "k": int(k),
-            "ci_low": interval[0] if interval else None, "ci_high": interval[1] if interval else None,
-            "interval": "wilson"}
+    return {
+        "value": k / n if n else None,
+        "n": int(n),
+        "k": int(k),
+        "ci_low": interval[0] if interval else None,
+        "ci_high": interval[1] if interval else None,
+        "interval": "wilson",
+    }
 
 
 def proportion_of(flags: Sequence[bool]) -> dict:
@@ -80,24 +85,37 @@ def _mean(values: Sequence[float]) -> float:
 def mean(values: Sequence[float], seed: int = BOOTSTRAP_SEED, resamples: int = BOOTSTRAP_RESAMPLES) -> dict:
     """An Estimate for the mean of non-binary scores, with a seeded 95% percentile bootstrap."""
     values = [float(v) for v in values]
-    estimate = {"value": _mean(values) if values else None, "n": len(values), "ci_low": None, "ci_high": None,
-                "interval": "bootstrap", "seed": seed, "resamples": resamples}
+    estimate = {
+        "value": _mean(values) if values else None,
+        "n": len(values),
+        "ci_low": None,
+        "ci_high": None,
+        "interval": "bootstrap",
+        "seed": seed,
+        "resamples": resamples,
+    }
     if values:
         estimate["ci_low"], estimate["ci_high"] = _bootstrap(lambda gs: _mean(gs[0]), [values], seed, resamples)
     return estimate
 
 
-def macro_mean(groups: Mapping[str, Sequence[float]], seed: int = BOOTSTRAP_SEED,
-               resamples: int = BOOTSTRAP_RESAMPLES) -> dict:
+def macro_mean(groups: Mapping[str, Sequence[float]], seed: int = BOOTSTRAP_SEED, resamples: int = BOOTSTRAP_RESAMPLES) -> dict:
     """An Estimate for the unweighted mean over groups of each group's mean (LAMA's macro P@1);
     the bootstrap resamples items within each group. `n` counts items; `groups` counts groups."""
     kept = [[float(v) for v in values] for _, values in sorted(groups.items()) if len(values)]
     n = sum(len(g) for g in kept)
-    estimate = {"value": _mean([_mean(g) for g in kept]) if kept else None, "n": n, "groups": len(kept),
-                "ci_low": None, "ci_high": None, "interval": "bootstrap", "seed": seed, "resamples": resamples}
+    estimate = {
+        "value": _mean([_mean(g) for g in kept]) if kept else None,
+        "n": n,
+        "groups": len(kept),
+        "ci_low": None,
+        "ci_high": None,
+        "interval": "bootstrap",
+        "seed": seed,
+        "resamples": resamples,
+    }
     if kept:
-        estimate["ci_low"], estimate["ci_high"] = _bootstrap(lambda gs: _mean([_mean(g) for g in gs]), kept,
-                                                             seed, resamples)
+        estimate["ci_low"], estimate["ci_high"] = _bootstrap(lambda gs: _mean([_mean(g) for g in gs]), kept, seed, resamples)
     return estimate
 
 
@@ -107,7 +125,7 @@ def binomial_two_sided(k: int, n: int) -> float:
     if n == 0:
         return 1.0
     low = min(k, n - k)
-    tail = math.fsum(math.comb(n, i) for i in range(low + 1)) / 2 ** n
+    tail = math.fsum(math.comb(n, i) for i in range(low + 1)) / 2**n
     return min(1.0, 2 * tail)
 
 
@@ -117,9 +135,15 @@ def mcnemar(first: Mapping[str, bool], second: Mapping[str, bool]) -> dict:
     shared = sorted(set(first) & set(second))
     b = sum(1 for i in shared if first[i] and not second[i])
     c = sum(1 for i in shared if second[i] and not first[i])
-    return {"n_shared": len(shared), "only_first": len(set(first) - set(second)),
-            "only_second": len(set(second) - set(first)), "b": b, "c": c, "p_value": binomial_two_sided(b, b + c),
-            "test": "exact McNemar (two-sided binomial of min(b, c) in b + c at 0.5)"}
+    return {
+        "n_shared": len(shared),
+        "only_first": len(set(first) - set(second)),
+        "only_second": len(set(second) - set(first)),
+        "b": b,
+        "c": c,
+        "p_value": binomial_two_sided(b, b + c),
+        "test": "exact McNemar (two-sided binomial of min(b, c) in b + c at 0.5)",
+    }
 
 
 def is_small(estimate: Mapping) -> bool:

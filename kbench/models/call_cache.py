@@ -33,8 +33,14 @@ class CallCache:
             self.caller_code = previous
 
     def keys(self, method: str, params: dict, items: list[dict], intervention_key: str | None) -> list[str]:
-        common = {"model": self.model_identity, "method": method, "params": params, "intervention": intervention_key,
-                  "code": [self.runner_code, self.caller_code], "versions": cache_versions()}
+        common = {
+            "model": self.model_identity,
+            "method": method,
+            "params": params,
+            "intervention": intervention_key,
+            "code": [self.runner_code, self.caller_code],
+            "versions": cache_versions(),
+        }
         return [ResultCache.key(**common, item=item) for item in items]
 
     def lookup(self, call: str, keys: list[str], n_items: int) -> dict[str, Any]:

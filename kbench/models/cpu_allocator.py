@@ -14,8 +14,8 @@ from __future__ import annotations
 import ctypes
 import sys
 
-M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3    # mallopt parameters, from glibc's malloc.h
-MMAP_THRESHOLD = 32 << 20                       # glibc's largest allowed value
+M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3  # mallopt parameters, from glibc's malloc.h
+MMAP_THRESHOLD = 32 << 20  # glibc's largest allowed value
 TRIM_THRESHOLD = 1 << 30
 
 _applied = False
@@ -28,7 +28,7 @@ def keep_freed_memory() -> None:
     _applied = True
     try:
         mallopt = ctypes.CDLL("libc.so.6").mallopt
-    except (OSError, AttributeError):   # not glibc
+    except (OSError, AttributeError):  # not glibc
         return
     mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD)
     mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD)

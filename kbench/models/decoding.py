@@ -24,9 +24,16 @@ from kbench.models.kv_cache import cache_of_prompts, preallocated_cache
 from kbench.models.packing import last_token_logits, pack, prompts_within
 
 
-def decode(runner, seqs: list[list[int]], copies: int, max_new_tokens: int, stop: list[str],
-           sampling: tuple[float, Any] | None, intervention=None,
-           on_prefill: Callable[[Any], None] | None = None) -> list[list[str]]:
+def decode(
+    runner,
+    seqs: list[list[int]],
+    copies: int,
+    max_new_tokens: int,
+    stop: list[str],
+    sampling: tuple[float, Any] | None,
+    intervention=None,
+    on_prefill: Callable[[Any], None] | None = None,
+) -> list[list[str]]:
     """`copies` continuations of each prompt in `seqs` (token ids), as texts cut at `stop`.
 
     sampling=None decodes greedily; sampling = (temperature, uniforms [prompts * copies, steps])
@@ -41,8 +48,8 @@ def decode(runner, seqs: list[list[int]], copies: int, max_new_tokens: int, stop
     capacity = input_ids.shape[1] + max_new_tokens
     eos = set(_as_list(runner.model.generation_config.eos_token_id) or _as_list(runner.tokenizer.eos_token_id))
     generated: list[list[int]] = [[] for _ in range(len(seqs) * copies)]
-    active = list(range(len(generated)))                  # output rows still decoding
-    row_of = [r // copies for r in active]                # output row -> its batch row (prefill: its prompt)
+    active = list(range(len(generated)))  # output rows still decoding
+    row_of = [r // copies for r in active]  # output row -> its batch row (prefill: its prompt)
     with runner.intervened(intervention):
         if runner.packs(intervention):
             scores, cache = _packed_prefill(runner, seqs, capacity)
@@ -62,7 +69,7 @@ def decode(runner, seqs: list[list[int]], copies: int, max_new_tokens: int, stop
                 tokens = scores.argmax(-1).index_select(0, rows)
             else:
                 tokens = sample_tokens(scores.index_select(0, rows), sampling[0], sampling[1][active, step])
-            branches: dict[tuple[int, int], int] = {}     # (batch row, token) -> its index in this dict
+            branches: dict[tuple[int, int], int] = {}  # (batch row, token) -> its index in this dict
             still = []
             for r, token in zip(active, tokens.tolist()):
                 if token in eos:
@@ -78,7 +85,7 @@ def decode(runner, seqs: list[list[int]], copies: int, max_new_tokens: int, stop
             sources, step_tokens, slot_of = _next_rows(list(branches))
             for r in active:
                 row_of[r] = slot_of[row_of[r]]
-            if sources != list(range(input_ids.shape[0])):   # rows split or left
+            if sources != list(range(input_ids.shape[0])):  # rows split or left
                 for layer in cache.layers:
                     layer.take_rows(sources, row_limit=len(generated))
                 keep = torch.tensor(sources, device=input_ids.device)
@@ -89,7 +96,7 @@ def decode(runner, seqs: list[list[int]], copies: int, max_new_tokens: int, stop
             scores = runner.forward(step_ids, mask, next_pos, cache=cache).logits[:, -1].float()
             next_pos = next_pos + 1
     texts = [_cut_at_stop(runner.tokenizer.decode(g, skip_special_tokens=True), stop) for g in generated]
-    return [texts[i:i + copies] for i in range(0, len(texts), copies)]
+    return [texts[i : i + copies] for i in range(0, len(texts), copies)]
 
 
 def _next_rows(branches: list[tuple[int, int]]) -> tuple[list[int], list[int], list[int]]:
@@ -145,8 +152,8 @@ def sample_tokens(scores, temperature: float, uniforms, block: int = 1024):
     if vocab % block:
         probs = torch.nn.functional.pad(probs, (0, block - vocab % block))
     blocks = probs.view(rows, -1, block)
-    block_cdf = blocks.sum(-1).cumsum(-1)                                  # [B, V / block]
-    targets = uniforms.to(probs.dtype)[:, None] * block_cdf[:, -1:]      # scaled by the total: rounding
+    block_cdf = blocks.sum(-1).cumsum(-1)  # [B, V / block]
+    targets = uniforms.to(probs.dtype)[:, None] * block_cdf[:, -1:]  # scaled by the total: rounding
     chosen = torch.searchsorted(block_cdf, targets, right=True).clamp(max=block_cdf.shape[1] - 1)
     before = torch.where(chosen > 0, block_cdf.gather(1, (chosen - 1).clamp(min=0)), 0.0)
     inner = blocks[torch.arange(rows, device=probs.device), chosen[:, 0]]  # [B, block]
@@ -185,7 +192,7 @@ def truncate(scores, temperature: float, top_k: int | None = None, top_p: float 
 
 def _cut_at_stop(text: str, stop: list[str]) -> str:
     cuts = [text.find(s) for s in stop if s and s in text]
-    return text[:min(cuts)] if cuts else text
+    return text[: min(cuts)] if cuts else text
 
 
 def _as_list(value) -> list:

@@ -20,7 +20,7 @@ from kbench.errors import UserError
 class PromptEncoder:
     def __init__(self, tokenizer, kind: str):
         self.tokenizer = tokenizer
-        self.kind = kind   # "causal" or "masked"
+        self.kind = kind  # "causal" or "masked"
 
     def encode(self, texts: Sequence[str], indices: Sequence[int] | None = None) -> list[list[int]]:
         """Token ids of each text, in one batched tokenizer call; `indices` name the texts in errors."""
@@ -36,8 +36,9 @@ class PromptEncoder:
             out.append(ids)
         return out
 
-    def continuations(self, prompts: Sequence[str], answers: Sequence[str],
-                      indices: Sequence[int] | None = None) -> list[tuple[list[int], list[int]]]:
+    def continuations(
+        self, prompts: Sequence[str], answers: Sequence[str], indices: Sequence[int] | None = None
+    ) -> list[tuple[list[int], list[int]]]:
         """(prompt ids, answer ids) per pair: the answer tokenised in context (the ids of
         prompt + answer after the prompt's own), or alone where the tokeniser merges across the
         boundary."""
@@ -46,8 +47,8 @@ class PromptEncoder:
         wholes = self.encode([p + a for p, a in zip(prompts, answers)], indices)
         pairs = []
         for index, answer, context, whole in zip(indices, answers, contexts, wholes):
-            if whole[:len(context)] == context and len(whole) > len(context):
-                cont = whole[len(context):]
+            if whole[: len(context)] == context and len(whole) > len(context):
+                cont = whole[len(context) :]
             else:
                 cont = self.tokenizer(answer, add_special_tokens=False)["input_ids"]
             if not cont:
@@ -55,8 +56,9 @@ class PromptEncoder:
             pairs.append((context, cont))
         return pairs
 
-    def rank_items(self, prompts: Sequence[str], golds: Sequence[str],
-                   indices: Sequence[int] | None = None) -> list[tuple[list[int], int | None, int]]:
+    def rank_items(
+        self, prompts: Sequence[str], golds: Sequence[str], indices: Sequence[int] | None = None
+    ) -> list[tuple[list[int], int | None, int]]:
         """(prompt ids, position to read or None for the last, gold's first token id) per item."""
         indices = range(len(prompts)) if indices is None else indices
         if self.kind == "causal":

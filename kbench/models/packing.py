@@ -32,17 +32,17 @@ _WORKS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 @dataclass
 class Packed:
-    input_ids: torch.Tensor      # [rows, width]
-    positions: torch.Tensor      # [rows, width], restarting at 0 for each prompt (and each fill slot)
-    mask: Any                    # the 4D attention mask in the model's own format (per layer type if mixed)
-    spans: list[tuple[int, int, int]]   # per prompt, in input order: (row, start, length)
+    input_ids: torch.Tensor  # [rows, width]
+    positions: torch.Tensor  # [rows, width], restarting at 0 for each prompt (and each fill slot)
+    mask: Any  # the 4D attention mask in the model's own format (per layer type if mixed)
+    spans: list[tuple[int, int, int]]  # per prompt, in input order: (row, start, length)
 
 
 def pack(model, seqs: list[list[int]], pad_id: int, device) -> Packed:
     """Pack token sequences into rows of width max(MIN_ROW_WIDTH, longest), longest first,
     each into the first row with room."""
     width = max(MIN_ROW_WIDTH, max(len(s) for s in seqs))
-    free: list[int] = []                       # room left per row
+    free: list[int] = []  # room left per row
     spans: list[tuple[int, int, int]] = [(0, 0, 0)] * len(seqs)
     for i in sorted(range(len(seqs)), key=lambda i: -len(seqs[i])):
         n = len(seqs[i])
@@ -55,8 +55,8 @@ def pack(model, seqs: list[list[int]], pad_id: int, device) -> Packed:
     input_ids = torch.full((len(free), width), pad_id, dtype=torch.long)
     positions = torch.zeros((len(free), width), dtype=torch.long)  # fill slots: each one its own sequence
     for seq, (row, start, n) in zip(seqs, spans):
-        input_ids[row, start:start + n] = torch.tensor(seq)
-        positions[row, start:start + n] = torch.arange(n)
+        input_ids[row, start : start + n] = torch.tensor(seq)
+        positions[row, start : start + n] = torch.arange(n)
     input_ids, positions = input_ids.to(device), positions.to(device)
     return Packed(input_ids, positions, _block_diagonal_mask(model, positions), spans)
 
@@ -68,8 +68,14 @@ def _block_diagonal_mask(model, positions: torch.Tensor):
     from transformers.masking_utils import create_causal_mask, create_sliding_window_causal_mask
 
     shape_only = torch.empty((*positions.shape, 1), dtype=model.dtype, device=positions.device)
-    args = {"config": model.config, "inputs_embeds": shape_only, "attention_mask": None, "cache": None,
-            "position_ids": positions, "allow_is_causal_skip": False}
+    args = {
+        "config": model.config,
+        "inputs_embeds": shape_only,
+        "attention_mask": None,
+        "cache": None,
+        "position_ids": positions,
+        "allow_is_causal_skip": False,
+    }
     if "sliding_attention" not in _layer_types(model):
         return create_causal_mask(**args)
     return {"full_attention": create_causal_mask(**args), "sliding_attention": create_sliding_window_causal_mask(**args)}
@@ -96,8 +102,9 @@ def last_token_logits(model, packed: Packed, cache=None) -> torch.Tensor:
     handle = model.get_output_embeddings().register_forward_pre_hook(gather_last)
     try:
         caching = {"cache": cache, "use_cache": True} if cache is not None else {"use_cache": False}
-        out = model(input_ids=packed.input_ids, attention_mask=packed.mask, position_ids=packed.positions,
-                    logits_to_keep=0, **caching)
+        out = model(
+            input_ids=packed.input_ids, attention_mask=packed.mask, position_ids=packed.positions, logits_to_keep=0, **caching
+        )
     finally:
         handle.remove()
     return out.logits[0].float()
@@ -107,8 +114,7 @@ def packing_works(model, pad_id: int) -> bool:
     """Whether a packed pass gives each prompt the scores it gets alone (checked once per model).
     Attention kinds other than full and sliding-window (chunked, linear...) have no packed mask here."""
     if model not in _WORKS:
-        _WORKS[model] = (_layer_types(model) <= {"full_attention", "sliding_attention"}
-                         and _packed_matches_alone(model, pad_id))
+        _WORKS[model] = _layer_types(model) <= {"full_attention", "sliding_attention"} and _packed_matches_alone(model, pad_id)
     return _WORKS[model]
 
 
@@ -118,7 +124,11 @@ def _packed_matches_alone(model, pad_id: int) -> bool:
     device = next(model.parameters()).device
     with torch.inference_mode():
         packed = last_token_logits(model, pack(model, probe, pad_id, device))
-        alone = torch.cat([model(input_ids=torch.tensor([seq], device=device), use_cache=False,
-                                 logits_to_keep=1).logits[:, -1].float() for seq in probe])
+        alone = torch.cat(
+            [
+                model(input_ids=torch.tensor([seq], device=device), use_cache=False, logits_to_keep=1).logits[:, -1].float()
+                for seq in probe
+            ]
+        )
     tolerance = 1e-3 if model.dtype == torch.float32 else 3e-2
     return bool(((packed - alone).abs().max() / alone.abs().max()) < tolerance)

@@ -28,8 +28,14 @@ from typing import Any
 from kbench.io import atomic_path, stable_hash
 
 # The modules that turn the runner's inputs into its outputs (rank_first_token, generate, ...).
-RUNNER_MODULES = ("kbench.models.runner", "kbench.models.decoding", "kbench.models.encoding",
-                  "kbench.models.packing", "kbench.models.kv_cache", "kbench.models.ranking")
+RUNNER_MODULES = (
+    "kbench.models.runner",
+    "kbench.models.decoding",
+    "kbench.models.encoding",
+    "kbench.models.packing",
+    "kbench.models.kv_cache",
+    "kbench.models.ranking",
+)
 PACKAGES = ("kbench", "torch", "transformers", "accelerate", "tokenizers", "safetensors", "gguf", "numpy")
 # Modules whose imports a technique's code hash follows: the code that shapes model calls.
 # Utilities (kbench.io, kbench.errors) and package __init__ files (the technique registry) are
@@ -64,9 +70,15 @@ def environment(device: Any = "cpu") -> dict[str, Any]:
 
     device = str(getattr(device, "device", device))
 
-    return {"packages": package_versions(), "kbench_commit": _git_commit(), "device": device,
-            "device_name": _device_name(device), "threads": torch.get_num_threads(),
-            "python": platform.python_version(), "platform": platform.platform()}
+    return {
+        "packages": package_versions(),
+        "kbench_commit": _git_commit(),
+        "device": device,
+        "device_name": _device_name(device),
+        "threads": torch.get_num_threads(),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+    }
 
 
 def _device_name(device: str) -> str:
@@ -91,8 +103,9 @@ def _git_commit() -> str | None:
         return None
     try:
         head = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10)
-        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
-                               capture_output=True, text=True, timeout=10)
+        dirty = subprocess.run(
+            ["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True, timeout=10
+        )
     except (OSError, subprocess.SubprocessError):
         return None
     if head.returncode != 0:
@@ -151,26 +164,45 @@ def weights_provenance(loaded) -> dict[str, Any]:
     format, the GGUF quantisation and the dtype it was de-quantised to. Computed once per
     weights file and kept next to the converted model (`kbench-provenance.json`)."""
     origin = Path(loaded.origin) if loaded.origin else None
-    if origin is None or not origin.exists():   # a hub id: transformers' own cache holds the files
-        return {"file": None, "source": loaded.origin or loaded.name, "sha256": None, "format": "hub",
-                "revision": getattr(loaded.model.config, "_commit_hash", None), "quantization": None,
-                "dequantized_to": None, "dtype": loaded.dtype}
+    if origin is None or not origin.exists():  # a hub id: transformers' own cache holds the files
+        return {
+            "file": None,
+            "source": loaded.origin or loaded.name,
+            "sha256": None,
+            "format": "hub",
+            "revision": getattr(loaded.model.config, "_commit_hash", None),
+            "quantization": None,
+            "dequantized_to": None,
+            "dtype": loaded.dtype,
+        }
     if origin.suffix == ".gguf":
         folder = Path(loaded.folder)
         info = _memoised(folder, lambda: {**_gguf_facts(origin), "dequantized_to": _stored_dtype(folder)})
         sha256 = json.loads((folder / "kbench-converted.json").read_text())["gguf_sha256"]
-        return {"file": str(origin), "sha256": sha256, "format": "gguf", "quantization": info["quantization"],
-                "tensor_types": info["tensor_types"], "dequantized_to": info["dequantized_to"],
-                "converted_folder": loaded.folder, "dtype": loaded.dtype}
+        return {
+            "file": str(origin),
+            "sha256": sha256,
+            "format": "gguf",
+            "quantization": info["quantization"],
+            "tensor_types": info["tensor_types"],
+            "dequantized_to": info["dequantized_to"],
+            "converted_folder": loaded.folder,
+            "dtype": loaded.dtype,
+        }
     from kbench.models.loading import _memo_sha256
 
     files = sorted(f for f in origin.iterdir() if f.suffix in {".safetensors", ".bin"})
     hashes = {f.name: _memo_sha256(f) for f in files}
     kind = "safetensors" if any(f.suffix == ".safetensors" for f in files) else "pytorch"
-    return {"file": str(files[0]) if len(files) == 1 else str(origin),
-            "sha256": next(iter(hashes.values())) if len(hashes) == 1 else None, "files_sha256": hashes, "format": kind,
-            "quantization": getattr(getattr(loaded.model.config, "quantization_config", None), "quant_method", None),
-            "dequantized_to": None, "dtype": loaded.dtype}
+    return {
+        "file": str(files[0]) if len(files) == 1 else str(origin),
+        "sha256": next(iter(hashes.values())) if len(hashes) == 1 else None,
+        "files_sha256": hashes,
+        "format": kind,
+        "quantization": getattr(getattr(loaded.model.config, "quantization_config", None), "quant_method", None),
+        "dequantized_to": None,
+        "dtype": loaded.dtype,
+    }
 
 
 def _memoised(folder: Path, compute) -> dict:
@@ -181,7 +213,7 @@ def _memoised(folder: Path, compute) -> dict:
     try:
         with atomic_path(path) as tmp:
             tmp.write_text(json.dumps(info, indent=2, sort_keys=True))
-    except OSError:   # a read-only model cache: recompute next time
+    except OSError:  # a read-only model cache: recompute next time
         pass
     return info
 

@@ -70,13 +70,15 @@ class ResultCache:
         unique = list(dict.fromkeys(keys))
         with self._lock:
             for start in range(0, len(unique), 500):  # sqlite limits the number of bound parameters
-                chunk = unique[start:start + 500]
+                chunk = unique[start : start + 500]
                 rows = self._db.execute(
-                    f"SELECT key, value, checksum FROM results WHERE key IN ({','.join('?' * len(chunk))})", chunk)
+                    f"SELECT key, value, checksum FROM results WHERE key IN ({','.join('?' * len(chunk))})", chunk
+                )
                 for key, value_text, checksum in rows:
                     if _checksum(key, value_text) != checksum:
-                        warnings.warn(f"result cache {self.path}: row {key[:12]}… failed its checksum; recomputing it",
-                                      stacklevel=2)
+                        warnings.warn(
+                            f"result cache {self.path}: row {key[:12]}… failed its checksum; recomputing it", stacklevel=2
+                        )
                         continue
                     found[key] = json.loads(value_text)
         self.hits += sum(1 for k in keys if k in found)
@@ -90,20 +92,31 @@ class ResultCache:
             text = json.dumps(value, sort_keys=True, ensure_ascii=False)
             rows.append((key, text, _checksum(key, text), method, model, now))
         with self._lock, self._db:
-            self._db.executemany("INSERT OR REPLACE INTO results (key, value, checksum, method, model, created) "
-                                 "VALUES (?, ?, ?, ?, ?, ?)", rows)
+            self._db.executemany(
+                "INSERT OR REPLACE INTO results (key, value, checksum, method, model, created) VALUES (?, ?, ?, ?, ?, ?)", rows
+            )
 
     def summary(self) -> dict[str, Any]:
         """What `kbench cache info` shows. Rows written before kbench recorded methods count
         under "unknown"."""
         with self._lock:
             rows = self._db.execute("SELECT COUNT(*), MIN(created), MAX(created) FROM results").fetchone()
-            by = {column: dict(self._db.execute(
-                      f"SELECT COALESCE({column}, 'unknown'), COUNT(*) FROM results GROUP BY 1 ORDER BY 2 DESC"))
-                  for column in ("method", "model")}
+            by = {
+                column: dict(
+                    self._db.execute(f"SELECT COALESCE({column}, 'unknown'), COUNT(*) FROM results GROUP BY 1 ORDER BY 2 DESC")
+                )
+                for column in ("method", "model")
+            }
         files = [self.path, *(self.path.with_name(self.path.name + s) for s in ("-wal", "-shm"))]
-        return {"path": str(self.path), "bytes": sum(f.stat().st_size for f in files if f.exists()), "rows": rows[0],
-                "by_method": by["method"], "by_model": by["model"], "oldest": rows[1], "newest": rows[2]}
+        return {
+            "path": str(self.path),
+            "bytes": sum(f.stat().st_size for f in files if f.exists()),
+            "rows": rows[0],
+            "by_method": by["method"],
+            "by_model": by["model"],
+            "oldest": rows[1],
+            "newest": rows[2],
+        }
 
     def clear(self) -> int:
         """Delete every row and give the space back; returns the number of rows deleted."""

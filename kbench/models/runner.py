@@ -41,8 +41,8 @@ from typing import Any
 
 from kbench.errors import UserError
 from kbench.io import stable_hash
-from kbench.models.cpu_allocator import keep_freed_memory
 from kbench.models.call_cache import CallCache, first_indices
+from kbench.models.cpu_allocator import keep_freed_memory
 from kbench.models.decoding import decode
 from kbench.models.encoding import PromptEncoder
 from kbench.models.interface import BACKENDS
@@ -52,7 +52,7 @@ from kbench.models.ranking import gold_ranks
 from kbench.models.result_cache import ResultCache
 
 CPU_TOKENS_PER_BATCH = 1024  # padded batches; measured on SmolLM2: 4096-token ones pad more and spill caches
-CPU_PACKED_TOKENS = 2048     # packed forward passes (no padding): 2048 ranked ~8% faster than 1024
+CPU_PACKED_TOKENS = 2048  # packed forward passes (no padding): 2048 ranked ~8% faster than 1024
 MAX_BATCH = 256
 
 
@@ -117,8 +117,13 @@ class ModelRunner:
     def describe(self) -> dict:
         from kbench.models.provenance import weights_provenance
 
-        return {"name": self.loaded.name, "identity": self.loaded.identity, "kind": self.loaded.kind,
-                "dtype": self.loaded.dtype, "weights": weights_provenance(self.loaded)}
+        return {
+            "name": self.loaded.name,
+            "identity": self.loaded.identity,
+            "kind": self.loaded.kind,
+            "dtype": self.loaded.dtype,
+            "weights": weights_provenance(self.loaded),
+        }
 
     # ------------------------------------------------------------------ provenance
     def produced_by(self, code: str | None) -> contextlib.AbstractContextManager:
@@ -134,8 +139,14 @@ class ModelRunner:
         return self.calls.stats()
 
     # ------------------------------------------------------------------ public methods
-    def rank_first_token(self, prompts: Sequence[str], golds: Sequence[str], *, candidate_ids: Sequence[int] | None = None,
-                         intervention: Intervention | None = None) -> list[tuple[int, float]]:
+    def rank_first_token(
+        self,
+        prompts: Sequence[str],
+        golds: Sequence[str],
+        *,
+        candidate_ids: Sequence[int] | None = None,
+        intervention: Intervention | None = None,
+    ) -> list[tuple[int, float]]:
         """(rank, logprob) of each gold's first token at the prompt's next position (mask position
         for masked LMs). rank = 1 + the number of tokens scored strictly higher, over the full
         vocabulary, or over `candidate_ids` when given (LAMA's restricted vocabulary); logprob is
@@ -149,12 +160,20 @@ class ModelRunner:
             return gold_ranks(scores, [encoded[i][2] for i in batch], candidates)
 
         items = [{"prompt": p, "gold": g} for p, g in zip(prompts, golds)]
-        values = self._cached("rank_first_token", params, items, [len(e[0]) for e in encoded], compute, intervention,
-                              packed=self.packs(intervention))
+        values = self._cached(
+            "rank_first_token",
+            params,
+            items,
+            [len(e[0]) for e in encoded],
+            compute,
+            intervention,
+            packed=self.packs(intervention),
+        )
         return [(int(r), float(lp)) for r, lp in values]
 
-    def score_answers(self, prompts: Sequence[str], answers: Sequence[str], *,
-                      intervention: Intervention | None = None) -> list[tuple[float, list[float]]]:
+    def score_answers(
+        self, prompts: Sequence[str], answers: Sequence[str], *, intervention: Intervention | None = None
+    ) -> list[tuple[float, list[float]]]:
         """(sum of log-probs, per-token log-probs) of each answer continuing its prompt,
         teacher-forced in one forward pass per batch."""
         self._require_causal("score_answers")
@@ -171,13 +190,13 @@ class ModelRunner:
             width = input_ids.shape[1]
             if intervention and intervention.logits_processor:
                 for j in range(keep - 1):  # position width-keep+j predicts token width-keep+j+1
-                    logits[:, j] = intervention.logits_processor(input_ids[:, :width - keep + j + 1], logits[:, j])
+                    logits[:, j] = intervention.logits_processor(input_ids[:, : width - keep + j + 1], logits[:, j])
             log_probs = logits.log_softmax(-1)
-            targets = input_ids[:, width - keep + 1:]
+            targets = input_ids[:, width - keep + 1 :]
             token_lp = log_probs.gather(2, targets[..., None])[..., 0]
             out = []
             for row, n in enumerate(conts):
-                per_token = token_lp[row, keep - 1 - n:].tolist()
+                per_token = token_lp[row, keep - 1 - n :].tolist()
                 out.append([sum(per_token), per_token])
             return out
 
@@ -185,8 +204,14 @@ class ModelRunner:
         values = self._cached("score_answers", {}, items, [len(c) + len(a) for c, a in pairs], compute, intervention)
         return [(float(s), [float(x) for x in per]) for s, per in values]
 
-    def generate(self, prompts: Sequence[str], max_new_tokens: int = 32, stop: Sequence[str] | None = None, *,
-                 intervention: Intervention | None = None) -> list[str]:
+    def generate(
+        self,
+        prompts: Sequence[str],
+        max_new_tokens: int = 32,
+        stop: Sequence[str] | None = None,
+        *,
+        intervention: Intervention | None = None,
+    ) -> list[str]:
         """Greedy continuation of each prompt (KV-cached), special tokens dropped. A row stops
         at its end-of-sequence token, at `max_new_tokens`, or once its text contains a stop
         string; the text is cut before the first stop string."""
@@ -199,12 +224,27 @@ class ModelRunner:
 
         params = {"max_new_tokens": max_new_tokens, "stop": stop}
         items = [{"prompt": p} for p in prompts]
-        return self._cached("generate", params, items, [len(e) for e in encoded], compute, intervention,
-                            decode=(max_new_tokens, 1), packed=self.packs(intervention))
+        return self._cached(
+            "generate",
+            params,
+            items,
+            [len(e) for e in encoded],
+            compute,
+            intervention,
+            decode=(max_new_tokens, 1),
+            packed=self.packs(intervention),
+        )
 
-    def generate_and_rank(self, prompts: Sequence[str], golds: Sequence[str], max_new_tokens: int = 32,
-                          stop: Sequence[str] | None = None, *, candidate_ids: Sequence[int] | None = None,
-                          intervention: Intervention | None = None) -> list[tuple[str, int, float]]:
+    def generate_and_rank(
+        self,
+        prompts: Sequence[str],
+        golds: Sequence[str],
+        max_new_tokens: int = 32,
+        stop: Sequence[str] | None = None,
+        *,
+        candidate_ids: Sequence[int] | None = None,
+        intervention: Intervention | None = None,
+    ) -> list[tuple[str, int, float]]:
         """(greedy text, rank, logprob) per prompt: `generate` and `rank_first_token` in one pass.
         The ranking reads the scores the generation prefill computes anyway, so it costs no
         forward pass of its own. Results and cache entries are those of the two methods."""
@@ -212,18 +252,21 @@ class ModelRunner:
         _same_length(prompts, golds)
         stop = list(stop or [])
         candidates, rank_params = self._candidates(candidate_ids)
-        gen_keys = self._keys("generate", {"max_new_tokens": max_new_tokens, "stop": stop},
-                              [{"prompt": p} for p in prompts], intervention)
-        rank_keys = self._keys("rank_first_token", rank_params,
-                               [{"prompt": p, "gold": g} for p, g in zip(prompts, golds)], intervention)
+        gen_keys = self._keys(
+            "generate", {"max_new_tokens": max_new_tokens, "stop": stop}, [{"prompt": p} for p in prompts], intervention
+        )
+        rank_keys = self._keys(
+            "rank_first_token", rank_params, [{"prompt": p, "gold": g} for p, g in zip(prompts, golds)], intervention
+        )
         found = self.calls.lookup("generate_and_rank", gen_keys + rank_keys, len(prompts))
         todo = [] if found else first_indices(list(zip(gen_keys, rank_keys)))
         encoded = dict(zip(todo, self.encoder.rank_items([prompts[i] for i in todo], [golds[i] for i in todo], todo)))
 
         def compute(batch: list[int]) -> list[tuple[str, list]]:
             prefill = []
-            texts = decode(self, [encoded[i][0] for i in batch], 1, max_new_tokens, stop, None, intervention,
-                                 on_prefill=prefill.append)
+            texts = decode(
+                self, [encoded[i][0] for i in batch], 1, max_new_tokens, stop, None, intervention, on_prefill=prefill.append
+            )
             return list(zip([t[0] for t in texts], gold_ranks(prefill[0], [encoded[i][2] for i in batch], candidates)))
 
         def store(batch: list[int], values: list) -> None:
@@ -235,12 +278,22 @@ class ModelRunner:
             self.calls.store("rank_first_token", {rank_keys[i]: fresh[rank_keys[i]] for i in batch})
 
         lengths = {i: len(e[0]) for i, e in encoded.items()}
-        self._compute_missing(sorted(encoded, key=lambda i: -lengths[i]), lengths, compute, store, (max_new_tokens, 1),
-                              self.packs(intervention))
+        self._compute_missing(
+            sorted(encoded, key=lambda i: -lengths[i]), lengths, compute, store, (max_new_tokens, 1), self.packs(intervention)
+        )
         return [(found[g], int(found[r][0]), float(found[r][1])) for g, r in zip(gen_keys, rank_keys)]
 
-    def sample(self, prompts: Sequence[str], k: int, temperature: float, seed: int, max_new_tokens: int = 32,
-               stop: Sequence[str] | None = None, *, intervention: Intervention | None = None) -> list[list[str]]:
+    def sample(
+        self,
+        prompts: Sequence[str],
+        k: int,
+        temperature: float,
+        seed: int,
+        max_new_tokens: int = 32,
+        stop: Sequence[str] | None = None,
+        *,
+        intervention: Intervention | None = None,
+    ) -> list[list[str]]:
         """k sampled continuations per prompt at `temperature`, stopping as in `generate`.
 
         Each prompt is prefilled once; its k samples share batch rows and KV cache rows for as
@@ -262,23 +315,45 @@ class ModelRunner:
                     gen = self.torch.Generator()
                     gen.manual_seed(int(stable_hash([seed, prompts[i], j])[:15], 16))
                     uniforms.append(self.torch.rand(max_new_tokens, generator=gen))
-            steps = self.torch.stack(uniforms).to(self.device)   # [rows, max_new_tokens]
+            steps = self.torch.stack(uniforms).to(self.device)  # [rows, max_new_tokens]
             return decode(self, [encoded[i] for i in batch], k, max_new_tokens, stop, (temperature, steps), intervention)
 
         # "sampler" names the draw scheme: a new scheme must not reuse samples cached by an old one
-        params = {"k": k, "temperature": temperature, "seed": seed, "max_new_tokens": max_new_tokens, "stop": stop,
-                  "sampler": "inverse-cdf"}
+        params = {
+            "k": k,
+            "temperature": temperature,
+            "seed": seed,
+            "max_new_tokens": max_new_tokens,
+            "stop": stop,
+            "sampler": "inverse-cdf",
+        }
         items = [{"prompt": p} for p in prompts]
-        return self._cached("sample", params, items, [len(e) for e in encoded], compute, intervention,
-                            decode=(max_new_tokens, k), packed=self.packs(intervention))
+        return self._cached(
+            "sample",
+            params,
+            items,
+            [len(e) for e in encoded],
+            compute,
+            intervention,
+            decode=(max_new_tokens, k),
+            packed=self.packs(intervention),
+        )
 
     # ------------------------------------------------------------------ caching and batching
     def _keys(self, method: str, params: dict, items: list[dict], intervention: Intervention | None) -> list[str]:
         return self.calls.keys(method, params, items, intervention.key if intervention else None)
 
-    def _cached(self, method: str, params: dict, items: list[dict], lengths: list[int],
-                compute: Callable[[list[int]], list], intervention: Intervention | None,
-                decode: tuple[int, int] = (0, 1), packed: bool = False) -> list:
+    def _cached(
+        self,
+        method: str,
+        params: dict,
+        items: list[dict],
+        lengths: list[int],
+        compute: Callable[[list[int]], list],
+        intervention: Intervention | None,
+        decode: tuple[int, int] = (0, 1),
+        packed: bool = False,
+    ) -> list:
         """The call's values in input order: all from the cache when every item is there, else
         all computed. `lengths` are prompt tokens per item; `decode` = (new tokens, rows per
         prompt); `packed`: `compute` runs a packed forward pass (batches are cut by tokens)."""
@@ -294,9 +369,15 @@ class ModelRunner:
         self._compute_missing(sorted(todo, key=lambda i: -lengths[i]), lengths, compute, store, decode, packed)
         return [found[k] for k in keys]
 
-    def _compute_missing(self, pending: list[int], lengths, compute: Callable[[list[int]], list],
-                         store: Callable[[list[int], list], None], decode: tuple[int, int] = (0, 1),
-                         packed: bool = False) -> None:
+    def _compute_missing(
+        self,
+        pending: list[int],
+        lengths,
+        compute: Callable[[list[int]], list],
+        store: Callable[[list[int], list], None],
+        decode: tuple[int, int] = (0, 1),
+        packed: bool = False,
+    ) -> None:
         """Run `compute` over `pending` (longest first) in batches, storing each batch as soon as
         it finishes; on out-of-memory the batch is halved and retried."""
         while pending:
@@ -345,8 +426,11 @@ class ModelRunner:
     def packs(self, intervention: Intervention | None) -> bool:
         """Whether this call reads next-token scores from packed rows: causal LMs whose packed
         passes match unpacked ones, unless the intervention hooks into the model."""
-        return (self.loaded.kind == "causal" and (intervention is None or intervention.hooks is None)
-                and packing_works(self.model, self.pad_id))
+        return (
+            self.loaded.kind == "causal"
+            and (intervention is None or intervention.hooks is None)
+            and packing_works(self.model, self.pad_id)
+        )
 
     def _batch_rows(self, prompt_tokens: int, new_tokens: int = 0, copies: int = 1) -> int:
         """Prompts per batch: `batch_size` when given; else on GPU what half the free memory holds
@@ -375,14 +459,18 @@ class ModelRunner:
         input_ids = torch.full((len(seqs), width), self.pad_id, dtype=torch.long)
         mask = torch.zeros((len(seqs), width), dtype=torch.long)
         for row, seq in enumerate(seqs):
-            input_ids[row, width - len(seq):] = torch.tensor(seq)
-            mask[row, width - len(seq):] = 1
+            input_ids[row, width - len(seq) :] = torch.tensor(seq)
+            mask[row, width - len(seq) :] = 1
         positions = (mask.cumsum(1) - 1).clamp(min=0)  # real tokens start at position 0 in every row
         return input_ids.to(self.device), mask.to(self.device), positions.to(self.device)
 
     def forward(self, input_ids, mask, positions, cache=None, logits_to_keep: int = 1):
-        kwargs: dict[str, Any] = {"input_ids": input_ids, "attention_mask": mask, "position_ids": positions,
-                                  "logits_to_keep": logits_to_keep}
+        kwargs: dict[str, Any] = {
+            "input_ids": input_ids,
+            "attention_mask": mask,
+            "position_ids": positions,
+            "logits_to_keep": logits_to_keep,
+        }
         if cache is not None:
             kwargs.update(cache=cache, use_cache=True)
         else:
@@ -404,8 +492,8 @@ class ModelRunner:
             input_ids = torch.full((len(seqs), width), self.pad_id, dtype=torch.long)
             mask = torch.zeros_like(input_ids)
             for row, seq in enumerate(seqs):
-                input_ids[row, :len(seq)] = torch.tensor(seq)
-                mask[row, :len(seq)] = 1
+                input_ids[row, : len(seq)] = torch.tensor(seq)
+                mask[row, : len(seq)] = 1
             input_ids, mask = input_ids.to(self.device), mask.to(self.device)
             with self.intervened(intervention):
                 logits = self.model(input_ids=input_ids, attention_mask=mask).logits

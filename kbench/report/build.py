@@ -28,7 +28,7 @@ def build_report(run_dirs: list[Path], out_dir: Path, relations_file: Path | Non
         raise UserError(f"--relations {relations_file}: no such file")
     runs = load_runs(run_dirs)
     items = [read_items(run.path) for run in runs]
-    comparisons, notes = compare.compare_runs(runs, items)   # refuses disjoint runs before writing anything
+    comparisons, notes = compare.compare_runs(runs, items)  # refuses disjoint runs before writing anything
     out_dir.mkdir(parents=True, exist_ok=True)
     explorers = {}
     for i, (run, rows) in enumerate(zip(runs, items), 1):

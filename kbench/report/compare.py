@@ -25,7 +25,7 @@ from kbench.report.runs import Run
 class Comparison:
     task: str
     labels: list[str]
-    items: dict[str, int]              # run label -> items it has (with a correctness)
+    items: dict[str, int]  # run label -> items it has (with a correctness)
     n_shared: int
     groups: dict[str, dict] = field(default_factory=dict)  # technique ("" for other tasks) -> accuracy, pairs
 
@@ -49,15 +49,19 @@ def _compare(task: str, runs: list[Run], outcomes: list[dict[str, dict[str, bool
     labels = [r.label for r in runs]
     if not shared:
         sizes = ", ".join(f"{label}: {len(i)} items" for label, i in zip(labels, ids))
-        raise UserError(f"the {task} runs {', '.join(labels)} share no item (by id; {sizes}): they were evaluated "
-                        "on different items and cannot be compared; report them separately")
+        raise UserError(
+            f"the {task} runs {', '.join(labels)} share no item (by id; {sizes}): they were evaluated "
+            "on different items and cannot be compared; report them separately"
+        )
     comparison = Comparison(task, labels, {label: len(i) for label, i in zip(labels, ids)}, len(shared))
     for group in sorted(set.intersection(*(set(per) for per in outcomes)), key=lambda g: (g != "baseline", g)):
         restricted = [{i: per[group][i] for i in sorted(shared) if i in per[group]} for per in outcomes]
         comparison.groups[group] = {
             "accuracy": {label: proportion_of(list(r.values())) for label, r in zip(labels, restricted)},
-            "pairs": [{"first": labels[a], "second": labels[b], **mcnemar(restricted[a], restricted[b])}
-                      for a, b in combinations(range(len(runs)), 2)],
+            "pairs": [
+                {"first": labels[a], "second": labels[b], **mcnemar(restricted[a], restricted[b])}
+                for a, b in combinations(range(len(runs)), 2)
+            ],
         }
     return comparison
 
@@ -84,10 +88,14 @@ def format_p(value: float) -> str:
 
 
 def markdown(comparisons: list[Comparison], notes: list[str]) -> str:
-    lines = ["# Model comparison on shared items", "",
-             "Accuracy on the items every run of a task has (by item id), with 95% Wilson intervals; "
-             "`*` marks n < 30. b = items only the first model gets right, c = only the second; "
-             "p = exact McNemar (two-sided binomial of min(b, c) in b + c at 0.5).", ""]
+    lines = [
+        "# Model comparison on shared items",
+        "",
+        "Accuracy on the items every run of a task has (by item id), with 95% Wilson intervals; "
+        "`*` marks n < 30. b = items only the first model gets right, c = only the second; "
+        "p = exact McNemar (two-sided binomial of min(b, c) in b + c at 0.5).",
+        "",
+    ]
     for c in comparisons:
         left = ", ".join(f"{label} {c.left_out(label)} of {c.items[label]}" for label in c.labels)
         lines += [f"## {c.task}: {len(c.labels)} runs", "", f"Shared items: {c.n_shared}. Left out: {left}.", ""]
@@ -97,7 +105,9 @@ def markdown(comparisons: list[Comparison], notes: list[str]) -> str:
             lines += ["| model | accuracy on shared items [95% CI] | n |", "|---|---|---:|"]
             lines += [f"| {label} | {format_estimate(e)} | {e['n']} |" for label, e in result["accuracy"].items()]
             lines += ["", "| first | second | b | c | p (exact McNemar) |", "|---|---|---:|---:|---:|"]
-            lines += [f"| {p['first']} | {p['second']} | {p['b']} | {p['c']} | {format_p(p['p_value'])} |" for p in result["pairs"]]
+            lines += [
+                f"| {p['first']} | {p['second']} | {p['b']} | {p['c']} | {format_p(p['p_value'])} |" for p in result["pairs"]
+            ]
             lines.append("")
     lines += [f"- {note}" for note in notes]
     return "\n".join(lines).rstrip() + "\n"

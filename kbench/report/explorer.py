@@ -26,11 +26,30 @@ from kbench.report.items import item_correct
 from kbench.report.runs import Run, order_bins
 
 # known columns, in the order a reader wants them; everything else follows in table order
-_ORDER = ("id", "relation", "subject", "question", "statement", "prompt", "prediction", "answer", "answers",
-          "object", "answer1", "answer2", "label", "predicted", "correct", "exact", "gold_rank", "frequency_bin",
-          "category", "book")
-_HIDDEN = {"relation_label", "item_id", "technique", "sample_correct"}   # shown through other columns
-_FROM_DATASET = ("subject", "question", "answers", "object")             # joined into KEE rows by item id
+_ORDER = (
+    "id",
+    "relation",
+    "subject",
+    "question",
+    "statement",
+    "prompt",
+    "prediction",
+    "answer",
+    "answers",
+    "object",
+    "answer1",
+    "answer2",
+    "label",
+    "predicted",
+    "correct",
+    "exact",
+    "gold_rank",
+    "frequency_bin",
+    "category",
+    "book",
+)
+_HIDDEN = {"relation_label", "item_id", "technique", "sample_correct"}  # shown through other columns
+_FROM_DATASET = ("subject", "question", "answers", "object")  # joined into KEE rows by item id
 
 
 def _plain(value: Any) -> Any:
@@ -52,10 +71,13 @@ def _columns(rows: list[dict]) -> list[str]:
 def _flat_table(rows: list[dict]) -> dict:
     columns = _columns(rows)
     if "correct" not in columns and any(item_correct(r) is not None for r in rows):
-        columns.append("correct")   # QA: the EM that counts, so the correct/incorrect filter works
+        columns.append("correct")  # QA: the EM that counts, so the correct/incorrect filter works
     data = [[_plain(item_correct(r) if c == "correct" else r.get(c)) for c in columns] for r in rows]
-    return {"columns": [{"key": c, "kind": "bool" if c in ("correct", "exact") else "text"} for c in columns],
-            "rows": data, "techniques": []}
+    return {
+        "columns": [{"key": c, "kind": "bool" if c in ("correct", "exact") else "text"} for c in columns],
+        "rows": data,
+        "techniques": [],
+    }
 
 
 def _kee_table(rows: list[dict], dataset: dict[str, dict]) -> dict:
@@ -74,10 +96,16 @@ def _kee_table(rows: list[dict], dataset: dict[str, dict]) -> dict:
         elif r["technique"] in partitions:
             flags = r["sample_correct"] or []
             item[r["technique"]] = f"{sum(bool(f) for f in flags)}/{len(flags)} correct"
-    base = [c for c in ("id", "relation", "subject", "question", "answers", "object", "frequency_bin")
-            if any(c in i for i in items.values())]
-    columns = ([{"key": c, "kind": "text"} for c in base] + [{"key": t, "kind": "answer"} for t in techniques]
-               + [{"key": p, "kind": "text"} for p in partitions])
+    base = [
+        c
+        for c in ("id", "relation", "subject", "question", "answers", "object", "frequency_bin")
+        if any(c in i for i in items.values())
+    ]
+    columns = (
+        [{"key": c, "kind": "text"} for c in base]
+        + [{"key": t, "kind": "answer"} for t in techniques]
+        + [{"key": p, "kind": "text"} for p in partitions]
+    )
     data = [[_plain(i.get(c["key"])) for c in columns] for i in items.values()]
     return {"columns": columns, "rows": data, "techniques": techniques}
 
@@ -85,10 +113,19 @@ def _kee_table(rows: list[dict], dataset: dict[str, dict]) -> dict:
 def explorer_data(run: Run, items: list[dict], dataset: dict[str, dict]) -> dict:
     table = _kee_table(items, dataset) if items and "technique" in items[0] else _flat_table(items)
     keys = [c["key"] for c in table["columns"]]
-    bins = order_bins({r[keys.index("frequency_bin")] for r in table["rows"] if r[keys.index("frequency_bin")]}) \
-        if "frequency_bin" in keys else []
-    return {**table, "title": f"{run.label}: {run.task}", "task": run.task, "relations": run.relation_labels,
-            "labels_source": run.labels_source, "bins": bins}
+    bins = (
+        order_bins({r[keys.index("frequency_bin")] for r in table["rows"] if r[keys.index("frequency_bin")]})
+        if "frequency_bin" in keys
+        else []
+    )
+    return {
+        **table,
+        "title": f"{run.label}: {run.task}",
+        "task": run.task,
+        "relations": run.relation_labels,
+        "labels_source": run.labels_source,
+        "bins": bins,
+    }
 
 
 def _asset(name: str) -> str:
@@ -98,14 +135,16 @@ def _asset(name: str) -> str:
 def render_explorer(data: dict, back_link: str = "index.html") -> str:
     payload = json.dumps(data, ensure_ascii=False, separators=(",", ":")).replace("<", "\\u003c")
     title = escape(data["title"])
-    return (f"<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'><title>Items · {title}</title>"
-            f"<meta name='viewport' content='width=device-width, initial-scale=1'><style>{_asset('explorer.css')}</style>"
-            f"</head><body>\n<p class='meta'><a href='{escape(back_link)}'>← report</a></p><h1>Items · {title}</h1>"
-            f"<p class='meta'>Relation labels from {escape(data['labels_source'])}.</p>"
-            "<div id='controls'></div><p id='status' data-total='0' data-shown='0' data-page-rows='0'></p>"
-            "<div class='scroll'><table id='items'><thead></thead><tbody></tbody></table></div><div id='pager'></div>"
-            f"<script type='application/json' id='kb-data'>{payload}</script>"
-            f"<script>{_asset('explorer.js')}</script></body></html>\n")
+    return (
+        f"<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'><title>Items · {title}</title>"
+        f"<meta name='viewport' content='width=device-width, initial-scale=1'><style>{_asset('explorer.css')}</style>"
+        f"</head><body>\n<p class='meta'><a href='{escape(back_link)}'>← report</a></p><h1>Items · {title}</h1>"
+        f"<p class='meta'>Relation labels from {escape(data['labels_source'])}.</p>"
+        "<div id='controls'></div><p id='status' data-total='0' data-shown='0' data-page-rows='0'></p>"
+        "<div class='scroll'><table id='items'><thead></thead><tbody></tbody></table></div><div id='pager'></div>"
+        f"<script type='application/json' id='kb-data'>{payload}</script>"
+        f"<script>{_asset('explorer.js')}</script></body></html>\n"
+    )
 
 
 def write_explorer(run: Run, items: list[dict], dataset: dict[str, dict], out_dir: Path, name: str) -> str:

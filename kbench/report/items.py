@@ -60,8 +60,11 @@ def dataset_rows(run: Run) -> dict[str, dict]:
 
 
 def _labels(rows, where: str) -> tuple[dict[str, str], str]:
-    labels = {str(r["relation"]): str(r["relation_label"]) for r in rows
-              if r.get("relation") and r.get("relation_label") and r["relation_label"] != r["relation"]}
+    labels = {
+        str(r["relation"]): str(r["relation_label"])
+        for r in rows
+        if r.get("relation") and r.get("relation_label") and r["relation_label"] != r["relation"]
+    }
     return labels, where if labels else "none"
 
 

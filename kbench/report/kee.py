@@ -21,15 +21,16 @@ from kbench.errors import InputError
 from kbench.io import write_text
 from kbench.metrics.uncertainty import format_estimate
 from kbench.report.legacy import to_v2
-from kbench.report.plots import estimate_bars, _pyplot, _save
+from kbench.report.plots import _pyplot, _save, estimate_bars
 from kbench.report.runs import V2, is_estimate, leaves
 
 
 def _envelope(results: dict) -> dict:
     env = results if results.get("schema") == V2 else to_v2(results, Path("results.json"))
     if not isinstance(env.get("metrics", {}).get("per_technique"), dict):
-        raise InputError("results.json", "a KEE report needs metrics.per_technique ({technique: metrics})",
-                         key="metrics.per_technique")
+        raise InputError(
+            "results.json", "a KEE report needs metrics.per_technique ({technique: metrics})", key="metrics.per_technique"
+        )
     return env
 
 
@@ -47,10 +48,13 @@ def comparison_tables(results: dict) -> tuple[str, str]:
     slices = [("overall", metrics["per_technique"])] + [(f"bin: {b}", s) for b, s in metrics.get("per_frequency_bin", {}).items()]
     flat = [(name, {t: leaves(m) for t, m in techniques.items()}) for name, techniques in slices]
     columns = list(dict.fromkeys(c for _, rows in flat for cells in rows.values() for c in cells))
-    md = [f"# KEE comparison: {env['model']['name']} on {env['dataset'].get('split')} "
-          f"(K={env['settings'].get('k')})", "",
-          "Percent with 95% Wilson intervals; Gain/Loss/PRS/SGR/DGR against the greedy baseline; "
-          "`*` marks n < 30; 'undefined' = empty denominator.", ""]
+    md = [
+        f"# KEE comparison: {env['model']['name']} on {env['dataset'].get('split')} (K={env['settings'].get('k')})",
+        "",
+        "Percent with 95% Wilson intervals; Gain/Loss/PRS/SGR/DGR against the greedy baseline; "
+        "`*` marks n < 30; 'undefined' = empty denominator.",
+        "",
+    ]
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(["slice", "technique", "n", *columns])
@@ -60,8 +64,9 @@ def comparison_tables(results: dict) -> tuple[str, str]:
             n = next((v["n"] for v in cells.values() if is_estimate(v)), "")
             texts = [_text(cells.get(c)) for c in columns]
             md.append(f"| {technique} | {n} | " + " | ".join(texts) + " |")
-            writer.writerow([slice_name, technique, n, *[cells[c]["value"] if is_estimate(cells.get(c)) else cells.get(c)
-                                                         for c in columns]])
+            writer.writerow(
+                [slice_name, technique, n, *[cells[c]["value"] if is_estimate(cells.get(c)) else cells.get(c) for c in columns]]
+            )
         md.append("")
     return "\n".join(md), buffer.getvalue()
 
@@ -94,8 +99,15 @@ def gain_loss_chart(results: dict, out_dir: Path) -> str:
     fig, ax = plt.subplots(figsize=(max(5, 1.1 * len(names) + 2), 4))
     for offset, (metric, colour) in zip((-0.2, 0.2), (("gain", "#2a9d8f"), ("loss", "#e76f51"))):
         # an undefined ratio is drawn as no bar and named in the table
-        estimate_bars(ax, [i + offset for i in range(len(names))], [per[n].get(metric) for n in names], 0.4,
-              metric.capitalize(), horizontal=False, colour=colour)
+        estimate_bars(
+            ax,
+            [i + offset for i in range(len(names))],
+            [per[n].get(metric) for n in names],
+            0.4,
+            metric.capitalize(),
+            horizontal=False,
+            colour=colour,
+        )
     ax.set_xticks(range(len(names)), names, rotation=30, ha="right")
     ax.set_ylim(0, 1)
     ax.set_title("Gain (base failures fixed) and Loss (base successes broken), 95% intervals")

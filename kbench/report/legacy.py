@@ -32,10 +32,17 @@ def point(value: float | None, n: int, **extra: Any) -> dict:
 
 def _envelope(results: dict, task: str, headline: dict, metrics: dict, model: dict | None = None) -> dict:
     dataset = results.get("dataset")
-    return {"schema": "kbench.results.v2", "converted_from": results.get("schema"), "task": task,
-            "model": model or results["model"], "dataset": dataset if isinstance(dataset, dict) else {"path": dataset},
-            "settings": results.get("settings", {}), "timing": results.get("timing", {}),
-            "headline": headline, "metrics": metrics}
+    return {
+        "schema": "kbench.results.v2",
+        "converted_from": results.get("schema"),
+        "task": task,
+        "model": model or results["model"],
+        "dataset": dataset if isinstance(dataset, dict) else {"path": dataset},
+        "settings": results.get("settings", {}),
+        "timing": results.get("timing", {}),
+        "headline": headline,
+        "metrics": metrics,
+    }
 
 
 # --- extraction ---------------------------------------------------------------------------------
@@ -49,20 +56,30 @@ def _extraction_summary(s: dict) -> dict:
 
 
 def extraction(results: dict) -> dict:
-    return _envelope(results, "extraction", _extraction_summary(results["overall"]), {
-        "per_relation": {r: _extraction_summary(s) for r, s in results["per_relation"].items()},
-        "per_frequency_bin": {b: _extraction_summary(s) for b, s in results["per_frequency_bin"].items()},
-        "protocol_drops": results.get("protocol_drops", {}), "known_facts": results.get("known_facts")})
+    return _envelope(
+        results,
+        "extraction",
+        _extraction_summary(results["overall"]),
+        {
+            "per_relation": {r: _extraction_summary(s) for r, s in results["per_relation"].items()},
+            "per_frequency_bin": {b: _extraction_summary(s) for b, s in results["per_frequency_bin"].items()},
+            "protocol_drops": results.get("protocol_drops", {}),
+            "known_facts": results.get("known_facts"),
+        },
+    )
 
 
 # --- kee ----------------------------------------------------------------------------------------
 def _kee_technique(m: dict, base_accuracy: float | None) -> dict:
     n = m["n"]
     base_right = round((base_accuracy or 0.0) * n)
-    out = {"accuracy": fraction(m["accuracy"], n), "exact_accuracy": fraction(m["exact_accuracy"], n),
-           "gain": fraction(m["gain"], n - base_right),   # over the baseline's failures
-           "loss": fraction(m["loss"], base_right),       # over the baseline's successes
-           "prs": {part: fraction(m["prs"][part], m["prs"]["n"]) for part in ("improved", "tied", "worsened")}}
+    out = {
+        "accuracy": fraction(m["accuracy"], n),
+        "exact_accuracy": fraction(m["exact_accuracy"], n),
+        "gain": fraction(m["gain"], n - base_right),  # over the baseline's failures
+        "loss": fraction(m["loss"], base_right),  # over the baseline's successes
+        "prs": {part: fraction(m["prs"][part], m["prs"]["n"]) for part in ("improved", "tied", "worsened")},
+    }
     for temp, rates in m["beyond_sampling"].items():
         out[f"SGR τ={temp}"] = fraction(rates["sgr"], rates["shallow"])
         out[f"DGR τ={temp}"] = fraction(rates["dgr"], rates["deep"])
@@ -77,25 +94,43 @@ def _kee_slice(slice_: dict, techniques: list[str]) -> dict:
 def kee(results: dict) -> dict:
     techniques = results["techniques"]
     per_technique = _kee_slice(results["overall"], techniques)
-    return _envelope(results, "kee", {"accuracy": per_technique["baseline"]["accuracy"]}, {
-        "techniques": techniques, "per_technique": per_technique,
-        "per_frequency_bin": {b: _kee_slice(s, techniques) for b, s in results["per_frequency_bin"].items()}})
+    return _envelope(
+        results,
+        "kee",
+        {"accuracy": per_technique["baseline"]["accuracy"]},
+        {
+            "techniques": techniques,
+            "per_technique": per_technique,
+            "per_frequency_bin": {b: _kee_slice(s, techniques) for b, s in results["per_frequency_bin"].items()},
+        },
+    )
 
 
 # --- qa -----------------------------------------------------------------------------------------
 def qa(results: dict) -> dict:
     splits = results["splits"]
     # EM is 0/1 per item, averaged and x100 in v1; F1 is a mean of non-binary scores
-    per_split = {name: {"em": fraction(None if s["em"] is None else s["em"] / 100, s["n"]),
-                        "f1": point(None if s["f1"] is None else s["f1"] / 100, s["n"])} for name, s in splits.items()}
+    per_split = {
+        name: {
+            "em": fraction(None if s["em"] is None else s["em"] / 100, s["n"]),
+            "f1": point(None if s["f1"] is None else s["f1"] / 100, s["n"]),
+        }
+        for name, s in splits.items()
+    }
     pref = results["edited_preference"]
     sliced = [k.split(":")[1] for k in results["headline"] if k.endswith(":em")]  # "qa:new:em" -> "new"
     headline = {f"{name}_em": per_split[name]["em"] for name in sliced}
     if pref["n"]:
         headline["prefers_updated"] = fraction(pref["prefers_updated"], pref["n"])
-    return _envelope(results, "qa", headline, {
-        "per_split": per_split, "edited_preference": {"prefers_updated": fraction(pref["prefers_updated"], pref["n"]),
-                                                      "ties": pref["ties"]}})
+    return _envelope(
+        results,
+        "qa",
+        headline,
+        {
+            "per_split": per_split,
+            "edited_preference": {"prefers_updated": fraction(pref["prefers_updated"], pref["n"]), "ties": pref["ties"]},
+        },
+    )
 
 
 # --- truefalse ----------------------------------------------------------------------------------
@@ -109,8 +144,11 @@ def truefalse(results: dict) -> dict:
     if "before_after" in results:
         n = results["overall"]["n"]
         ba = results["before_after"]
-        metrics["before_after"] = {"before_accuracy": fraction(ba["before_accuracy"], n),
-                                   "after_accuracy": fraction(ba["after_accuracy"], n), "delta": ba["delta"]}
+        metrics["before_after"] = {
+            "before_accuracy": fraction(ba["before_accuracy"], n),
+            "after_accuracy": fraction(ba["after_accuracy"], n),
+            "delta": ba["delta"],
+        }
     return _envelope(results, "truefalse", overall, metrics)
 
 
@@ -120,27 +158,42 @@ _GAP_FIGURES = ("acc_D", "downstream_accuracy", "usable_knowledge", "gap1", "gap
 
 def xteval(results: dict) -> dict:
     n = results["n_facts"]
-    per_setting = {name: {k: point(s[k]["mean"], n, std=s[k]["std"], runs=len(s[k]["values"])) for k in _GAP_FIGURES}
-                   for name, s in results["settings"].items()}
+    per_setting = {
+        name: {k: point(s[k]["mean"], n, std=s[k]["std"], runs=len(s[k]["values"])) for k in _GAP_FIGURES}
+        for name, s in results["settings"].items()
+    }
     first = next(iter(per_setting.values()))
     model = {"name": results["model"], "identity": results.get("model_identity")}
-    envelope = _envelope(results, "xteval", {k: first[k] for k in ("usable_knowledge", "acc_D", "downstream_accuracy")},
-                         {"per_setting": per_setting}, model=model)
+    envelope = _envelope(
+        results,
+        "xteval",
+        {k: first[k] for k in ("usable_knowledge", "acc_D", "downstream_accuracy")},
+        {"per_setting": per_setting},
+        model=model,
+    )
     envelope["dataset"] = {"path": results.get("dataset"), "split": results.get("dataset_split")}
     envelope["settings"] = results.get("config", {})
     return envelope
 
 
-ADAPTERS = {"results.extraction.v1": extraction, "results.kee.v1": kee, "results.qa.v1": qa,
-            "results.truefalse.v1": truefalse, "results.xteval.v1": xteval}
+ADAPTERS = {
+    "results.extraction.v1": extraction,
+    "results.kee.v1": kee,
+    "results.qa.v1": qa,
+    "results.truefalse.v1": truefalse,
+    "results.xteval.v1": xteval,
+}
 
 
 def to_v2(results: dict, path: Path) -> dict:
     schema = results.get("schema")
     adapter = ADAPTERS.get(schema)
     if adapter is None:
-        raise InputError(path, f"unknown results schema {schema!r}; expected kbench.results.v2 or one of "
-                               + ", ".join(sorted(ADAPTERS)), key="schema")
+        raise InputError(
+            path,
+            f"unknown results schema {schema!r}; expected kbench.results.v2 or one of " + ", ".join(sorted(ADAPTERS)),
+            key="schema",
+        )
     try:
         return adapter(results)
     except (KeyError, TypeError) as exc:

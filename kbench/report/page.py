@@ -35,8 +35,10 @@ img { max-width: 100%; border: 1px solid #eee; margin: 0.5rem 0; }
 code { background: #f4f4f4; padding: 0 0.2rem; }
 """
 
-SMALL_LEGEND = (f"<p class='meta'>Values with 95% intervals in brackets (Wilson for proportions, bootstrap "
-                f"for means); <code>*</code> and shading mark cells over fewer than {SMALL_N} items.</p>")
+SMALL_LEGEND = (
+    f"<p class='meta'>Values with 95% intervals in brackets (Wilson for proportions, bootstrap "
+    f"for means); <code>*</code> and shading mark cells over fewer than {SMALL_N} items.</p>"
+)
 
 
 def fmt(value: Any) -> str:
@@ -68,8 +70,9 @@ def cell(value: Any) -> str:
 
 def table(header: list[str], rows: list[list[Any]]) -> str:
     head = "".join(f"<th>{escape(str(h))}</th>" for h in header)
-    body = "".join("<tr>" + "".join(cell(v) if i else f"<td>{escape(fmt(v))}</td>" for i, v in enumerate(row)) + "</tr>"
-                   for row in rows)
+    body = "".join(
+        "<tr>" + "".join(cell(v) if i else f"<td>{escape(fmt(v))}</td>" for i, v in enumerate(row)) + "</tr>" for row in rows
+    )
     return f"<div class='scroll'><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>"
 
 
@@ -97,52 +100,74 @@ def _summary(runs: list[Run], comparisons: list[Comparison]) -> list[str]:
         keys = list(dict.fromkeys([r.primary for r in members] + [k for r in members for k in r.headline]))
         parts.append(f"<h3>{escape(task)}</h3>")
         if len(members) > 1 and (task in partial or len({_row_n(r.headline) for r in members}) > 1):
-            parts.append("<p class='warn'>These runs were evaluated on different items; each number here is over "
-                         "the run's own items. The paired comparison below uses the shared items only.</p>")
-        parts.append(table(["run", "n", *keys], [[r.label, _row_n(r.headline), *[r.headline.get(k) for k in keys]]
-                                                 for r in members]))
+            parts.append(
+                "<p class='warn'>These runs were evaluated on different items; each number here is over "
+                "the run's own items. The paired comparison below uses the shared items only.</p>"
+            )
+        parts.append(
+            table(["run", "n", *keys], [[r.label, _row_n(r.headline), *[r.headline.get(k) for k in keys]] for r in members])
+        )
     return parts
 
 
 def _comparisons(comparisons: list[Comparison], notes: list[str], chart: str | None) -> list[str]:
     if not comparisons and not notes:
         return []
-    parts = ["<h2>Model comparison on shared items</h2>",
-             "<p class='meta'>Runs of one task compared on the items they all have (by item id), paired: "
-             "b = items only the first model gets right, c = only the second; p = exact McNemar test. "
-             "Full numbers in <a href='comparison.md'>comparison.md</a>.</p>", image(chart, "models on shared items")]
+    parts = [
+        "<h2>Model comparison on shared items</h2>",
+        "<p class='meta'>Runs of one task compared on the items they all have (by item id), paired: "
+        "b = items only the first model gets right, c = only the second; p = exact McNemar test. "
+        "Full numbers in <a href='comparison.md'>comparison.md</a>.</p>",
+        image(chart, "models on shared items"),
+    ]
     for c in comparisons:
         left = "; ".join(f"{escape(label)}: {c.left_out(label)} of {c.items[label]} left out" for label in c.labels)
         parts.append(f"<h3>{escape(c.task)}: {c.n_shared} shared items</h3><p class='meta'>{left}</p>")
         for group, result in c.groups.items():
             title = f"<p>technique <code>{escape(group)}</code></p>" if group else ""
             accuracy = table(["model", "accuracy on shared items"], [[label, e] for label, e in result["accuracy"].items()])
-            pairs = "<table><thead><tr><th>first</th><th>second</th><th>b</th><th>c</th><th>p (exact McNemar)</th></tr>" \
-                    "</thead><tbody>" + "".join(
-                        f"<tr><td>{escape(p['first'])}</td><td>{escape(p['second'])}</td><td>{p['b']}</td><td>{p['c']}</td>"
-                        f"<td>{format_p(p['p_value'])}</td></tr>" for p in result["pairs"]) + "</tbody></table>"
+            pairs = (
+                "<table><thead><tr><th>first</th><th>second</th><th>b</th><th>c</th><th>p (exact McNemar)</th></tr>"
+                "</thead><tbody>"
+                + "".join(
+                    f"<tr><td>{escape(p['first'])}</td><td>{escape(p['second'])}</td><td>{p['b']}</td><td>{p['c']}</td>"
+                    f"<td>{format_p(p['p_value'])}</td></tr>"
+                    for p in result["pairs"]
+                )
+                + "</tbody></table>"
+            )
             parts += [title, accuracy, pairs]
     parts += [f"<p class='warn'>{escape(note)}</p>" for note in notes]
     return parts
 
 
-def render_page(runs: list[Run], explorers: dict[str, str], charts: dict[str, str | None],
-                comparisons: list[Comparison], notes: list[str]) -> str:
-    parts = [f"<h1>kbench report</h1><p class='meta'>{len(runs)} run(s), generated "
-             f"{_dt.datetime.now(_dt.timezone.utc):%Y-%m-%d %H:%M} UTC</p>"]
+def render_page(
+    runs: list[Run], explorers: dict[str, str], charts: dict[str, str | None], comparisons: list[Comparison], notes: list[str]
+) -> str:
+    parts = [
+        f"<h1>kbench report</h1><p class='meta'>{len(runs)} run(s), generated {_dt.datetime.now(_dt.UTC):%Y-%m-%d %H:%M} UTC</p>"
+    ]
     rows = "".join(
         f"<tr><td>{escape(r.label)}</td><td>{escape(r.task)}</td><td>{escape(str(r.path))}</td>"
         f"<td>{escape(str(r.results.get('converted_from') or r.results.get('schema')))}</td>"
         f"<td>{escape(r.labels_source)}</td><td>"
-        + (f"<a href='{escape(explorers[r.label])}'>items</a>" if r.label in explorers else "—") + "</td></tr>"
-        for r in runs)
-    parts.append("<table class='runs'><thead><tr><th>run</th><th>task</th><th>folder</th><th>results schema</th>"
-                 f"<th>relation labels from</th><th>explorer</th></tr></thead><tbody>{rows}</tbody></table>")
+        + (f"<a href='{escape(explorers[r.label])}'>items</a>" if r.label in explorers else "—")
+        + "</td></tr>"
+        for r in runs
+    )
+    parts.append(
+        "<table class='runs'><thead><tr><th>run</th><th>task</th><th>folder</th><th>results schema</th>"
+        f"<th>relation labels from</th><th>explorer</th></tr></thead><tbody>{rows}</tbody></table>"
+    )
     parts += _summary(runs, comparisons)
     parts += _comparisons(comparisons, notes, charts.get("models"))
     if charts.get("relations") or charts.get("bins") or charts.get("gaps"):
-        parts += ["<h2>Charts</h2>", image(charts.get("relations"), "per relation"),
-                  image(charts.get("bins"), "per frequency bin"), image(charts.get("gaps"), "acquisition-utilization gaps")]
+        parts += [
+            "<h2>Charts</h2>",
+            image(charts.get("relations"), "per relation"),
+            image(charts.get("bins"), "per frequency bin"),
+            image(charts.get("gaps"), "acquisition-utilization gaps"),
+        ]
     for run in runs:
         tables = metric_tables(run.metrics)
         if not tables:
@@ -152,6 +177,8 @@ def render_page(runs: list[Run], explorers: dict[str, str], charts: dict[str, st
             first = kind.removeprefix("per_").replace("_", " ")
             parts += [f"<h3>{escape(title.replace('_', ' '))}</h3>", breakdown(run, kind, rows_, first)]
     body = "\n".join(p for p in parts if p)
-    return (f"<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'><title>kbench report</title>"
-            f"<meta name='viewport' content='width=device-width, initial-scale=1'><style>{_CSS}</style></head>"
-            f"<body>\n{body}\n</body></html>\n")
+    return (
+        f"<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'><title>kbench report</title>"
+        f"<meta name='viewport' content='width=device-width, initial-scale=1'><style>{_CSS}</style></head>"
+        f"<body>\n{body}\n</body></html>\n"
+    )

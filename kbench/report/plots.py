@@ -15,8 +15,11 @@ from kbench.metrics.uncertainty import is_small
 from kbench.report.runs import Run, is_estimate, metric_tables, order_bins
 
 _GAP_COLOURS = {"usable_knowledge": "#2a9d8f", "gap2": "#e9c46a", "gap1": "#e76f51"}
-_GAP_NAMES = {"usable_knowledge": "usable (acc_D × downstream)", "gap2": "gap 2: known, not used",
-              "gap1": "gap 1: not known (1 − acc_D)"}
+_GAP_NAMES = {
+    "usable_knowledge": "usable (acc_D × downstream)",
+    "gap2": "gap 2: known, not used",
+    "gap1": "gap 1: not known (1 − acc_D)",
+}
 SMALL_NOTE = "faded bars: n < 30"
 
 
@@ -39,24 +42,45 @@ def _save(fig, out_dir: Path, name: str) -> str:
 def estimate_bars(ax, positions, estimates, width, label, horizontal, colour=None):
     heights = [e["value"] if e and e.get("value") is not None else float("nan") for e in estimates]
     # max(0, ...): a Wilson bound equals the value at k = 0 or k = n, up to float noise
-    errors = [[max(0.0, h - e["ci_low"]) if e and e.get("ci_low") is not None else 0 for h, e in zip(heights, estimates)],
-              [max(0.0, e["ci_high"] - h) if e and e.get("ci_high") is not None else 0 for h, e in zip(heights, estimates)]]
+    errors = [
+        [max(0.0, h - e["ci_low"]) if e and e.get("ci_low") is not None else 0 for h, e in zip(heights, estimates)],
+        [max(0.0, e["ci_high"] - h) if e and e.get("ci_high") is not None else 0 for h, e in zip(heights, estimates)],
+    ]
     draw = ax.barh if horizontal else ax.bar
-    bars = draw(positions, heights, width, label=label, color=colour,
-                **({"xerr": errors} if horizontal else {"yerr": errors}), error_kw={"elinewidth": 1, "capsize": 2})
+    bars = draw(
+        positions,
+        heights,
+        width,
+        label=label,
+        color=colour,
+        **({"xerr": errors} if horizontal else {"yerr": errors}),
+        error_kw={"elinewidth": 1, "capsize": 2},
+    )
     for bar, e in zip(bars, estimates):
         if e and is_small(e):
             bar.set_alpha(0.4)
 
 
-def grouped_bars(out_dir: Path, name: str, title: str, categories: list[str], series: list[tuple[str, dict]],
-                 *, horizontal: bool, axis: str, names: dict[str, str] | None = None) -> str:
+def grouped_bars(
+    out_dir: Path,
+    name: str,
+    title: str,
+    categories: list[str],
+    series: list[tuple[str, dict]],
+    *,
+    horizontal: bool,
+    axis: str,
+    names: dict[str, str] | None = None,
+) -> str:
     """One group of bars per category, one bar per (label, {category: Estimate}) series."""
     plt = _pyplot()
     names = names or {}
     width = 0.8 / len(series)
-    size = ((8, max(2.5, 0.3 * len(categories) * max(1, len(series) * 0.6) + 1)) if horizontal
-            else (max(5, 1.2 * len(categories) + 2), 4))
+    size = (
+        (8, max(2.5, 0.3 * len(categories) * max(1, len(series) * 0.6) + 1))
+        if horizontal
+        else (max(5, 1.2 * len(categories) + 2), 4)
+    )
     fig, ax = plt.subplots(figsize=size)
     for i, (label, table) in enumerate(series):
         positions = [c + (i - (len(series) - 1) / 2) * width for c in range(len(categories))]
@@ -77,8 +101,9 @@ def grouped_bars(out_dir: Path, name: str, title: str, categories: list[str], se
     if len(series) > 1:  # legend patches at full colour, whatever the first bar's n
         from matplotlib.patches import Patch
 
-        ax.legend(handles=[Patch(color=f"C{i}", label=label) for i, (label, _) in enumerate(series)],
-                  fontsize="small", loc="best")
+        ax.legend(
+            handles=[Patch(color=f"C{i}", label=label) for i, (label, _) in enumerate(series)], fontsize="small", loc="best"
+        )
     return _save(fig, out_dir, name)
 
 
@@ -101,15 +126,19 @@ def breakdown_chart(runs: list[Run], out_dir: Path, kind: str, name: str, title:
             metrics.append(column)
     if not series:
         return None
-    categories = (order_bins({c for _, t in series for c in t}) if kind == "per_frequency_bin"
-                  else sorted({c for _, t in series for c in t}))
+    categories = (
+        order_bins({c for _, t in series for c in t})
+        if kind == "per_frequency_bin"
+        else sorted({c for _, t in series for c in t})
+    )
     names = {}
     if kind == "per_relation":
         for run in runs:
             names.update({r: run.relation_name(r) for r in categories if r in run.relation_labels})
     axis = " / ".join(dict.fromkeys(metrics))
-    return grouped_bars(out_dir, name, f"{title}: {axis}", categories, series, horizontal=kind == "per_relation",
-                        axis=axis, names=names)
+    return grouped_bars(
+        out_dir, name, f"{title}: {axis}", categories, series, horizontal=kind == "per_relation", axis=axis, names=names
+    )
 
 
 def comparison_chart(comparisons, out_dir: Path) -> str | None:
@@ -125,15 +154,22 @@ def comparison_chart(comparisons, out_dir: Path) -> str | None:
             series.setdefault(label, {})[category] = estimate
     if not categories:
         return None
-    return grouped_bars(out_dir, "model_comparison.png", "Models on their shared items", categories,
-                        list(series.items()), horizontal=False, axis="accuracy on shared items")
+    return grouped_bars(
+        out_dir,
+        "model_comparison.png",
+        "Models on their shared items",
+        categories,
+        list(series.items()),
+        horizontal=False,
+        axis="accuracy on shared items",
+    )
 
 
 def gap_chart(runs: list[Run], out_dir: Path) -> str | None:
     """XTEVAL: each run's facts split into usable knowledge, gap 2 and gap 1 (they sum to 1)."""
     rows = []
     for run in runs:
-        for _, _, table in metric_tables(run.metrics):   # XTEVAL v1: per_setting (iid, ood)
+        for _, _, table in metric_tables(run.metrics):  # XTEVAL v1: per_setting (iid, ood)
             for setting, cells in table.items():
                 if all(is_estimate(cells.get(k)) and cells[k]["value"] is not None for k in _GAP_COLOURS):
                     rows.append((f"{run.label} · {setting}", {k: cells[k]["value"] for k in _GAP_COLOURS}))

@@ -26,8 +26,13 @@ from kbench.report.legacy import to_v2
 V2 = "kbench.results.v2"
 # The number that stands for a run in charts, the summary and KoLA standardisation: one per task.
 # results.json is written with sorted keys, so the headline's order cannot say it.
-PRIMARY_METRIC = {"extraction": "maple_accuracy", "kee": "accuracy", "truefalse": "accuracy", "qa": "updated_em",
-                  "xteval": "usable_knowledge"}
+PRIMARY_METRIC = {
+    "extraction": "maple_accuracy",
+    "kee": "accuracy",
+    "truefalse": "accuracy",
+    "qa": "updated_em",
+    "xteval": "usable_knowledge",
+}
 BIN_ORDER = ("head", "torso", "tail", "unbinned")
 
 
@@ -91,8 +96,8 @@ def metric_tables(metrics: dict) -> list[tuple[str, str, dict[str, dict[str, Any
 @dataclass
 class Run:
     path: Path
-    results: dict                      # the v2 envelope (converted when the file was v1)
-    label: str = ""                    # set by `load_runs`: tells runs apart
+    results: dict  # the v2 envelope (converted when the file was v1)
+    label: str = ""  # set by `load_runs`: tells runs apart
     relation_labels: dict[str, str] = field(default_factory=dict)
     labels_source: str = "none"
 

@@ -74,10 +74,14 @@ def standardize_runs(run_dirs: list[Path], out_dir: Path) -> dict:
     std = standardized_scores(raw)
     models = sorted(raw)
     result = {
-        "method": "KoLA: z per task with population std (0 when the std is 0), then min-max over all z into [0, 100] (50 when all z are equal)",
+        "method": "KoLA: z per task with population std (0 when the std is 0), "
+        "then min-max over all z into [0, 100] (50 when all z are equal)",
         "metric_per_task": {**PRIMARY_METRIC, "other tasks": "the first headline metric"},
-        "models": models, "tasks": tasks,
-        "raw": raw, "z": z, "standardized": std,
+        "models": models,
+        "tasks": tasks,
+        "raw": raw,
+        "z": z,
+        "standardized": std,
         "mean_standardized": {m: _mean([std[m][t] for t in tasks]) for m in models},
         "runs": {f"{m}|{t}": str(p) for (m, t), p in sorted(source.items())},
     }
@@ -108,9 +112,14 @@ def _csv(models, tasks, raw, z, std) -> str:
 
 
 def _markdown(models, tasks, std, means) -> str:
-    lines = ["# Standardised scores (KoLA)", "",
-             "z per task over models (population std), then min-max over all z into [0, 100].", "",
-             "| model | " + " | ".join(tasks) + " | mean |", "|---|" + "---:|" * (len(tasks) + 1)]
+    lines = [
+        "# Standardised scores (KoLA)",
+        "",
+        "z per task over models (population std), then min-max over all z into [0, 100].",
+        "",
+        "| model | " + " | ".join(tasks) + " | mean |",
+        "|---|" + "---:|" * (len(tasks) + 1),
+    ]
     for m in models:
         lines.append(f"| {m} | " + " | ".join(_fmt(std[m][t]) for t in tasks) + f" | {_fmt(means[m])} |")
     return "\n".join(lines) + "\n"

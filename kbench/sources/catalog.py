@@ -19,10 +19,10 @@ from __future__ import annotations
 
 import functools
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Callable
 
 from kbench.cards.sources import Reference, reference
 from kbench.errors import UserError
@@ -32,9 +32,47 @@ REBEL_ZIP = "https://huggingface.co/datasets/Babelscape/rebel-dataset/resolve/ma
 
 #: The 41 LAMA T-REx relations.
 LAMA_RELATIONS = (
-    "P1001", "P101", "P103", "P106", "P108", "P127", "P1303", "P131", "P136", "P1376", "P138", "P140", "P1412",
-    "P159", "P17", "P176", "P178", "P19", "P190", "P20", "P264", "P27", "P276", "P279", "P30", "P31", "P36",
-    "P361", "P364", "P37", "P39", "P407", "P413", "P449", "P463", "P47", "P495", "P527", "P530", "P740", "P937",
+    "P1001",
+    "P101",
+    "P103",
+    "P106",
+    "P108",
+    "P127",
+    "P1303",
+    "P131",
+    "P136",
+    "P1376",
+    "P138",
+    "P140",
+    "P1412",
+    "P159",
+    "P17",
+    "P176",
+    "P178",
+    "P19",
+    "P190",
+    "P20",
+    "P264",
+    "P27",
+    "P276",
+    "P279",
+    "P30",
+    "P31",
+    "P36",
+    "P361",
+    "P364",
+    "P37",
+    "P39",
+    "P407",
+    "P413",
+    "P449",
+    "P463",
+    "P47",
+    "P495",
+    "P527",
+    "P530",
+    "P740",
+    "P937",
 )
 
 
@@ -46,9 +84,9 @@ def _pinned() -> dict[str, str]:
 @dataclass(frozen=True)
 class Download:
     url: str
-    sha256: str | None = None                   # None: recorded in kbench-data.lock on first download
-    dest: str = ""                              # a plain file: its path inside the source folder
-    members: tuple[tuple[str, str], ...] = ()   # an archive: (fnmatch pattern on member path, target folder)
+    sha256: str | None = None  # None: recorded in kbench-data.lock on first download
+    dest: str = ""  # a plain file: its path inside the source folder
+    members: tuple[tuple[str, str], ...] = ()  # an archive: (fnmatch pattern on member path, target folder)
 
     @property
     def is_archive(self) -> bool:
@@ -57,12 +95,12 @@ class Download:
 
 @dataclass(frozen=True)
 class Source:
-    name: str                 # the folder under the data root
+    name: str  # the folder under the data root
     title: str
-    reference_key: str        # kbench.cards.sources entry: license, note, citation
+    reference_key: str  # kbench.cards.sources entry: license, note, citation
     homepage: str
     downloads: tuple[Download, ...] = ()
-    layout: str = ""          # how the upstream layout differs from the folder, when it does
+    layout: str = ""  # how the upstream layout differs from the folder, when it does
     #: Turns the downloaded files in the folder into the layout recipes read (in place), if needed.
     convert: Callable[[Path], None] | None = None
 
@@ -85,73 +123,134 @@ def _openstax(name: str, title: str, repo: str, commit: str) -> Source:
     from kbench.sources.openstax import SOURCE_DIR, convert_book
 
     prefix = f"https://raw.githubusercontent.com/{repo}/{commit}/"
-    files = {url[len(prefix):]: f"{SOURCE_DIR}/{url[len(prefix):]}" for url in _pinned() if url.startswith(prefix)}
+    files = {url[len(prefix) :]: f"{SOURCE_DIR}/{url[len(prefix) :]}" for url in _pinned() if url.startswith(prefix)}
     return Source(
-        name, title, "openstax", f"https://github.com/{repo}/tree/{commit}", _github(repo, commit, files),
+        name,
+        title,
+        "openstax",
+        f"https://github.com/{repo}/tree/{commit}",
+        _github(repo, commit, files),
         layout="the collection file and the CNXML of every module it lists (collections/, modules/m*/index.cnxml) "
-               "are converted to review_mcq.jsonl and paragraphs.jsonl by kbench/sources/openstax.py; the result "
-               "is byte-identical to the ../shared/data copy",
-        convert=functools.partial(convert_book, commit=commit))
+        "are converted to review_mcq.jsonl and paragraphs.jsonl by kbench/sources/openstax.py; the result "
+        "is byte-identical to the ../shared/data copy",
+        convert=functools.partial(convert_book, commit=commit),
+    )
 
 
 def _catalog() -> list[Source]:
     optiprompt = ("princeton-nlp/OptiPrompt", "9450bc96f28ac3df01337c79be079a2ac3defb5c")
     return [
         Source(
-            "lama_trex", "LAMA T-REx probe: test facts per relation, templates, common vocabulary", "lama",
+            "lama_trex",
+            "LAMA T-REx probe: test facts per relation, templates, common vocabulary",
+            "lama",
             "https://github.com/facebookresearch/LAMA",
-            (Download(LAMA_ZIP, members=(("data/TREx/*.jsonl", "TREx"), ("data/relations.jsonl", ""))),
-             *_github(*optiprompt, {
-                 "common_vocabs/common_vocab_cased.txt": "common_vocab_cased.txt",
-                 "relation_metainfo/LPAQA_relations.jsonl": "prompt_variants/LPAQA_relations.jsonl",
-                 "relation_metainfo/AutoPrompt_relations.jsonl": "prompt_variants/AutoPrompt_relations.jsonl"})),
+            (
+                Download(LAMA_ZIP, members=(("data/TREx/*.jsonl", "TREx"), ("data/relations.jsonl", ""))),
+                *_github(
+                    *optiprompt,
+                    {
+                        "common_vocabs/common_vocab_cased.txt": "common_vocab_cased.txt",
+                        "relation_metainfo/LPAQA_relations.jsonl": "prompt_variants/LPAQA_relations.jsonl",
+                        "relation_metainfo/AutoPrompt_relations.jsonl": "prompt_variants/AutoPrompt_relations.jsonl",
+                    },
+                ),
+            ),
             layout="data.zip: data/TREx/P*.jsonl -> TREx/, data/relations.jsonl -> relations.jsonl. The archive has "
-                   "all 41 relations; ../shared/data has 28 (its copy came from git repositories, see its SOURCE.md). "
-                   "Templates variants and common_vocab_cased.txt come from OptiPrompt (MIT)."),
+            "all 41 relations; ../shared/data has 28 (its copy came from git repositories, see its SOURCE.md). "
+            "Templates variants and common_vocab_cased.txt come from OptiPrompt (MIT).",
+        ),
         Source(
-            "lama_google_re", "LAMA Google-RE probe: date/place of birth, place of death", "lama",
+            "lama_google_re",
+            "LAMA Google-RE probe: date/place of birth, place of death",
+            "lama",
             "https://github.com/facebookresearch/LAMA",
             (Download(LAMA_ZIP, members=(("data/Google_RE/*_test.jsonl", ""),)),),
-            layout="data.zip: data/Google_RE/*_test.jsonl -> ./"),
+            layout="data.zip: data/Google_RE/*_test.jsonl -> ./",
+        ),
         Source(
-            "lama_trex_autoprompt_splits", "AutoPrompt train/dev facts for the 41 LAMA T-REx relations", "autoprompt",
+            "lama_trex_autoprompt_splits",
+            "AutoPrompt train/dev facts for the 41 LAMA T-REx relations",
+            "autoprompt",
             "https://github.com/ucinlp/autoprompt",
-            _github("ucinlp/autoprompt", "965e0909badb1ade47a6fd3c05dad4615355e2e8", {
-                f"data/TREx_all/{rel}/{split}.jsonl": f"{rel}/{split}.jsonl"
-                for rel in LAMA_RELATIONS for split in ("train", "dev")})),
+            _github(
+                "ucinlp/autoprompt",
+                "965e0909badb1ade47a6fd3c05dad4615355e2e8",
+                {
+                    f"data/TREx_all/{rel}/{split}.jsonl": f"{rel}/{split}.jsonl"
+                    for rel in LAMA_RELATIONS
+                    for split in ("train", "dev")
+                },
+            ),
+        ),
         Source(
-            "lama_trex_pararel_lms_vocab", "LAMA T-REx facts with single-token objects (ParaRel)", "lama",
+            "lama_trex_pararel_lms_vocab",
+            "LAMA T-REx facts with single-token objects (ParaRel)",
+            "lama",
             "https://github.com/yanaiela/pararel",
-            _github("yanaiela/pararel", "cb5554678457beb5ac163d888f1ce8cf174b3f0b", {
-                f"data/trex_lms_vocab/{rel}.jsonl": f"{rel}.jsonl" for rel in LAMA_RELATIONS}),
-            layout="ParaRel's files are MIT; the facts are LAMA's (CC BY-NC 4.0)."),
+            _github(
+                "yanaiela/pararel",
+                "cb5554678457beb5ac163d888f1ce8cf174b3f0b",
+                {f"data/trex_lms_vocab/{rel}.jsonl": f"{rel}.jsonl" for rel in LAMA_RELATIONS},
+            ),
+            layout="ParaRel's files are MIT; the facts are LAMA's (CC BY-NC 4.0).",
+        ),
         Source(
-            "wikidata_aliases_xfactr", "Wikidata English labels and aliases of the LAMA T-REx entities (X-FACTR)",
-            "wikidata", "https://github.com/jzbjyb/X-FACTR",
-            _github("jzbjyb/X-FACTR", "c1938ec7262ebc34ac0b39daff3f446e103e8a87",
-                    {"data/alias/TREx/en.txt": "TREx_en.txt"})),
+            "wikidata_aliases_xfactr",
+            "Wikidata English labels and aliases of the LAMA T-REx entities (X-FACTR)",
+            "wikidata",
+            "https://github.com/jzbjyb/X-FACTR",
+            _github("jzbjyb/X-FACTR", "c1938ec7262ebc34ac0b39daff3f446e103e8a87", {"data/alias/TREx/en.txt": "TREx_en.txt"}),
+        ),
         Source(
-            "rebel_sample", "REBEL sample: 1,000 Wikipedia abstracts with entities and Wikidata triples", "rebel",
+            "rebel_sample",
+            "REBEL sample: 1,000 Wikipedia abstracts with entities and Wikidata triples",
+            "rebel",
             "https://github.com/Babelscape/rebel",
-            _github("Babelscape/rebel", "54ea5fd07dafece420c28c6f71f1c6431f42797c", {
-                "data/rebel/sample.jsonl": "sample.jsonl", "data/relations_count.tsv": "relations_count.tsv"})),
+            _github(
+                "Babelscape/rebel",
+                "54ea5fd07dafece420c28c6f71f1c6431f42797c",
+                {"data/rebel/sample.jsonl": "sample.jsonl", "data/relations_count.tsv": "relations_count.tsv"},
+            ),
+        ),
         Source(
-            "rebel_dataset", "The full REBEL dataset (train/val/test, several GB; no recipe reads it yet)", "rebel",
+            "rebel_dataset",
+            "The full REBEL dataset (train/val/test, several GB; no recipe reads it yet)",
+            "rebel",
             "https://huggingface.co/datasets/Babelscape/rebel-dataset",
             (Download(REBEL_ZIP, members=(("*en_train.jsonl", ""), ("*en_val.jsonl", ""), ("*en_test.jsonl", ""))),),
-            layout="rebel_dataset.zip: en_{train,val,test}.jsonl -> ./ (same record format as rebel_sample)"),
-        _openstax("openstax_us_history", "OpenStax U.S. History: review questions and paragraphs (JSONL)",
-                  "openstax/osbooks-us-history", "046331cfcea0ac1b1a8fd461b3e6aae638845af3"),
-        _openstax("openstax_american_government_3e",
-                  "OpenStax American Government 3e: review questions and paragraphs (JSONL)",
-                  "openstax/osbooks-american-government", "9ca5ca7ddc1ee5fddbd51b15b946ce8feeea5852"),
+            layout="rebel_dataset.zip: en_{train,val,test}.jsonl -> ./ (same record format as rebel_sample)",
+        ),
+        _openstax(
+            "openstax_us_history",
+            "OpenStax U.S. History: review questions and paragraphs (JSONL)",
+            "openstax/osbooks-us-history",
+            "046331cfcea0ac1b1a8fd461b3e6aae638845af3",
+        ),
+        _openstax(
+            "openstax_american_government_3e",
+            "OpenStax American Government 3e: review questions and paragraphs (JSONL)",
+            "openstax/osbooks-american-government",
+            "9ca5ca7ddc1ee5fddbd51b15b946ce8feeea5852",
+        ),
         Source(
-            "kola_samples", "KoLA knowledge-memorization samples (tasks 1-1, 1-2, 1-3; 5 items each)", "kola",
+            "kola_samples",
+            "KoLA knowledge-memorization samples (tasks 1-1, 1-2, 1-3; 5 items each)",
+            "kola",
             "https://github.com/THU-KEG/KoLA",
-            _github("THU-KEG/KoLA", "daf1cf4f36e9d20f6def3e406cabbd5474d3f9c6", {
-                f"Sample_Data/{name}": name for name in (
-                    "1-1_2_high_freq_ent_sample.json", "1-2_1_low_freq_ent_sample.json",
-                    "1-3_r_1_simple_sample_sample.json")})),
+            _github(
+                "THU-KEG/KoLA",
+                "daf1cf4f36e9d20f6def3e406cabbd5474d3f9c6",
+                {
+                    f"Sample_Data/{name}": name
+                    for name in (
+                        "1-1_2_high_freq_ent_sample.json",
+                        "1-2_1_low_freq_ent_sample.json",
+                        "1-3_r_1_simple_sample_sample.json",
+                    )
+                },
+            ),
+        ),
     ]
 
 

@@ -83,8 +83,23 @@ def build_index(corpus: Path, cache_dir: Path, *, cpus: int = 1, mem_gb: int = 2
 
     hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
     ulimit = 20000 if hard == resource.RLIM_INFINITY else min(20000, hard)
-    cmd = [sys.executable, "-m", "infini_gram.indexing", "--data_dir", str(data_dir), "--save_dir", str(save_dir),
-           "--token_dtype", "u8", "--cpus", str(cpus), "--mem", str(mem_gb), "--ulimit", str(ulimit)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "infini_gram.indexing",
+        "--data_dir",
+        str(data_dir),
+        "--save_dir",
+        str(save_dir),
+        "--token_dtype",
+        "u8",
+        "--cpus",
+        str(cpus),
+        "--mem",
+        str(mem_gb),
+        "--ulimit",
+        str(ulimit),
+    ]
     done = subprocess.run(cmd, capture_output=True, text=True)
     if done.returncode != 0 or not (save_dir / "table.0").exists():
         tail = (done.stdout + done.stderr)[-1500:]

@@ -21,8 +21,8 @@ import tarfile
 import tempfile
 import time
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 from urllib.parse import urlparse
 
 from kbench.errors import UserError
@@ -43,8 +43,9 @@ def _file_name(url: str) -> str:
     return name or "download"
 
 
-def download_file(url: str, dest: Path, *, key: str = "url", timeout: float = 60,
-                  on_bytes: Callable[[int, int | None], None] | None = None) -> tuple[str, int]:
+def download_file(
+    url: str, dest: Path, *, key: str = "url", timeout: float = 60, on_bytes: Callable[[int, int | None], None] | None = None
+) -> tuple[str, int]:
     """Stream `url` into the file `dest` and return (sha256, size); retries 5xx and broken transfers.
 
     The bytes are hashed as they arrive, exactly as sent (no transfer decoding). A body shorter
@@ -88,15 +89,16 @@ def download_file(url: str, dest: Path, *, key: str = "url", timeout: float = 60
                     continue
                 return digest.hexdigest(), size
         except (requests.RequestException, urllib3.exceptions.HTTPError) as exc:
-            last_error = (f"truncated: the connection broke after {size:,} bytes" if size
-                          else f"connection failed: {type(exc).__name__}")
+            last_error = (
+                f"truncated: the connection broke after {size:,} bytes" if size else f"connection failed: {type(exc).__name__}"
+            )
     raise UserError(f"{key}: download failed after {_RETRIES} attempts ({last_error}): {url}")
 
 
 def fetch(url: str, sha256: str | None, cache_dir: Path, *, key: str = "url", timeout: float = 60) -> Path:
     """Download `url` into the cache (or reuse a verified copy) and return the local file."""
     if not sha256:
-        raise UserError(f"{key}: a download needs its sha256 (add `{key}_sha256 = \"...\"` to the recipe): {url}")
+        raise UserError(f'{key}: a download needs its sha256 (add `{key}_sha256 = "..."` to the recipe): {url}')
     sha256 = sha256.lower()
     if not _SHA256.match(sha256):
         raise UserError(f"{key}: sha256 must be 64 hex digits, got {sha256!r}")

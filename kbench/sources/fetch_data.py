@@ -21,9 +21,9 @@ import tarfile
 import tempfile
 import zipfile
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Callable
 from urllib.parse import urlparse
 
 from kbench.errors import UserError
@@ -74,11 +74,10 @@ class _Fetched:
 
 
 Say = Callable[[str], None]
-OnBytes = Callable[[str, int, "int | None"], None]   # (url, received, total or None)
+OnBytes = Callable[[str, int, "int | None"], None]  # (url, received, total or None)
 
 
-def _download(item: Download, staging: Path, lock: DataLock, mirror: str | None, say: Say,
-              on_bytes: OnBytes | None) -> _Fetched:
+def _download(item: Download, staging: Path, lock: DataLock, mirror: str | None, say: Say, on_bytes: OnBytes | None) -> _Fetched:
     expected = item.sha256 or lock.files.get(item.url, {}).get("sha256")
     where = mirrored(item.url, mirror)
     fd, name = tempfile.mkstemp(dir=staging, prefix="download-")
@@ -89,8 +88,10 @@ def _download(item: Download, staging: Path, lock: DataLock, mirror: str | None,
     sha, size = download_file(where, path, key=item.url, on_bytes=report)
     if expected and sha != expected:
         origin = "pinned in kbench's catalog" if item.sha256 else f"recorded in {lock.path}"
-        raise UserError(f"checksum mismatch for {where}: expected {expected} ({origin}), got {sha}. "
-                        "The download is corrupted or changed upstream; nothing was written.")
+        raise UserError(
+            f"checksum mismatch for {where}: expected {expected} ({origin}), got {sha}. "
+            "The download is corrupted or changed upstream; nothing was written."
+        )
     return _Fetched(path, sha, size, recorded=expected is None)
 
 
@@ -127,18 +128,27 @@ def _unpack(fetched: _Fetched, item: Download, folder: Path) -> None:
                     if info.isfile():
                         place(info.name, lambda info=info: tf.extractfile(info))
     except (zipfile.BadZipFile, tarfile.TarError, EOFError, zlib.error) as exc:
-        raise UserError(f"{item.url}: not a valid archive ({exc}); the download is truncated or damaged, "
-                        "nothing was written") from exc
+        raise UserError(
+            f"{item.url}: not a valid archive ({exc}); the download is truncated or damaged, nothing was written"
+        ) from exc
     empty = [p for p, n in matched.items() if n == 0]
     if empty:
-        raise UserError(f"{item.url}: no archive member matches {empty[0]!r}; the upstream layout changed, "
-                        "so kbench's catalog needs updating (nothing was written)")
+        raise UserError(
+            f"{item.url}: no archive member matches {empty[0]!r}; the upstream layout changed, "
+            "so kbench's catalog needs updating (nothing was written)"
+        )
 
 
 def _provenance(src: Source, fetched: dict[str, _Fetched]) -> str:
     ref = src.reference
-    lines = [f"# {src.title}", "", f"Fetched by `kbench data fetch {src.name}` from {src.homepage}.", "",
-             f"License: {ref.license or 'not stated'}. {ref.note}".rstrip(), ""]
+    lines = [
+        f"# {src.title}",
+        "",
+        f"Fetched by `kbench data fetch {src.name}` from {src.homepage}.",
+        "",
+        f"License: {ref.license or 'not stated'}. {ref.note}".rstrip(),
+        "",
+    ]
     if src.layout:
         lines += [f"Layout: {src.layout}", ""]
     lines += ["| url | sha256 | bytes |", "|---|---|---:|"]
@@ -155,15 +165,29 @@ def _place(folder: Path, target: Path, staging: Path) -> None:
     os.rename(folder, target)
 
 
-def fetch_sources(names: list[str], root: Path, *, mirror: str | None = None, force: bool = False,
-                  say: Say = lambda _: None, on_bytes: OnBytes | None = None) -> list[Path]:
+def fetch_sources(
+    names: list[str],
+    root: Path,
+    *,
+    mirror: str | None = None,
+    force: bool = False,
+    say: Say = lambda _: None,
+    on_bytes: OnBytes | None = None,
+) -> list[Path]:
     """Fetch the named catalog sources into `root`; returns the folders written (existing ones are kept unless `force`)."""
     sources = [source(n) for n in dict.fromkeys(names)]
     return fetch_folders(sources, root, mirror=mirror, force=force, say=say, on_bytes=on_bytes)
 
 
-def fetch_folders(sources: list[Source], root: Path, *, mirror: str | None = None, force: bool = False,
-                  say: Say = lambda _: None, on_bytes: OnBytes | None = None) -> list[Path]:
+def fetch_folders(
+    sources: list[Source],
+    root: Path,
+    *,
+    mirror: str | None = None,
+    force: bool = False,
+    say: Say = lambda _: None,
+    on_bytes: OnBytes | None = None,
+) -> list[Path]:
     """Fetch `sources` (catalog entries, or others of the same shape) into `root`."""
     root = Path(root).expanduser().resolve()
     try:
@@ -174,7 +198,7 @@ def fetch_folders(sources: list[Source], root: Path, *, mirror: str | None = Non
     written: list[Path] = []
     staging = Path(tempfile.mkdtemp(dir=root, prefix=".kbench-fetch-"))
     try:
-        fetched: dict[str, _Fetched] = {}   # one download per URL, shared by sources (LAMA's data.zip)
+        fetched: dict[str, _Fetched] = {}  # one download per URL, shared by sources (LAMA's data.zip)
         for src in sources:
             target = root / src.name
             if target.exists() and not force:

@@ -33,8 +33,13 @@ PROPERTY_ID = re.compile(r"^P[1-9]\d*$")
 
 def normalise(name):
     """The lookup key of a name column (a polars expression): one definition for index and query."""
-    return (name.str.normalize("NFKC").str.to_lowercase().str.replace_all("_", " ", literal=True)
-            .str.replace_all(r"\s+", " ").str.strip_chars())
+    return (
+        name.str.normalize("NFKC")
+        .str.to_lowercase()
+        .str.replace_all("_", " ", literal=True)
+        .str.replace_all(r"\s+", " ")
+        .str.strip_chars()
+    )
 
 
 def _read_pairs(path: Path, id_column: int, id_pattern: re.Pattern) -> list[tuple[str, str]]:
@@ -81,12 +86,15 @@ def _resolve(ranked: list[list[tuple[str, str]]]):
 
     pairs = pl.DataFrame(
         [(name, ident, rank) for rank, group in enumerate(ranked) for name, ident in group],
-        schema={"name": pl.String, "id": pl.String, "rank": pl.Int64}, orient="row",
+        schema={"name": pl.String, "id": pl.String, "rank": pl.Int64},
+        orient="row",
     )
     counted = (
-        pairs.with_columns(key=normalise(pl.col("name"))).filter(pl.col("key") != "")
+        pairs.with_columns(key=normalise(pl.col("name")))
+        .filter(pl.col("key") != "")
         .filter(pl.col("rank") == pl.col("rank").min().over("key"))  # the best source that knows the key
-        .group_by("key", "id").len()
+        .group_by("key", "id")
+        .len()
         .sort(["key", "len", "id"], descending=[False, True, False])
     )
     top = counted.group_by("key", maintain_order=True).agg(
@@ -99,8 +107,9 @@ def _resolve(ranked: list[list[tuple[str, str]]]):
     ).sort("key")
 
 
-def build_indexes(cache_dir: Path, *, documents: Path | None, titles_table: Path | None,
-                  property_table: Path | None) -> tuple[Path, Path]:
+def build_indexes(
+    cache_dir: Path, *, documents: Path | None, titles_table: Path | None, property_table: Path | None
+) -> tuple[Path, Path]:
     """Build (or reuse) the entity and property index files; returns their paths."""
     inputs = [p for p in (titles_table, property_table) if p is not None]
     doc_files = []
@@ -108,8 +117,13 @@ def build_indexes(cache_dir: Path, *, documents: Path | None, titles_table: Path
         from kbench.sources.documents import document_files
 
         doc_files = document_files(documents)
-    key = stable_hash({"v": INDEX_VERSION, "files": [sha256_file(p) for p in inputs + doc_files],
-                       "roles": [titles_table is not None, property_table is not None, documents is not None]})[:20]
+    key = stable_hash(
+        {
+            "v": INDEX_VERSION,
+            "files": [sha256_file(p) for p in inputs + doc_files],
+            "roles": [titles_table is not None, property_table is not None, documents is not None],
+        }
+    )[:20]
     folder = cache_dir / "link_index"
     entity_path, property_path = folder / f"entities-{key}.parquet", folder / f"properties-{key}.parquet"
     if entity_path.exists() and property_path.exists():

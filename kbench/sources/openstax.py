@@ -22,8 +22,8 @@ import json
 import re
 import shutil
 import xml.etree.ElementTree as ET
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 from kbench.errors import InputError
 from kbench.io import write_text
@@ -124,8 +124,7 @@ def _exercises(content: ET.Element) -> Iterator[tuple[int, ET.Element]]:
     for section in content.iter(f"{CNXML}section"):
         if "review-questions" not in _classes(section):
             continue
-        for number, exercise in enumerate(section.iter(f"{CNXML}exercise"), 1):
-            yield number, exercise
+        yield from enumerate(section.iter(f"{CNXML}exercise"), 1)
 
 
 def extract_book(source: Path, commit: str) -> tuple[list[dict], list[dict]]:
@@ -153,9 +152,18 @@ def extract_book(source: Path, commit: str) -> tuple[list[dict], list[dict]]:
             else:
                 k += 1
                 section = f"{chapter}.{k}"
-            head = {"book": book, "book_version": version, "source_commit": commit, "license": LICENSE,
-                    "module_id": module_id, "chapter": chapter, "chapter_title": chapter_title, "unit_title": unit,
-                    "section": section, "section_title": _title(document)}
+            head = {
+                "book": book,
+                "book_version": version,
+                "source_commit": commit,
+                "license": LICENSE,
+                "module_id": module_id,
+                "chapter": chapter,
+                "chapter_title": chapter_title,
+                "unit_title": unit,
+                "section": section,
+                "section_title": _title(document),
+            }
             content = document.find(f"{CNXML}content")
             if content is None:
                 continue
@@ -166,11 +174,17 @@ def extract_book(source: Path, commit: str) -> tuple[list[dict], list[dict]]:
             for para, sub, note in _paragraphs(content):
                 text = _text(para)
                 if text:
-                    paragraphs.append({**head, "para_id": para.get("id"), "subsection_title": _title(sub),
-                                       "section_class": sub.get("class") if sub is not None else None,
-                                       # a note without a class is still a note (one in U.S. History)
-                                       "note_class": (note.get("class") or "note") if note is not None else None,
-                                       "text": text})
+                    paragraphs.append(
+                        {
+                            **head,
+                            "para_id": para.get("id"),
+                            "subsection_title": _title(sub),
+                            "section_class": sub.get("class") if sub is not None else None,
+                            # a note without a class is still a note (one in U.S. History)
+                            "note_class": (note.get("class") or "note") if note is not None else None,
+                            "text": text,
+                        }
+                    )
     return questions, paragraphs
 
 
@@ -189,9 +203,17 @@ def _question(exercise: ET.Element, number: int) -> dict | None:
     letter = _LETTER.match(raw or "")
     answer = letter.group(1) if letter else None
     index = labels.index(answer) if answer in labels else None
-    return {"exercise_id": exercise.get("id"), "question_number_in_section": number, "question": question,
-            "options": options, "option_labels": labels, "answer_letter": answer if index is not None else None,
-            "answer_index": index, "answer_text": options[index] if index is not None else None, "raw_solution": raw}
+    return {
+        "exercise_id": exercise.get("id"),
+        "question_number_in_section": number,
+        "question": question,
+        "options": options,
+        "option_labels": labels,
+        "answer_letter": answer if index is not None else None,
+        "answer_index": index,
+        "answer_text": options[index] if index is not None else None,
+        "raw_solution": raw,
+    }
 
 
 #: Where `kbench data fetch` puts the downloaded book files inside the folder before converting.
@@ -207,8 +229,11 @@ def convert_book(folder: Path, commit: str) -> None:
     """Turn `folder/cnxml/` (the book files of `commit`) into review_mcq.jsonl and paragraphs.jsonl."""
     questions, paragraphs = extract_book(folder / SOURCE_DIR, commit)
     if not questions or not paragraphs:
-        raise InputError(folder / SOURCE_DIR, f"found {len(questions)} review questions and {len(paragraphs)} "
-                                              "paragraphs; the book layout is not the one kbench reads")
+        raise InputError(
+            folder / SOURCE_DIR,
+            f"found {len(questions)} review questions and {len(paragraphs)} "
+            "paragraphs; the book layout is not the one kbench reads",
+        )
     write_text(folder / "review_mcq.jsonl", _jsonl(questions))
     write_text(folder / "paragraphs.jsonl", _jsonl(paragraphs))
     shutil.rmtree(folder / SOURCE_DIR)

@@ -55,17 +55,34 @@ def month_window(start_month: str, months: int) -> list[tuple[int, int]]:
 
 
 class PageviewsClient:
-    def __init__(self, cache_dir: Path, *, base_url: str = DEFAULT_BASE_URL, project: str = "en.wikipedia",
-                 access: str = "all-access", agent: str = "user", start_month: str = "2021-03", months: int = 12,
-                 months_per_request: int = 12, min_interval_s: float = 0.02, max_attempts: int = 5,
-                 backoff_s: float = 1.0, timeout_s: float = 30.0):
+    def __init__(
+        self,
+        cache_dir: Path,
+        *,
+        base_url: str = DEFAULT_BASE_URL,
+        project: str = "en.wikipedia",
+        access: str = "all-access",
+        agent: str = "user",
+        start_month: str = "2021-03",
+        months: int = 12,
+        months_per_request: int = 12,
+        min_interval_s: float = 0.02,
+        max_attempts: int = 5,
+        backoff_s: float = 1.0,
+        timeout_s: float = 30.0,
+    ):
         import requests
 
         self.base_url = base_url.rstrip("/")
         self.project, self.access, self.agent = project, access, agent
         self.window = month_window(start_month, months)
         self.months_per_request = max(1, months_per_request)
-        self.min_interval_s, self.max_attempts, self.backoff_s, self.timeout_s = min_interval_s, max_attempts, backoff_s, timeout_s
+        self.min_interval_s, self.max_attempts, self.backoff_s, self.timeout_s = (
+            min_interval_s,
+            max_attempts,
+            backoff_s,
+            timeout_s,
+        )
         self.cache_dir = cache_dir / "pageviews"
         self.session = requests.Session()
         self.session.headers["User-Agent"] = user_agent()
@@ -77,8 +94,10 @@ class PageviewsClient:
         title = quote(article.strip().replace(" ", "_"), safe="")
         start = f"{first[0]:04d}{first[1]:02d}0100"
         end = f"{last[0]:04d}{last[1]:02d}0100"
-        return (f"{self.base_url}/metrics/pageviews/per-article/{self.project}/{self.access}/{self.agent}/"
-                f"{title}/monthly/{start}/{end}")
+        return (
+            f"{self.base_url}/metrics/pageviews/per-article/{self.project}/{self.access}/{self.agent}/"
+            f"{title}/monthly/{start}/{end}"
+        )
 
     def _get(self, url: str) -> int | None:
         """Views summed over one response; None for 404 (no such article, or no data in those months)."""
@@ -132,7 +151,7 @@ class PageviewsClient:
         found = []
         step = self.months_per_request
         for i in range(0, len(self.window), step):
-            chunk = self.window[i:i + step]
+            chunk = self.window[i : i + step]
             views = self._get(self._url(article, chunk[0], chunk[-1]))
             if views is not None:
                 found.append(views)

@@ -90,22 +90,40 @@ def diff_snapshots(old: list[dict], new: list[dict]) -> tuple[list[dict], list[d
         elif not after:
             rejected.append({**before[0], "reason": "removed_in_new_snapshot"})
         elif not before:
-            items.append({**after[0], "category": "new", "answer1": None, "answer2": after[0]["object"],
-                          "old_object_id": None})
+            items.append({**after[0], "category": "new", "answer1": None, "answer2": after[0]["object"], "old_object_id": None})
         else:
             category = "unchanged" if same_object(before[0], after[0]) else "edited"
-            items.append({**after[0], "category": category, "answer1": before[0]["object"], "answer2": after[0]["object"],
-                          "old_object_id": before[0].get("object_id")})
+            items.append(
+                {
+                    **after[0],
+                    "category": category,
+                    "answer1": before[0]["object"],
+                    "answer2": after[0]["object"],
+                    "old_object_id": before[0].get("object_id"),
+                }
+            )
     return items, rejected
 
 
 def _lama_fact(row: dict, relation: str) -> dict:
-    return {"subject": row["sub_label"], "subject_id": row.get("sub_uri"), "relation": relation,
-            "object": row["obj_label"], "object_id": row.get("obj_uri")}
+    return {
+        "subject": row["sub_label"],
+        "subject_id": row.get("sub_uri"),
+        "relation": relation,
+        "object": row["obj_label"],
+        "object_id": row.get("obj_uri"),
+    }
 
 
-def derive_lama_snapshots(trex_dir: Path, autoprompt_dir: Path, relations: list[str], per_relation: int,
-                          edit_fraction: float, new_per_relation: int, seed: int) -> tuple[list[dict], list[dict]]:
+def derive_lama_snapshots(
+    trex_dir: Path,
+    autoprompt_dir: Path,
+    relations: list[str],
+    per_relation: int,
+    edit_fraction: float,
+    new_per_relation: int,
+    seed: int,
+) -> tuple[list[dict], list[dict]]:
     """(old, new) snapshots; edited facts in `new` carry `synthetic_edit: True`."""
     old_all, new_all = [], []
     for relation in relations:
@@ -128,8 +146,9 @@ def derive_lama_snapshots(trex_dir: Path, autoprompt_dir: Path, relations: list[
                 choices = [o for o in objects if o[0] != (fact["object_id"] or fact["object"]) and o[1] != fact["object"]]
                 if choices:
                     object_id, label = rng.choice(choices)
-                    new.append({**fact, "object": label, "object_id": object_id if object_id != label else None,
-                                "synthetic_edit": True})
+                    new.append(
+                        {**fact, "object": label, "object_id": object_id if object_id != label else None, "synthetic_edit": True}
+                    )
                     continue
             new.append(dict(fact))
         train = Path(autoprompt_dir) / relation / "train.jsonl"

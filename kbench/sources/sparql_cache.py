@@ -55,13 +55,18 @@ class QueryCache:
         except (OSError, UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError):
             trusted = False
         if not trusted:
-            warnings.warn(f"SPARQL cache entry {path} is corrupt or was modified; recomputing it", CacheWarning,
-                          stacklevel=2)
+            warnings.warn(f"SPARQL cache entry {path} is corrupt or was modified; recomputing it", CacheWarning, stacklevel=2)
             return None
         return rows
 
     def put(self, endpoint: str, query: str, rows: Rows) -> None:
-        write_json(self.path(endpoint, query), {
-            "version": ENTRY_VERSION, "endpoint": endpoint, "query": query,
-            "rows": rows, "rows_sha256": stable_hash(rows),
-        })
+        write_json(
+            self.path(endpoint, query),
+            {
+                "version": ENTRY_VERSION,
+                "endpoint": endpoint,
+                "query": query,
+                "rows": rows,
+                "rows_sha256": stable_hash(rows),
+            },
+        )

@@ -24,8 +24,9 @@ from __future__ import annotations
 import email.utils
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, Protocol
+from typing import Any, Protocol
 
 from kbench.errors import UserError
 from kbench.sources.sparql_cache import QueryCache, Rows
@@ -109,8 +110,16 @@ def retry_after_seconds(value: str | None, now: float | None = None) -> float | 
 class HttpTransport:
     """A SPARQL 1.1 protocol endpoint over HTTP (query.wikidata.org, `oxigraph serve-read-only`, ...)."""
 
-    def __init__(self, endpoint: str, *, timeout: float = 60.0, max_attempts: int = 5, backoff: float = 1.0,
-                 max_wait: float = 120.0, sleep: Callable[[float], None] = time.sleep):
+    def __init__(
+        self,
+        endpoint: str,
+        *,
+        timeout: float = 60.0,
+        max_attempts: int = 5,
+        backoff: float = 1.0,
+        max_wait: float = 120.0,
+        sleep: Callable[[float], None] = time.sleep,
+    ):
         if not endpoint.startswith(("http://", "https://")):
             raise UserError(f"--sparql-endpoint must be an http(s) URL, got {endpoint!r}")
         if max_attempts < 1:
@@ -129,10 +138,12 @@ class HttpTransport:
 
         if self._session is None:
             self._session = requests.Session()
-            self._session.headers.update({
-                "User-Agent": user_agent(),
-                "Accept": "application/sparql-results+json",
-            })
+            self._session.headers.update(
+                {
+                    "User-Agent": user_agent(),
+                    "Accept": "application/sparql-results+json",
+                }
+            )
         return self._session.post(self.endpoint, data={"query": query}, timeout=self.timeout)
 
     def run(self, query: str, stats: SparqlStats) -> dict[str, Any]:
@@ -161,12 +172,15 @@ class HttpTransport:
                     wait = retry_after_seconds(response.headers.get("Retry-After"))
                 else:
                     detail = response.text.strip().splitlines()[0][:300] if response.text.strip() else ""
-                    raise UserError(f"SPARQL endpoint {self.endpoint} rejected a query with HTTP "
-                                    f"{response.status_code}: {detail}")
+                    raise UserError(
+                        f"SPARQL endpoint {self.endpoint} rejected a query with HTTP {response.status_code}: {detail}"
+                    )
             if attempt < self.max_attempts:
                 self.sleep(min(self.max_wait, wait if wait is not None else self.backoff * 2 ** (attempt - 1)))
-        raise UserError(f"SPARQL endpoint {self.endpoint} failed {self.max_attempts} times in a row "
-                        f"(last: {last_failure}); check the endpoint or retry later")
+        raise UserError(
+            f"SPARQL endpoint {self.endpoint} failed {self.max_attempts} times in a row "
+            f"(last: {last_failure}); check the endpoint or retry later"
+        )
 
 
 class SparqlClient:

@@ -76,8 +76,8 @@ def validate_property(value: object) -> str:
 
 def id_from_iri(iri: str, base: str = ENTITY) -> str | None:
     """`http://www.wikidata.org/entity/Q42` -> `Q42` (or a `wdt:` IRI with base=DIRECT); None for any other IRI."""
-    if iri.startswith(base) and is_valid_id(iri[len(base):]):
-        return iri[len(base):]
+    if iri.startswith(base) and is_valid_id(iri[len(base) :]):
+        return iri[len(base) :]
     return None
 
 
@@ -149,7 +149,7 @@ def title_from_article_iri(iri: str, site: str) -> str | None:
     prefix = site + "wiki/"
     if not iri.startswith(prefix) or len(iri) == len(prefix):
         return None
-    return unquote(iri[len(prefix):]).replace("_", " ")
+    return unquote(iri[len(prefix) :]).replace("_", " ")
 
 
 def label_lookup_query(label: str, language: str = "en") -> str:
@@ -166,14 +166,13 @@ def batched(items: list[str], size: int) -> Iterator[list[str]]:
     if size < 1:
         raise ValueError(f"batch size must be at least 1, got {size}")
     for start in range(0, len(items), size):
-        yield items[start:start + size]
+        yield items[start : start + size]
 
 
 class WikidataClient:
     """The look-ups the build stages make, batched over a `SparqlClient` (embedded or HTTP)."""
 
-    def __init__(self, sparql: SparqlClient, batch_size: int = DEFAULT_BATCH_SIZE,
-                 on_batch: Callable[[int], None] | None = None):
+    def __init__(self, sparql: SparqlClient, batch_size: int = DEFAULT_BATCH_SIZE, on_batch: Callable[[int], None] | None = None):
         if batch_size < 1:
             raise ValueError(f"batch size must be at least 1, got {batch_size}")
         self.sparql = sparql

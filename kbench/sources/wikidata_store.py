@@ -45,11 +45,11 @@ RDF_FORMATS = {".nt": "N_TRIPLES", ".ttl": "TURTLE"}
 class SubsetInputs:
     """Where the LAMA inputs are; every field is optional, but at least one fact source is needed."""
 
-    trex_dir: Path | None = None          # folder of T-REx `P*.jsonl` files
-    relations: Path | None = None         # LAMA `relations.jsonl` (property labels)
-    google_re_dir: Path | None = None     # folder of Google-RE `*.jsonl` files
-    autoprompt_dir: Path | None = None    # folder of `<relation>/{train,dev}.jsonl`
-    aliases: Path | None = None           # X-FACTR `TREx_en.txt`: qid<TAB>name<TAB>name...
+    trex_dir: Path | None = None  # folder of T-REx `P*.jsonl` files
+    relations: Path | None = None  # LAMA `relations.jsonl` (property labels)
+    google_re_dir: Path | None = None  # folder of Google-RE `*.jsonl` files
+    autoprompt_dir: Path | None = None  # folder of `<relation>/{train,dev}.jsonl`
+    aliases: Path | None = None  # X-FACTR `TREx_en.txt`: qid<TAB>name<TAB>name...
 
     def fact_files(self) -> list[tuple[str, Path]]:
         files: list[tuple[str, Path]] = []
@@ -118,8 +118,9 @@ def _fact_rows(kind: str, path: Path) -> Iterator[tuple[str, str, str | None, st
         for lineno, row in iter_jsonl(path, required=("pred", "sub_label", "obj_label")):
             relation = GOOGLE_RE_PROPERTIES.get(row["pred"]) if isinstance(row["pred"], str) else None
             if relation is None:
-                raise InputError(path, f"unknown Google-RE predicate {row['pred']!r}; known: "
-                                       f"{', '.join(GOOGLE_RE_PROPERTIES)}", line=lineno)
+                raise InputError(
+                    path, f"unknown Google-RE predicate {row['pred']!r}; known: {', '.join(GOOGLE_RE_PROPERTIES)}", line=lineno
+                )
             literal = row.get("obj") if relation == "P569" and isinstance(row.get("obj"), str) else None
             yield row.get("sub_w") or "", row["sub_label"], relation, row.get("obj_w") or "", row["obj_label"], literal
         return
@@ -147,8 +148,9 @@ def _add_facts(subset: _Subset, inputs: SubsetInputs) -> None:
             if literal is not None:
                 when = wikidata_datetime(literal)
                 if when is not None:
-                    subset.triples.add(f"{_iri(ENTITY, sub)} {_iri(DIRECT, relation)} "
-                                       f"{_literal(when, datatype=XSD + 'dateTime')} .")
+                    subset.triples.add(
+                        f"{_iri(ENTITY, sub)} {_iri(DIRECT, relation)} {_literal(when, datatype=XSD + 'dateTime')} ."
+                    )
                 continue
             if not is_valid_id(obj):
                 continue
@@ -191,8 +193,9 @@ def _add_aliases(subset: _Subset, path: Path) -> None:
                 label = subset.labels.get(fields[0])
                 for name in fields[1:]:
                     if name and name != label:
-                        subset.triples.add(f"{_iri(ENTITY, fields[0])} {_iri(SKOS, 'altLabel')} "
-                                           f"{_literal(name, language='en')} .")
+                        subset.triples.add(
+                            f"{_iri(ENTITY, fields[0])} {_iri(SKOS, 'altLabel')} {_literal(name, language='en')} ."
+                        )
         except UnicodeDecodeError as exc:
             raise InputError(path, "not UTF-8 text") from exc
 

@@ -8,9 +8,10 @@ process. Both executors give the same files: see `kbench/build/executors/ray.py`
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Protocol
+from typing import Protocol
 
 EXECUTORS = ("local", "ray")
 
@@ -40,8 +41,9 @@ class Executor(Protocol):
     def close(self) -> None: ...
 
 
-def make_executor(name: str, *, ray_address: str | None = None, workers: int | None = None,
-                  shard_rows: int | None = None) -> Executor:
+def make_executor(
+    name: str, *, ray_address: str | None = None, workers: int | None = None, shard_rows: int | None = None
+) -> Executor:
     from kbench.errors import UserError
 
     if name == "local":

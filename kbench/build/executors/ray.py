@@ -126,8 +126,12 @@ class RayExecutor:
             # a Ray instance of our own (no address): no dashboard, and --workers CPUs when given
             kwargs = {"include_dashboard": False, **({"num_cpus": workers} if workers else {})} if address is None else {}
             try:
-                self.ray.init(address=address, runtime_env={"py_modules": [str(Path(kbench.__file__).parent)]},
-                              log_to_driver=False, **kwargs)
+                self.ray.init(
+                    address=address,
+                    runtime_env={"py_modules": [str(Path(kbench.__file__).parent)]},
+                    log_to_driver=False,
+                    **kwargs,
+                )
             except ConnectionError as exc:
                 raise UserError(f"cannot connect to the Ray cluster at {address}: {exc}") from exc
 
@@ -143,8 +147,10 @@ class RayExecutor:
         input_path = self._source_table(job) if job.stage.source else job.input_path
         total = count_rows(input_path)
         folder = job.stage_dir / "shards"
-        shards = [Shard(i, start, min(start + self.shard_rows, total), folder / f"{i:05d}")
-                  for i, start in enumerate(range(0, total, self.shard_rows))] or [Shard(0, 0, 0, folder / "00000")]
+        shards = [
+            Shard(i, start, min(start + self.shard_rows, total), folder / f"{i:05d}")
+            for i, start in enumerate(range(0, total, self.shard_rows))
+        ] or [Shard(0, 0, 0, folder / "00000")]
         markers = {s.index: m for s in shards if (m := _read_marker(s, job.key)) is not None}
         for index in sorted(markers):
             job.log({"stage": job.stage_id, "shard": index, "action": "reused"})
@@ -200,11 +206,13 @@ class RayExecutor:
             raise UserError(f"stage {job.stage_id!r} runs on {device} but the Ray cluster has no GPU")
         capacity = int(resources.get("GPU", 0)) if gpus else int(resources.get("CPU", 1))
         size = max(1, min(self.workers or capacity, capacity, len(pending)))
-        actor = ray.remote(_ShardActor).options(num_cpus=1, num_gpus=gpus, max_restarts=SHARD_RETRIES,
-                                                max_task_retries=SHARD_RETRIES)
+        actor = ray.remote(_ShardActor).options(
+            num_cpus=1, num_gpus=gpus, max_restarts=SHARD_RETRIES, max_task_retries=SHARD_RETRIES
+        )
         pool = ActorPool([actor.remote(type(stage), stage.params, stage.ctx) for _ in range(size)])
-        results = pool.map_unordered(lambda a, shard: a.run.remote(job.stage_id, job.key, input_path, shard, job.chunk_rows),
-                                     pending)
+        results = pool.map_unordered(
+            lambda a, shard: a.run.remote(job.stage_id, job.key, input_path, shard, job.chunk_rows), pending
+        )
         while True:
             try:
                 yield next(results)
@@ -230,8 +238,10 @@ def _check_reachable(address: str) -> None:
     try:
         socket.create_connection((host, int(port)), timeout=5).close()
     except OSError as exc:
-        raise UserError(f"no Ray cluster answers at {address} ({exc.strerror or exc}); start one with "
-                        f"`ray start --head --port {port}` or check --ray-address") from exc
+        raise UserError(
+            f"no Ray cluster answers at {address} ({exc.strerror or exc}); start one with "
+            f"`ray start --head --port {port}` or check --ray-address"
+        ) from exc
 
 
 def _cause(exc) -> BaseException:

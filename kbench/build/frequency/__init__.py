@@ -39,8 +39,9 @@ if TYPE_CHECKING:
 
     from kbench.build.context import StageContext
 
-FREQUENCY_SOURCES: Registry[type[FrequencySource]] = Registry("frequency source", modules=tuple(
-    f"kbench.build.frequency.{m}" for m in ("evidence", "pageviews", "mentions", "corpus")))
+FREQUENCY_SOURCES: Registry[type[FrequencySource]] = Registry(
+    "frequency source", modules=tuple(f"kbench.build.frequency.{m}" for m in ("evidence", "pageviews", "mentions", "corpus"))
+)
 
 
 #: The optional column in which a source names why a row must be dropped (see the contract above).

@@ -31,6 +31,8 @@ class CorpusCount(FrequencySource):
         o = self.options
         index = CorpusIndex(build_index(self.ctx.resolve(o.corpus), self.ctx.cache_dir, cpus=o.cpus, mem_gb=o.mem_gb))
         names = [n for n in table.select(pl.col(o.entity).unique()).collect().to_series().to_list() if n]
-        lookup = pl.LazyFrame({"__name": names, "frequency": [float(index.count(n)) for n in names]},
-                              schema={"__name": pl.String, "frequency": pl.Float64})
+        lookup = pl.LazyFrame(
+            {"__name": names, "frequency": [float(index.count(n)) for n in names]},
+            schema={"__name": pl.String, "frequency": pl.Float64},
+        )
         return table.join(lookup, left_on=o.entity, right_on="__name", how="left", maintain_order="left")

@@ -25,8 +25,9 @@ class EvidenceCount(FrequencySource):
         import polars as pl
 
         if self.options.column not in table.collect_schema().names():
-            raise InputError(self.ctx.recipe_path, f"the table has no column {self.options.column!r}",
-                             key="frequency_bin.options.column")
+            raise InputError(
+                self.ctx.recipe_path, f"the table has no column {self.options.column!r}", key="frequency_bin.options.column"
+            )
         return table.with_columns(pl.col(self.options.column).cast(pl.Float64).alias("frequency"))
 
 
@@ -87,9 +88,10 @@ class CountsTable(FrequencySource):
             seen.add(qid)
         if not pairs:
             raise InputError(path, "file is empty")
-        return pl.LazyFrame({"__qid": [q for q, _ in pairs], "frequency": [float(c) for _, c in pairs]},
-                            schema={"__qid": pl.Utf8, "frequency": pl.Float64})
+        return pl.LazyFrame(
+            {"__qid": [q for q, _ in pairs], "frequency": [float(c) for _, c in pairs]},
+            schema={"__qid": pl.Utf8, "frequency": pl.Float64},
+        )
 
     def frequency(self, table):
-        return table.join(self._read(), left_on=f"{self.options.entity}_id", right_on="__qid",
-                          how="left", maintain_order="left")
+        return table.join(self._read(), left_on=f"{self.options.entity}_id", right_on="__qid", how="left", maintain_order="left")

@@ -37,8 +37,13 @@ class DocumentMentions(FrequencySource):
         counts: Counter = Counter()
         for _, _, doc in iter_documents(self.ctx.resolve(self.options.documents), required=()):
             counts.update(str(e.get("uri")) for e in doc.get("entities") or [] if e.get("uri"))
-        lookup = pl.LazyFrame({"__qid": list(counts), "__mentions": [float(n) for n in counts.values()]},
-                              schema={"__qid": pl.String, "__mentions": pl.Float64})
+        lookup = pl.LazyFrame(
+            {"__qid": list(counts), "__mentions": [float(n) for n in counts.values()]},
+            schema={"__qid": pl.String, "__mentions": pl.Float64},
+        )
         column = f"{self.options.entity}_id"
-        return (table.join(lookup, left_on=column, right_on="__qid", how="left", maintain_order="left")
-                .with_columns(frequency=pl.col("__mentions").fill_null(0.0)).drop("__mentions"))
+        return (
+            table.join(lookup, left_on=column, right_on="__qid", how="left", maintain_order="left")
+            .with_columns(frequency=pl.col("__mentions").fill_null(0.0))
+            .drop("__mentions")
+        )

@@ -80,8 +80,11 @@ class Pageviews(FrequencySource):
         for column, key in ((label_column, "title_column"), (id_column, "entity")):
             if column not in names:
                 raise InputError(self.ctx.recipe_path, f"the table has no column {column!r}", key=f"frequency_bin.options.{key}")
-        entities = (table.select(pl.col(id_column).cast(pl.Utf8).alias("__id"), pl.col(label_column).cast(pl.Utf8).alias("__label"))
-                    .unique().collect())
+        entities = (
+            table.select(pl.col(id_column).cast(pl.Utf8).alias("__id"), pl.col(label_column).cast(pl.Utf8).alias("__label"))
+            .unique()
+            .collect()
+        )
         ids = sorted({i for i in entities["__id"].to_list() if i and is_valid_id(i)})
         sitelinks = self._sitelinks(ids)
         # one title per entity: its sitelink, else its (smallest) label
@@ -90,10 +93,18 @@ class Pageviews(FrequencySource):
             key = entity_id or f"label:{label}"
             if key not in titles and (sitelinks.get(entity_id) or label):
                 titles[key] = sitelinks.get(entity_id) or label
-        client = PageviewsClient(self.ctx.cache_dir, base_url=o.base_url, project=o.project, access=o.access,
-                                 agent=o.agent, start_month=o.start_month, months=o.months,
-                                 months_per_request=o.months_per_request, min_interval_s=o.min_interval_s,
-                                 max_attempts=o.max_attempts)
+        client = PageviewsClient(
+            self.ctx.cache_dir,
+            base_url=o.base_url,
+            project=o.project,
+            access=o.access,
+            agent=o.agent,
+            start_month=o.start_month,
+            months=o.months,
+            months_per_request=o.months_per_request,
+            min_interval_s=o.min_interval_s,
+            max_attempts=o.max_attempts,
+        )
         views: dict[str, int | None] = {}
         with Progress(transient=True) as progress:
             task = progress.add_task("pageviews", total=len(set(titles.values())))
@@ -102,9 +113,11 @@ class Pageviews(FrequencySource):
                 progress.advance(task)
         missing = sorted(k for k, t in titles.items() if views[t] is None)
         self._details = {
-            "entities": len(titles), "titles_from_sitelinks": sum(1 for k in titles if k in sitelinks),
+            "entities": len(titles),
+            "titles_from_sitelinks": sum(1 for k in titles if k in sitelinks),
             "titles_from_labels": sum(1 for k in titles if k not in sitelinks),
-            "missing_articles": len(missing), "missing_pageviews": o.missing_pageviews,
+            "missing_articles": len(missing),
+            "missing_pageviews": o.missing_pageviews,
         }
         frequency, drop = [], []
         for k in titles:
@@ -113,8 +126,9 @@ class Pageviews(FrequencySource):
                 found = 0
             frequency.append(None if found is None else float(found))
             drop.append("pageviews_missing" if found is None else None)
-        lookup = pl.LazyFrame({"__key": list(titles), "frequency": frequency, DROP_COLUMN: drop},
-                              schema={"__key": pl.Utf8, "frequency": pl.Float64, DROP_COLUMN: pl.Utf8})
+        lookup = pl.LazyFrame(
+            {"__key": list(titles), "frequency": frequency, DROP_COLUMN: drop},
+            schema={"__key": pl.Utf8, "frequency": pl.Float64, DROP_COLUMN: pl.Utf8},
+        )
         key = pl.coalesce(pl.col(id_column).cast(pl.Utf8), pl.lit("label:") + pl.col(label_column).cast(pl.Utf8))
-        return (table.with_columns(key.alias("__key"))
-                .join(lookup, on="__key", how="left", maintain_order="left").drop("__key"))
+        return table.with_columns(key.alias("__key")).join(lookup, on="__key", how="left", maintain_order="left").drop("__key")

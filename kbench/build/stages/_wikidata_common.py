@@ -71,9 +71,13 @@ def subset_inputs(params: WikidataParams, ctx: StageContext):
     s = params.subset_from
     assert s is not None
     resolve = lambda value: ctx.resolve(value) if value else None  # noqa: E731
-    return SubsetInputs(trex_dir=resolve(s.trex_dir), relations=resolve(s.relations),
-                        google_re_dir=resolve(s.google_re_dir), autoprompt_dir=resolve(s.autoprompt_dir),
-                        aliases=resolve(s.aliases))
+    return SubsetInputs(
+        trex_dir=resolve(s.trex_dir),
+        relations=resolve(s.relations),
+        google_re_dir=resolve(s.google_re_dir),
+        autoprompt_dir=resolve(s.autoprompt_dir),
+        aliases=resolve(s.aliases),
+    )
 
 
 def wikidata_input_files(params: WikidataParams, ctx: StageContext) -> list[Path]:
@@ -96,9 +100,13 @@ def _subset_file(params: WikidataParams, ctx: StageContext) -> Path:
 
         return cached_rebel_subset(ctx.resolve(params.subset_from.rebel_documents), ctx.cache_dir)
     inputs = subset_inputs(params, ctx)
-    key = stable_hash({"writer": SUBSET_WRITER_VERSION,
-                       "files": [[p.name, sha256_file(p)] for p in inputs.files()],
-                       "settings": params.subset_from.model_dump()})
+    key = stable_hash(
+        {
+            "writer": SUBSET_WRITER_VERSION,
+            "files": [[p.name, sha256_file(p)] for p in inputs.files()],
+            "settings": params.subset_from.model_dump(),
+        }
+    )
     target = ctx.cache_dir / "wikidata" / "subsets" / f"{key}.nt"
     if not target.exists():
         write_lama_subset(inputs, target)
@@ -112,8 +120,9 @@ def open_wikidata(params: WikidataParams, ctx: StageContext, on_batch=None) -> W
 
     endpoint = ctx.options.get("sparql_endpoint")
     if endpoint:
-        transport = HttpTransport(str(endpoint), timeout=params.http_timeout, max_attempts=params.http_attempts,
-                                  backoff=params.http_backoff)
+        transport = HttpTransport(
+            str(endpoint), timeout=params.http_timeout, max_attempts=params.http_attempts, backoff=params.http_backoff
+        )
     else:
         from kbench.sources.wikidata_store import open_cached_store
 

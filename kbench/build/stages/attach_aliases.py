@@ -66,8 +66,9 @@ class AttachAliases(Stage):
         import polars as pl
 
         names = read_alias_table(self._path())
-        return pl.DataFrame({"__qid": list(names), "__names": list(names.values())},
-                            schema={"__qid": pl.Utf8, "__names": pl.List(pl.Utf8)})
+        return pl.DataFrame(
+            {"__qid": list(names), "__names": list(names.values())}, schema={"__qid": pl.Utf8, "__names": pl.List(pl.Utf8)}
+        )
 
     def run(self, table) -> StageOutput:
         import polars as pl

@@ -72,8 +72,15 @@ class CleanDocuments(Stage):
         source_file, extra_json); bad lines are errors naming the file and line."""
         import polars as pl
 
-        schema = {"doc_id": pl.String, "title": pl.String, "uri": pl.String, "text": pl.String,
-                  "n_words": pl.Int64, "source_file": pl.String, "extra_json": pl.String}
+        schema = {
+            "doc_id": pl.String,
+            "title": pl.String,
+            "uri": pl.String,
+            "text": pl.String,
+            "n_words": pl.Int64,
+            "source_file": pl.String,
+            "extra_json": pl.String,
+        }
         batch: list[dict] = []
         read = 0
         for path, lineno, doc in iter_documents(self.ctx.resolve(self.params.path)):
@@ -85,12 +92,17 @@ class CleanDocuments(Stage):
                 raise InputError(path, "`title` and `text` must be strings", line=lineno)
             if uri is not None and not isinstance(uri, str):
                 raise InputError(path, "`uri` must be a string (a Wikidata Q-id)", line=lineno)
-            batch.append({
-                "doc_id": str(doc.get("docid", f"{path.name}:{lineno}")),
-                "title": title, "uri": uri, "text": text, "n_words": len(text.split()),
-                "source_file": path.name,
-                "extra_json": json.dumps({k: v for k, v in doc.items() if k not in _CORE_FIELDS}, ensure_ascii=False),
-            })
+            batch.append(
+                {
+                    "doc_id": str(doc.get("docid", f"{path.name}:{lineno}")),
+                    "title": title,
+                    "uri": uri,
+                    "text": text,
+                    "n_words": len(text.split()),
+                    "source_file": path.name,
+                    "extra_json": json.dumps({k: v for k, v in doc.items() if k not in _CORE_FIELDS}, ensure_ascii=False),
+                }
+            )
             if len(batch) == rows:
                 yield pl.DataFrame(batch, schema=schema)
                 batch = []
@@ -101,8 +113,10 @@ class CleanDocuments(Stage):
         import polars as pl
 
         docs = table.collect()
-        reasons = [self.drop_reason(title, text, n_words)
-                   for title, text, n_words in docs.select("title", "text", "n_words").iter_rows()]
+        reasons = [
+            self.drop_reason(title, text, n_words) for title, text, n_words in docs.select("title", "text", "n_words").iter_rows()
+        ]
         tagged = docs.with_columns(reason=pl.Series(reasons, dtype=pl.String))
-        return StageOutput(kept=tagged.filter(pl.col("reason").is_null()).drop("reason"),
-                           rejected=tagged.filter(pl.col("reason").is_not_null()))
+        return StageOutput(
+            kept=tagged.filter(pl.col("reason").is_null()).drop("reason"), rejected=tagged.filter(pl.col("reason").is_not_null())
+        )

@@ -61,24 +61,40 @@ class CorpusPresence(Stage):
                     docs[name], truncated[name] = index.documents_containing(name, p.max_occurrences)
                 progress.advance(task)
 
-        count_of = pl.DataFrame({"__name": list(counts), "__count": list(counts.values())},
-                                schema={"__name": pl.String, "__count": pl.Int64}).lazy()
+        count_of = pl.DataFrame(
+            {"__name": list(counts), "__count": list(counts.values())}, schema={"__name": pl.String, "__count": pl.Int64}
+        ).lazy()
         out = table
         for side in ("subject", "object"):
-            out = out.join(count_of, left_on=side, right_on="__name", how="left", maintain_order="left") \
-                .rename({"__count": f"{side}_corpus_count"}) \
+            out = (
+                out.join(count_of, left_on=side, right_on="__name", how="left", maintain_order="left")
+                .rename({"__count": f"{side}_corpus_count"})
                 .with_columns(pl.col(f"{side}_corpus_count").fill_null(0))
-        reason = (pl.when(pl.col("subject_corpus_count") == 0).then(pl.lit("subject_not_in_corpus"))
-                  .when(pl.col("object_corpus_count") == 0).then(pl.lit("object_not_in_corpus")))
+            )
+        reason = (
+            pl.when(pl.col("subject_corpus_count") == 0)
+            .then(pl.lit("subject_not_in_corpus"))
+            .when(pl.col("object_corpus_count") == 0)
+            .then(pl.lit("object_not_in_corpus"))
+        )
         if p.mode == "same_document":
             pairs = names.unique().rows()
             shared = {(s, o): len(docs.get(s, set()) & docs.get(o, set())) for s, o in pairs}
             approx = {(s, o): truncated.get(s, False) or truncated.get(o, False) for s, o in pairs}
-            cooc = pl.DataFrame({"subject": [k[0] for k in shared], "object": [k[1] for k in shared],
-                                 "cooccurrence_docs": list(shared.values()),
-                                 "cooccurrence_approx": [approx[k] for k in shared]},
-                                schema={"subject": pl.String, "object": pl.String,
-                                        "cooccurrence_docs": pl.Int64, "cooccurrence_approx": pl.Boolean}).lazy()
+            cooc = pl.DataFrame(
+                {
+                    "subject": [k[0] for k in shared],
+                    "object": [k[1] for k in shared],
+                    "cooccurrence_docs": list(shared.values()),
+                    "cooccurrence_approx": [approx[k] for k in shared],
+                },
+                schema={
+                    "subject": pl.String,
+                    "object": pl.String,
+                    "cooccurrence_docs": pl.Int64,
+                    "cooccurrence_approx": pl.Boolean,
+                },
+            ).lazy()
             out = out.join(cooc, on=["subject", "object"], how="left", maintain_order="left", nulls_equal=True)
             reason = reason.when(pl.col("cooccurrence_docs").fill_null(0) == 0).then(pl.lit("no_cooccurrence"))
         return filter_with_reason(out, reason.otherwise(pl.lit(None, dtype=pl.String)))

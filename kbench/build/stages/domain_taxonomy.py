@@ -112,16 +112,21 @@ class DomainTaxonomy(Stage):
         domains = load_domain_mapping(self.ctx.resolve(self.params.mapping), self.params.max_domains)
         ids = table.select(pl.concat_list("doc_uri", "subject_id").explode().drop_nulls().unique()).collect()
         found = self.entity_domains(set(ids.to_series().to_list()), domains)
-        lookup = pl.LazyFrame({"__id": list(found), "__domain": list(found.values())},
-                              schema={"__id": pl.String, "__domain": pl.String})
-        out = (table
-               .join(lookup, left_on="doc_uri", right_on="__id", how="left", maintain_order="left")
-               .rename({"__domain": "document_domain"})
-               .join(lookup, left_on="subject_id", right_on="__id", how="left", maintain_order="left")
-               .rename({"__domain": "subject_domain"})
-               .with_columns(domain=pl.coalesce("document_domain", "subject_domain")))
-        reason = pl.when(pl.col("document_domain").is_not_null() & pl.col("subject_domain").is_not_null()
-                         & (pl.col("document_domain") != pl.col("subject_domain"))).then(pl.lit("domain_mismatch"))
+        lookup = pl.LazyFrame(
+            {"__id": list(found), "__domain": list(found.values())}, schema={"__id": pl.String, "__domain": pl.String}
+        )
+        out = (
+            table.join(lookup, left_on="doc_uri", right_on="__id", how="left", maintain_order="left")
+            .rename({"__domain": "document_domain"})
+            .join(lookup, left_on="subject_id", right_on="__id", how="left", maintain_order="left")
+            .rename({"__domain": "subject_domain"})
+            .with_columns(domain=pl.coalesce("document_domain", "subject_domain"))
+        )
+        reason = pl.when(
+            pl.col("document_domain").is_not_null()
+            & pl.col("subject_domain").is_not_null()
+            & (pl.col("document_domain") != pl.col("subject_domain"))
+        ).then(pl.lit("domain_mismatch"))
         if self.params.require_domain:
             reason = reason.when(pl.col("domain").is_null()).then(pl.lit("no_domain"))
         return filter_with_reason(out, reason.otherwise(pl.lit(None, dtype=pl.String)))

@@ -92,8 +92,15 @@ class EvolvingSnapshots(Stage):
             old, new = read_snapshot(self.ctx.resolve(p.old)), read_snapshot(self.ctx.resolve(p.new))
         else:
             d = p.derive
-            old, new = derive_lama_snapshots(self.ctx.resolve(d.trex), self.ctx.resolve(d.autoprompt), d.relations,
-                                             d.per_relation, d.edit_fraction, d.new_per_relation, self.ctx.seed)
+            old, new = derive_lama_snapshots(
+                self.ctx.resolve(d.trex),
+                self.ctx.resolve(d.autoprompt),
+                d.relations,
+                d.per_relation,
+                d.edit_fraction,
+                d.new_per_relation,
+                self.ctx.seed,
+            )
             write_jsonl(self.ctx.output_path("snapshots/old.jsonl"), old)
             write_jsonl(self.ctx.output_path("snapshots/new.jsonl"), new)
         items, rejected = diff_snapshots(old, new)
@@ -103,33 +110,74 @@ class EvolvingSnapshots(Stage):
             info = relations.get(item["relation"], {})
             label = info.get("label") or item["relation"]
             template = questions.get(item["relation"]) or f"What is the {label} of [X]?"
-            rows.append({
-                "id": stable_hash([item.get("subject_id") or item["subject"], item["relation"]])[:16],
-                "relation": item["relation"], "relation_label": label, "subject": item["subject"],
-                "subject_id": item.get("subject_id"), "question": template.replace("[X]", item["subject"]),
-                "answer": item["object"], "answer1": item["answer1"], "answer2": item["answer2"],
-                "object_id": item.get("object_id"), "old_object_id": item["old_object_id"],
-                "category": item["category"], "split": item["category"],
-                "synthetic_edit": bool(item.get("synthetic_edit", False)), "old_date": p.old_date, "new_date": p.new_date,
-            })
+            rows.append(
+                {
+                    "id": stable_hash([item.get("subject_id") or item["subject"], item["relation"]])[:16],
+                    "relation": item["relation"],
+                    "relation_label": label,
+                    "subject": item["subject"],
+                    "subject_id": item.get("subject_id"),
+                    "question": template.replace("[X]", item["subject"]),
+                    "answer": item["object"],
+                    "answer1": item["answer1"],
+                    "answer2": item["answer2"],
+                    "object_id": item.get("object_id"),
+                    "old_object_id": item["old_object_id"],
+                    "category": item["category"],
+                    "split": item["category"],
+                    "synthetic_edit": bool(item.get("synthetic_edit", False)),
+                    "old_date": p.old_date,
+                    "new_date": p.new_date,
+                }
+            )
             cloze = info.get("template") or f"[X] {label} [Y] ."
             if "[X]" not in cloze or "[Y]" not in cloze:
                 raise InputError(self.ctx.resolve(p.relations_file), f"template of {item['relation']} lacks [X] or [Y]")
             change = {"edited": "updated"}.get(item["category"], item["category"])
-            corpus.append({"text": cloze.replace("[X]", item["subject"]).replace("[Y]", item["object"]).replace(" .", "."),
-                           "change": change, "relation": item["relation"]})
+            corpus.append(
+                {
+                    "text": cloze.replace("[X]", item["subject"]).replace("[Y]", item["object"]).replace(" .", "."),
+                    "change": change,
+                    "relation": item["relation"],
+                }
+            )
         write_jsonl(self.ctx.output_path(CORPUS_FILE), corpus)
         rejected_frame = None
         if rejected:
-            rejected_frame = pl.DataFrame([{**{k: r.get(k) for k in ("subject", "subject_id", "relation", "object", "object_id")},
-                                            "reason": r["reason"]} for r in rejected], schema={
-                "subject": pl.String, "subject_id": pl.String, "relation": pl.String, "object": pl.String,
-                "object_id": pl.String, "reason": pl.String})
+            rejected_frame = pl.DataFrame(
+                [
+                    {**{k: r.get(k) for k in ("subject", "subject_id", "relation", "object", "object_id")}, "reason": r["reason"]}
+                    for r in rejected
+                ],
+                schema={
+                    "subject": pl.String,
+                    "subject_id": pl.String,
+                    "relation": pl.String,
+                    "object": pl.String,
+                    "object_id": pl.String,
+                    "reason": pl.String,
+                },
+            )
         return StageOutput(kept=pl.DataFrame(rows, schema=_SCHEMA(pl)), rejected=rejected_frame)
 
 
 def _SCHEMA(pl):
     text = pl.String
-    return {"id": text, "relation": text, "relation_label": text, "subject": text, "subject_id": text, "question": text,
-            "answer": text, "answer1": text, "answer2": text, "object_id": text, "old_object_id": text,
-            "category": text, "split": text, "synthetic_edit": pl.Boolean, "old_date": text, "new_date": text}
+    return {
+        "id": text,
+        "relation": text,
+        "relation_label": text,
+        "subject": text,
+        "subject_id": text,
+        "question": text,
+        "answer": text,
+        "answer1": text,
+        "answer2": text,
+        "object_id": text,
+        "old_object_id": text,
+        "category": text,
+        "split": text,
+        "synthetic_edit": pl.Boolean,
+        "old_date": text,
+        "new_date": text,
+    }

@@ -48,16 +48,29 @@ def triplet_rows(doc: dict, index: int, span: tuple[int, int], generated: str) -
     for t in parse_rebel_output(generated):
         head = find_span(sentence, t.head)
         tail = find_span(sentence, t.tail, near=head[0] if head else None)
-        rows.append({
-            "triplet_id": triplet_id(doc["doc_id"], t.head, t.relation, t.tail, index),
-            "doc_id": doc["doc_id"], "title": doc["title"], "doc_uri": doc["uri"], "origin": "rebel",
-            "sentence_index": index, "sentence": sentence, "sentence_start": start,
-            "subject": t.head, "subject_id": None,
-            "subject_start": start + head[0] if head else None, "subject_end": start + head[1] if head else None,
-            "relation": None, "relation_label": t.relation,
-            "object": t.tail, "object_id": None, "object_kind": "entity",
-            "object_start": start + tail[0] if tail else None, "object_end": start + tail[1] if tail else None,
-        })
+        rows.append(
+            {
+                "triplet_id": triplet_id(doc["doc_id"], t.head, t.relation, t.tail, index),
+                "doc_id": doc["doc_id"],
+                "title": doc["title"],
+                "doc_uri": doc["uri"],
+                "origin": "rebel",
+                "sentence_index": index,
+                "sentence": sentence,
+                "sentence_start": start,
+                "subject": t.head,
+                "subject_id": None,
+                "subject_start": start + head[0] if head else None,
+                "subject_end": start + head[1] if head else None,
+                "relation": None,
+                "relation_label": t.relation,
+                "object": t.tail,
+                "object_id": None,
+                "object_kind": "entity",
+                "object_start": start + tail[0] if tail else None,
+                "object_end": start + tail[1] if tail else None,
+            }
+        )
     return rows
 
 
@@ -118,11 +131,17 @@ class ExtractRebel(Stage):
         import torch
 
         tokenizer, model, device = self._model
-        inputs = tokenizer(sentences, max_length=self.params.max_input_tokens, truncation=True, padding=True,
-                           return_tensors="pt").to(device)
+        inputs = tokenizer(
+            sentences, max_length=self.params.max_input_tokens, truncation=True, padding=True, return_tensors="pt"
+        ).to(device)
         with torch.inference_mode():
-            out = model.generate(**inputs, max_new_tokens=self.params.max_new_tokens, num_beams=self.params.num_beams,
-                                 length_penalty=0.0, do_sample=False)
+            out = model.generate(
+                **inputs,
+                max_new_tokens=self.params.max_new_tokens,
+                num_beams=self.params.num_beams,
+                length_penalty=0.0,
+                do_sample=False,
+            )
         return tokenizer.batch_decode(out, skip_special_tokens=False)
 
     def run(self, table) -> StageOutput:
@@ -141,15 +160,20 @@ class ExtractRebel(Stage):
         with Progress(transient=True) as progress:
             task = progress.add_task("REBEL extraction (documents)", total=len(docs))
             for first in range(0, len(docs), p.docs_per_part):
-                part = docs[first:first + p.docs_per_part]
-                key = stable_hash({"model": identity, "generation": generation,
-                                   "docs": [[d["doc_id"], d["title"], d["uri"], d["text"]] for d in part]})
+                part = docs[first : first + p.docs_per_part]
+                key = stable_hash(
+                    {
+                        "model": identity,
+                        "generation": generation,
+                        "docs": [[d["doc_id"], d["title"], d["uri"], d["text"]] for d in part],
+                    }
+                )
                 cached = self.ctx.cache_dir / "rebel" / f"{key[:32]}.parquet"
                 if not cached.exists():
                     units = [(d, i, span) for d in part for i, span in enumerate(sentence_spans(nlp, d["text"]))]
                     rows = []
                     for b in range(0, len(units), p.batch_size):
-                        batch = units[b:b + p.batch_size]
+                        batch = units[b : b + p.batch_size]
                         outputs = self._generate([d["text"][s:e] for d, _, (s, e) in batch])
                         for (d, i, span), generated in zip(batch, outputs):
                             rows.extend(triplet_rows(d, i, span, generated))

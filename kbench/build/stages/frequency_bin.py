@@ -42,8 +42,8 @@ from typing import Any, Literal
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 
-from kbench.build.stage import Stage, StageOutput, StageParams, filter_with_reason, register_stage
 from kbench.build.frequency import DROP_COLUMN, frequency_sources, make_source
+from kbench.build.stage import Stage, StageOutput, StageParams, filter_with_reason, register_stage
 
 BIN_NAMES = ("head", "buffer", "torso", "buffer", "tail")
 
@@ -129,8 +129,10 @@ class FrequencyBin(Stage):
             except ValidationError as exc:
                 err = exc.errors()[0]
                 where = ".".join(str(p) for p in err["loc"])
-                raise ValueError(f"options.{where}: {err['msg']} (options of source {self.source!r}: "
-                                 f"{', '.join(options_model.model_fields) or 'none'})") from None
+                raise ValueError(
+                    f"options.{where}: {err['msg']} (options of source {self.source!r}: "
+                    f"{', '.join(options_model.model_fields) or 'none'})"
+                ) from None
             return self
 
     def _source(self):
@@ -170,12 +172,23 @@ class FrequencyBin(Stage):
         bins, details = assign_bins(units["__unit_frequency"].to_list(), self.params.percentages)
         units = units.with_columns(pl.Series("frequency_bin", bins, dtype=pl.Utf8))
 
-        binned = (frame.join(units, on="__unit", how="left", maintain_order="left")
-                  .with_columns(pl.when(pl.col("__unit_frequency").is_not_null()).then(pl.col("__unit_frequency"))
-                                .otherwise(pl.col("frequency")).alias("frequency"))
-                  .sort("__row").drop("__row", "__unit", "__unit_frequency"))
-        reason = (pl.when(pl.col(DROP_COLUMN).is_not_null()).then(pl.col(DROP_COLUMN))
-                  .when(pl.col("frequency_bin") == "buffer").then(pl.lit("frequency_buffer")))
+        binned = (
+            frame.join(units, on="__unit", how="left", maintain_order="left")
+            .with_columns(
+                pl.when(pl.col("__unit_frequency").is_not_null())
+                .then(pl.col("__unit_frequency"))
+                .otherwise(pl.col("frequency"))
+                .alias("frequency")
+            )
+            .sort("__row")
+            .drop("__row", "__unit", "__unit_frequency")
+        )
+        reason = (
+            pl.when(pl.col(DROP_COLUMN).is_not_null())
+            .then(pl.col(DROP_COLUMN))
+            .when(pl.col("frequency_bin") == "buffer")
+            .then(pl.lit("frequency_buffer"))
+        )
         if self.params.missing == "drop":
             reason = reason.when(pl.col("frequency").is_null()).then(pl.lit("frequency_unknown"))
         out = filter_with_reason(binned.lazy(), reason.otherwise(pl.lit(None, pl.Utf8)))

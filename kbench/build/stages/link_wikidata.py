@@ -59,8 +59,9 @@ class LinkWikidata(Stage):
         from kbench.sources.link_index import build_indexes
 
         documents, titles, properties = self._paths()
-        entity_path, property_path = build_indexes(self.ctx.cache_dir, documents=documents,
-                                                   titles_table=titles, property_table=properties)
+        entity_path, property_path = build_indexes(
+            self.ctx.cache_dir, documents=documents, titles_table=titles, property_table=properties
+        )
         return pl.read_parquet(entity_path), pl.read_parquet(property_path)
 
     def run(self, table) -> StageOutput:
@@ -74,12 +75,17 @@ class LinkWikidata(Stage):
         def lookup(frame, name_col: str, id_col: str, index, prefix: str):
             joined = frame.with_columns(normalise(pl.col(name_col)).alias("__key")).join(
                 index.rename({"id": "__found", "ambiguous": f"__{prefix}_ambiguous"}),
-                left_on="__key", right_on="key", how="left", maintain_order="left",
+                left_on="__key",
+                right_on="key",
+                how="left",
+                maintain_order="left",
             )
             had = pl.col(id_col).is_not_null() if keep else pl.lit(False)
             return joined.with_columns(
                 pl.when(had).then(pl.col(id_col)).otherwise(pl.col("__found")).alias(id_col),
-                pl.when(had).then(False).otherwise(pl.col(f"__{prefix}_ambiguous").fill_null(False))
+                pl.when(had)
+                .then(False)
+                .otherwise(pl.col(f"__{prefix}_ambiguous").fill_null(False))
                 .alias(f"__{prefix}_ambiguous"),
                 had.alias(f"__{prefix}_had"),
             ).drop("__key", "__found")
@@ -89,20 +95,33 @@ class LinkWikidata(Stage):
         linked = lookup(linked, "relation_label", "relation", props, "r")
         linked = linked.with_columns(
             link_method=pl.when(pl.col("__s_had") & pl.col("__o_had") & pl.col("__r_had"))
-            .then(pl.lit("annotated")).otherwise(pl.lit("index")),
+            .then(pl.lit("annotated"))
+            .otherwise(pl.lit("index")),
         )
         qid, pid = r"^Q[1-9][0-9]*$", r"^P[1-9][0-9]*$"
         reason = (
-            pl.when(pl.col("object_kind") == "literal").then(pl.lit("object_is_literal"))
-            .when(~pl.col("subject_id").str.contains(qid) | ~pl.col("object_id").str.contains(qid)
-                  | ~pl.col("relation").str.contains(pid)).then(pl.lit("invalid_id"))
-            .when(pl.col("__s_ambiguous")).then(pl.lit("subject_ambiguous"))
-            .when(pl.col("__o_ambiguous")).then(pl.lit("object_ambiguous"))
-            .when(pl.col("__r_ambiguous")).then(pl.lit("relation_ambiguous"))
-            .when(pl.col("subject_id").is_null()).then(pl.lit("subject_unlinked"))
-            .when(pl.col("object_id").is_null()).then(pl.lit("object_unlinked"))
-            .when(pl.col("relation").is_null()).then(pl.lit("relation_unlinked"))
-            .when(pl.col("subject_id") == pl.col("object_id")).then(pl.lit("self_loop"))
+            pl.when(pl.col("object_kind") == "literal")
+            .then(pl.lit("object_is_literal"))
+            .when(
+                ~pl.col("subject_id").str.contains(qid)
+                | ~pl.col("object_id").str.contains(qid)
+                | ~pl.col("relation").str.contains(pid)
+            )
+            .then(pl.lit("invalid_id"))
+            .when(pl.col("__s_ambiguous"))
+            .then(pl.lit("subject_ambiguous"))
+            .when(pl.col("__o_ambiguous"))
+            .then(pl.lit("object_ambiguous"))
+            .when(pl.col("__r_ambiguous"))
+            .then(pl.lit("relation_ambiguous"))
+            .when(pl.col("subject_id").is_null())
+            .then(pl.lit("subject_unlinked"))
+            .when(pl.col("object_id").is_null())
+            .then(pl.lit("object_unlinked"))
+            .when(pl.col("relation").is_null())
+            .then(pl.lit("relation_unlinked"))
+            .when(pl.col("subject_id") == pl.col("object_id"))
+            .then(pl.lit("self_loop"))
             .otherwise(pl.lit(None, dtype=pl.String))
         )
         out = filter_with_reason(linked, reason)

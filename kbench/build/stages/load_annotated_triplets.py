@@ -67,21 +67,36 @@ class LoadAnnotatedTriplets(Stage):
                 object_id = obj.get("uri") if ENTITY_ID.match(str(obj.get("uri", ""))) else None
                 relation = pred.get("uri") if PROPERTY_ID.match(str(pred.get("uri", ""))) else None
                 subject_id = subj.get("uri") if ENTITY_ID.match(str(subj.get("uri", ""))) else None
-                tid = triplet_id(doc["doc_id"], subj.get("surfaceform", ""), pred.get("surfaceform", ""),
-                                 obj.get("surfaceform", ""), index if index is not None else -1)
-                (duplicates if tid in seen else rows).append({
-                    "triplet_id": tid,
-                    "doc_id": doc["doc_id"], "title": doc["title"], "doc_uri": doc["uri"], "origin": "annotated",
-                    "sentence_index": index,
-                    "sentence": doc["text"][sent_start:sent_end] if index is not None else None,
-                    "sentence_start": sent_start,
-                    "subject": subj.get("surfaceform"), "subject_id": subject_id,
-                    "subject_start": s_start, "subject_end": s_end,
-                    "relation": relation, "relation_label": pred.get("surfaceform"),
-                    "object": obj.get("surfaceform"), "object_id": object_id,
-                    "object_kind": "entity" if object_id else "literal",
-                    "object_start": o_start, "object_end": o_end,
-                })
+                tid = triplet_id(
+                    doc["doc_id"],
+                    subj.get("surfaceform", ""),
+                    pred.get("surfaceform", ""),
+                    obj.get("surfaceform", ""),
+                    index if index is not None else -1,
+                )
+                (duplicates if tid in seen else rows).append(
+                    {
+                        "triplet_id": tid,
+                        "doc_id": doc["doc_id"],
+                        "title": doc["title"],
+                        "doc_uri": doc["uri"],
+                        "origin": "annotated",
+                        "sentence_index": index,
+                        "sentence": doc["text"][sent_start:sent_end] if index is not None else None,
+                        "sentence_start": sent_start,
+                        "subject": subj.get("surfaceform"),
+                        "subject_id": subject_id,
+                        "subject_start": s_start,
+                        "subject_end": s_end,
+                        "relation": relation,
+                        "relation_label": pred.get("surfaceform"),
+                        "object": obj.get("surfaceform"),
+                        "object_id": object_id,
+                        "object_kind": "entity" if object_id else "literal",
+                        "object_start": o_start,
+                        "object_end": o_end,
+                    }
+                )
                 seen.add(tid)
         rejected = pl.DataFrame(duplicates, schema=triplet_schema()).with_columns(reason=pl.lit("duplicate_triple"))
         return StageOutput(kept=pl.DataFrame(rows, schema=triplet_schema()), rejected=rejected)

@@ -48,9 +48,20 @@ GOOGLE_RE_PREFIX = "google_re:"
 _RELATION_FILE = re.compile(r"^(P[1-9][0-9]*)\.jsonl$")
 
 COLUMNS = {
-    "id": "str", "relation": "str", "wikidata_property": "str", "relation_label": "str", "template": "str",
-    "subject": "str", "subject_id": "str", "object": "str", "object_id": "str", "source": "str",
-    "evidence_count": "int", "subject_aliases": "list", "object_aliases": "list", "split": "str",
+    "id": "str",
+    "relation": "str",
+    "wikidata_property": "str",
+    "relation_label": "str",
+    "template": "str",
+    "subject": "str",
+    "subject_id": "str",
+    "object": "str",
+    "object_id": "str",
+    "source": "str",
+    "evidence_count": "int",
+    "subject_aliases": "list",
+    "object_aliases": "list",
+    "split": "str",
 }
 
 
@@ -119,7 +130,9 @@ class LoadLama(Stage):
         def _pids(cls, v: Optional[list[str]]) -> Optional[list[str]]:
             for rid in v or []:
                 if not (PID.match(rid) or rid.startswith(GOOGLE_RE_PREFIX) and SOURCE_RELATION.match(rid)):
-                    raise ValueError(f"not a Wikidata property id (P19) or a Google-RE relation (google_re:place_of_birth): {rid!r}")
+                    raise ValueError(
+                        f"not a Wikidata property id (P19) or a Google-RE relation (google_re:place_of_birth): {rid!r}"
+                    )
             return v
 
         @field_validator("google_re_relations")
@@ -127,7 +140,9 @@ class LoadLama(Stage):
         def _names(cls, v: dict[str, GoogleRERelation]) -> dict[str, GoogleRERelation]:
             for name in v:
                 if not SOURCE_RELATION.match(GOOGLE_RE_PREFIX + name):
-                    raise ValueError(f"Google-RE relation name {name!r} may only use a-z, 0-9 and _ (it becomes google_re:{name})")
+                    raise ValueError(
+                        f"Google-RE relation name {name!r} may only use a-z, 0-9 and _ (it becomes google_re:{name})"
+                    )
             return v
 
         @model_validator(mode="after")
@@ -186,8 +201,9 @@ class LoadLama(Stage):
                     return folder / "relations.jsonl"
                 if folder == trex_root or trex_root not in folder.parents:
                     break
-        raise UserError("relations_file: no relations.jsonl found next to the T-REx files; "
-                        "set `relations_file` to LAMA's relations.jsonl")
+        raise UserError(
+            "relations_file: no relations.jsonl found next to the T-REx files; set `relations_file` to LAMA's relations.jsonl"
+        )
 
     @cached_property
     def _google_re_files(self) -> list[tuple[str, Path]]:
@@ -269,14 +285,30 @@ class LoadLama(Stage):
 
         for relation, path in self._trex_files:
             meta = template_for(relation, path)
-            for n, (lineno, obj) in enumerate(iter_jsonl(path, required=("uuid", "sub_uri", "sub_label", "obj_uri", "obj_label"))):
+            for n, (lineno, obj) in enumerate(
+                iter_jsonl(path, required=("uuid", "sub_uri", "sub_label", "obj_uri", "obj_label"))
+            ):
                 if limit is not None and n >= limit:
                     break
                 if obj.get("predicate_id", relation) != relation:
-                    raise InputError(path, f"predicate_id {obj['predicate_id']!r} does not match the file's relation {relation}", line=lineno)
-                _append(rows, path, lineno, id=obj["uuid"], relation=relation, wikidata_property=relation, meta=meta, source="trex",
-                        subject=obj["sub_label"], subject_id=obj["sub_uri"], object=obj["obj_label"],
-                        object_id=obj["obj_uri"], evidence_count=len(obj.get("evidences") or []))
+                    raise InputError(
+                        path, f"predicate_id {obj['predicate_id']!r} does not match the file's relation {relation}", line=lineno
+                    )
+                _append(
+                    rows,
+                    path,
+                    lineno,
+                    id=obj["uuid"],
+                    relation=relation,
+                    wikidata_property=relation,
+                    meta=meta,
+                    source="trex",
+                    subject=obj["sub_label"],
+                    subject_id=obj["sub_uri"],
+                    object=obj["obj_label"],
+                    object_id=obj["obj_uri"],
+                    evidence_count=len(obj.get("evidences") or []),
+                )
 
         for name, path in self._google_re_files:
             spec = self.params.google_re_relations[name]
@@ -284,11 +316,23 @@ class LoadLama(Stage):
             for n, (lineno, obj) in enumerate(iter_jsonl(path, required=("uuid", "sub_label", "obj_label"))):
                 if limit is not None and n >= limit:
                     break
-                _append(rows, path, lineno, id=obj["uuid"], relation=GOOGLE_RE_PREFIX + name,
-                        wikidata_property=spec.wikidata_property, meta=meta, source="google_re",
-                        subject=obj["sub_label"], subject_id=obj.get("sub_w"), object=obj["obj_label"],
-                        object_id=obj.get("obj_w"), evidence_count=len(obj.get("evidences") or []),
-                        subject_aliases=obj.get("sub_aliases"), object_aliases=obj.get("obj_aliases"))
+                _append(
+                    rows,
+                    path,
+                    lineno,
+                    id=obj["uuid"],
+                    relation=GOOGLE_RE_PREFIX + name,
+                    wikidata_property=spec.wikidata_property,
+                    meta=meta,
+                    source="google_re",
+                    subject=obj["sub_label"],
+                    subject_id=obj.get("sub_w"),
+                    object=obj["obj_label"],
+                    object_id=obj.get("obj_w"),
+                    evidence_count=len(obj.get("evidences") or []),
+                    subject_aliases=obj.get("sub_aliases"),
+                    object_aliases=obj.get("obj_aliases"),
+                )
 
         for relation, split, path in self._autoprompt_files:
             meta = template_for(relation, path)
@@ -296,10 +340,22 @@ class LoadLama(Stage):
                 if limit is not None and n >= limit:
                     break
                 fact_id = "autoprompt-" + stable_hash([relation, split, obj["sub_uri"], obj["obj_uri"]])[:24]
-                _append(rows, path, lineno, id=fact_id, relation=relation, wikidata_property=relation, meta=meta,
-                        source=f"autoprompt_{split}",
-                        subject=obj["sub_label"], subject_id=obj["sub_uri"], object=obj["obj_label"],
-                        object_id=obj["obj_uri"], evidence_count=None, split=split)
+                _append(
+                    rows,
+                    path,
+                    lineno,
+                    id=fact_id,
+                    relation=relation,
+                    wikidata_property=relation,
+                    meta=meta,
+                    source=f"autoprompt_{split}",
+                    subject=obj["sub_label"],
+                    subject_id=obj["sub_uri"],
+                    object=obj["obj_label"],
+                    object_id=obj["obj_uri"],
+                    evidence_count=None,
+                    split=split,
+                )
 
         missing = sorted(set(self.params.relations or []) - set(rows["relation"]) - set(rows["wikidata_property"]))
         if missing:
@@ -319,8 +375,17 @@ def _first_folder(root: Path, accept) -> Path | None:
     return None
 
 
-def _append(rows: dict[str, list], path: Path, lineno: int, *, meta: dict[str, str], subject_aliases: Any = None,
-            object_aliases: Any = None, split: str | None = None, **values) -> None:
+def _append(
+    rows: dict[str, list],
+    path: Path,
+    lineno: int,
+    *,
+    meta: dict[str, str],
+    subject_aliases: Any = None,
+    object_aliases: Any = None,
+    split: str | None = None,
+    **values,
+) -> None:
     """Validate one fact and append it to the column lists (errors name file and line)."""
     for key in ("id", "subject", "object"):
         if not isinstance(values[key], str) or not values[key].strip():

@@ -60,11 +60,17 @@ class LoadTextbook(Stage):
                 if not isinstance(para["text"], str) or not isinstance(para["chapter"], int):
                     raise InputError(paragraphs_path, "`text` must be a string and `chapter` an integer", line=lineno)
                 by_section.setdefault((para["book"], str(para["section"])), []).append(para)
-                corpus.append({
-                    "para_id": f"{para['book']}/{para['para_id']}", "book": para["book"], "chapter": para["chapter"],
-                    "section": str(para["section"]), "section_title": para.get("section_title") or "",
-                    "split": left_split(para["chapter"], self.params.dev_max_chapter), "text": para["text"],
-                })
+                corpus.append(
+                    {
+                        "para_id": f"{para['book']}/{para['para_id']}",
+                        "book": para["book"],
+                        "chapter": para["chapter"],
+                        "section": str(para["section"]),
+                        "section_title": para.get("section_title") or "",
+                        "split": left_split(para["chapter"], self.params.dev_max_chapter),
+                        "text": para["text"],
+                    }
+                )
             for lineno, q in iter_jsonl(questions_path, QUESTION_FIELDS):
                 rows.append(self._question_row(questions_path, lineno, q, by_section))
         write_jsonl(self.ctx.output_path(CORPUS_FILE), corpus)
@@ -81,10 +87,16 @@ class LoadTextbook(Stage):
             raise InputError(path, f"`answer_index` {index!r} is not an index into the {len(options)} options", line=lineno)
         section_paragraphs = by_section.get((q["book"], str(q["section"])), [])
         return {
-            "book": q["book"], "license": q.get("license") or "", "chapter": q["chapter"],
-            "chapter_title": q.get("chapter_title") or "", "section": str(q["section"]),
-            "section_title": q.get("section_title") or "", "exercise_id": str(q["exercise_id"]),
-            "question": q["question"], "options": options, "answer_index": index,
+            "book": q["book"],
+            "license": q.get("license") or "",
+            "chapter": q["chapter"],
+            "chapter_title": q.get("chapter_title") or "",
+            "section": str(q["section"]),
+            "section_title": q.get("section_title") or "",
+            "exercise_id": str(q["exercise_id"]),
+            "question": q["question"],
+            "options": options,
+            "answer_index": index,
             "answer_text": None if index is None else options[index],
             "split": left_split(q["chapter"], self.params.dev_max_chapter),
             "paragraphs": [p["text"] for p in section_paragraphs],
@@ -94,8 +106,18 @@ class LoadTextbook(Stage):
 
 def _SCHEMA(pl):  # explicit types: an all-null column (no answer keys at all) must still be typed
     return {
-        "book": pl.String, "license": pl.String, "chapter": pl.Int64, "chapter_title": pl.String, "section": pl.String,
-        "section_title": pl.String, "exercise_id": pl.String, "question": pl.String, "options": pl.List(pl.String),
-        "answer_index": pl.Int64, "answer_text": pl.String, "split": pl.String,
-        "paragraphs": pl.List(pl.String), "paragraph_ids": pl.List(pl.String),
+        "book": pl.String,
+        "license": pl.String,
+        "chapter": pl.Int64,
+        "chapter_title": pl.String,
+        "section": pl.String,
+        "section_title": pl.String,
+        "exercise_id": pl.String,
+        "question": pl.String,
+        "options": pl.List(pl.String),
+        "answer_index": pl.Int64,
+        "answer_text": pl.String,
+        "split": pl.String,
+        "paragraphs": pl.List(pl.String),
+        "paragraph_ids": pl.List(pl.String),
     }

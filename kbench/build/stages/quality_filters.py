@@ -51,11 +51,15 @@ class QualityFilters(Stage):
         overlap = pl.when(shorter > 0).then(shared / shorter).otherwise(0.0)
         substring = subject.str.contains(obj, literal=True) | obj.str.contains(subject, literal=True)
         reason = (
-            pl.when(pl.col("relation").str.to_lowercase().is_in(banned)
-                    | pl.col("relation_label").str.to_lowercase().str.strip_chars().is_in(banned))
+            pl.when(
+                pl.col("relation").str.to_lowercase().is_in(banned)
+                | pl.col("relation_label").str.to_lowercase().str.strip_chars().is_in(banned)
+            )
             .then(pl.lit("uninformative_relation"))
-            .when((pl.col("object").str.split(" ").list.len() > p.max_object_words)
-                  | (pl.col("object").str.len_chars() > p.max_object_chars))
+            .when(
+                (pl.col("object").str.split(" ").list.len() > p.max_object_words)
+                | (pl.col("object").str.len_chars() > p.max_object_chars)
+            )
             .then(pl.lit("object_too_long"))
             .when((overlap > p.max_token_overlap) | substring.fill_null(False))
             .then(pl.lit("lexical_overlap"))

@@ -35,9 +35,9 @@ class RelationCap(Stage):
         import polars as pl
 
         seed = self.ctx.seed if self.params.seed is None else self.params.seed
-        keyed = table.with_columns(
-            pl.col("id").map_elements(lambda i: seeded_key(seed, i), return_dtype=pl.Utf8).alias("__key"))
+        keyed = table.with_columns(pl.col("id").map_elements(lambda i: seeded_key(seed, i), return_dtype=pl.Utf8).alias("__key"))
         rank = pl.col("__key").rank("ordinal").over(self.params.by)
-        out = filter_with_reason(keyed, pl.when(rank > self.params.max_per_relation)
-                                 .then(pl.lit("relation_cap")).otherwise(pl.lit(None, pl.Utf8)))
+        out = filter_with_reason(
+            keyed, pl.when(rank > self.params.max_per_relation).then(pl.lit("relation_cap")).otherwise(pl.lit(None, pl.Utf8))
+        )
         return StageOutput(kept=out.kept.drop("__key"), rejected=out.rejected.drop("__key"))

@@ -20,7 +20,13 @@ from pathlib import Path
 
 from kbench.build.stage import Stage, StageOutput, filter_with_reason, register_stage
 from kbench.build.stages._wikidata_common import (
-    WikidataParams, endpoint_option, matches, open_wikidata, progress, property_column, wikidata_input_files,
+    WikidataParams,
+    endpoint_option,
+    matches,
+    open_wikidata,
+    progress,
+    property_column,
+    wikidata_input_files,
 )
 from kbench.sources.wikidata import ID_PATTERN, PROPERTY_PATTERN
 
@@ -47,12 +53,17 @@ class SingleAnswer(Stage):
         with progress("single_answer: counting objects", pairs.height) as advance:
             counts = open_wikidata(self.params, self.ctx, on_batch=advance).object_counts(pairs.iter_rows())
         count_table = pl.DataFrame(
-            {relation: [r for r, _ in counts], "subject_id": [s for _, s in counts],
-             "__count": list(counts.values())},
-            schema={relation: pl.Utf8, "subject_id": pl.Utf8, "__count": pl.Int64})
+            {relation: [r for r, _ in counts], "subject_id": [s for _, s in counts], "__count": list(counts.values())},
+            schema={relation: pl.Utf8, "subject_id": pl.Utf8, "__count": pl.Int64},
+        )
         df = df.join(count_table, on=[relation, "subject_id"], how="left", maintain_order="left")
-        reason = (pl.when(~pl.col("__valid")).then(pl.lit("invalid_id"))
-                  .when(pl.col("__count") == 0).then(pl.lit("no_answer_in_store"))
-                  .when(pl.col("__count") > 1).then(pl.lit("multiple_answers")))
+        reason = (
+            pl.when(~pl.col("__valid"))
+            .then(pl.lit("invalid_id"))
+            .when(pl.col("__count") == 0)
+            .then(pl.lit("no_answer_in_store"))
+            .when(pl.col("__count") > 1)
+            .then(pl.lit("multiple_answers"))
+        )
         out = filter_with_reason(df.lazy(), reason)
         return StageOutput(kept=out.kept.drop("__valid", "__count"), rejected=out.rejected.drop("__valid", "__count"))

@@ -65,5 +65,6 @@ class Split(Stage):
         unit_col = "id" if self.params.mode == "random" else "relation"
         units = frame.filter(~preset)[unit_col].to_list()
         assigned = frame[unit_col].replace_strict(self._assign(units), default=None, return_dtype=pl.Utf8)
-        return StageOutput(kept=frame.with_columns(
-            pl.when(preset).then(pl.col("split")).otherwise(assigned).alias("split")).lazy())
+        return StageOutput(
+            kept=frame.with_columns(pl.when(preset).then(pl.col("split")).otherwise(assigned).alias("split")).lazy()
+        )

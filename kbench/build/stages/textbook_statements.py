@@ -46,12 +46,78 @@ _META_OPTION = re.compile(r"^(all|none|both|neither)\b.*\b(above|statements|thes
 _WH_LEADS = (("which", "of", "the", "following"), ("which", "of", "these"), ("which",), ("what",), ("who",))
 # Verbs that follow a subject wh-phrase in review questions; "-ed" words are caught by rule.
 _VERBS = {
-    "is", "was", "are", "were", "has", "had", "have", "can", "could", "would", "will", "should", "may", "might",
-    "must", "made", "led", "took", "gave", "became", "began", "won", "lost", "built", "brought", "sought",
-    "fought", "wrote", "held", "kept", "left", "paid", "sent", "set", "spent", "ran", "saw", "said", "sold",
-    "came", "went", "grew", "knew", "rose", "fell", "drew", "found", "put", "got", "struck", "meant", "did",
-    "does", "do", "describes", "explains", "represents", "includes", "characterizes", "requires", "allows",
-    "refers", "means", "provides", "makes", "gives", "takes", "leads", "helps", "shows", "occurs", "contains",
+    "is",
+    "was",
+    "are",
+    "were",
+    "has",
+    "had",
+    "have",
+    "can",
+    "could",
+    "would",
+    "will",
+    "should",
+    "may",
+    "might",
+    "must",
+    "made",
+    "led",
+    "took",
+    "gave",
+    "became",
+    "began",
+    "won",
+    "lost",
+    "built",
+    "brought",
+    "sought",
+    "fought",
+    "wrote",
+    "held",
+    "kept",
+    "left",
+    "paid",
+    "sent",
+    "set",
+    "spent",
+    "ran",
+    "saw",
+    "said",
+    "sold",
+    "came",
+    "went",
+    "grew",
+    "knew",
+    "rose",
+    "fell",
+    "drew",
+    "found",
+    "put",
+    "got",
+    "struck",
+    "meant",
+    "did",
+    "does",
+    "do",
+    "describes",
+    "explains",
+    "represents",
+    "includes",
+    "characterizes",
+    "requires",
+    "allows",
+    "refers",
+    "means",
+    "provides",
+    "makes",
+    "gives",
+    "takes",
+    "leads",
+    "helps",
+    "shows",
+    "occurs",
+    "contains",
 }
 _DO_SUPPORT = {"do", "does", "did"}
 _ADVERBS_BEFORE_VERB = {"best", "most", "least", "also", "not", "first", "still", "actually"}
@@ -126,7 +192,7 @@ def subject_question(question: str, option: str) -> str | None:
         start = i
         while start - 1 >= len(lead) and tokens[start - 1].lower_ in _ADVERBS_BEFORE_VERB:
             start -= 1  # "Which of the following best describes X" keeps "best"
-        rest = question.rstrip().rstrip("?")[tokens[start].idx:]
+        rest = question.rstrip().rstrip("?")[tokens[start].idx :]
         return _tidy(f"{_capitalise(option.strip())} {rest}.")
     return None
 
@@ -197,24 +263,67 @@ class TextbookStatements(Stage):
                 continue
             true_text, false_text, form = _pair_form(row["question"], options[index], wrong)
             overlap = word_overlap(true_text, false_text)
-            base = {k: row[k] for k in ("book", "license", "chapter", "chapter_title", "section", "section_title",
-                                        "split", "question", "paragraphs", "paragraph_ids")}
+            base = {
+                k: row[k]
+                for k in (
+                    "book",
+                    "license",
+                    "chapter",
+                    "chapter_title",
+                    "section",
+                    "section_title",
+                    "split",
+                    "question",
+                    "paragraphs",
+                    "paragraph_ids",
+                )
+            }
             for label, text, option in ((True, true_text, options[index]), (False, false_text, wrong)):
-                kept.append({"id": f"{pair_id}/{str(label).lower()}", "pair_id": pair_id, "statement": text,
-                             "label": label, "option": option, "correct_option": options[index], "form": form,
-                             "word_overlap": overlap, **base})
+                kept.append(
+                    {
+                        "id": f"{pair_id}/{str(label).lower()}",
+                        "pair_id": pair_id,
+                        "statement": text,
+                        "label": label,
+                        "option": option,
+                        "correct_option": options[index],
+                        "form": form,
+                        "word_overlap": overlap,
+                        **base,
+                    }
+                )
         write_json(self.ctx.output_path(STATS_FILE), statement_stats(kept, rejected))
-        kept_frame = pl.DataFrame(kept, schema=_output_schema(pl, table)) if kept else pl.DataFrame(schema=_output_schema(pl, table))
+        kept_frame = (
+            pl.DataFrame(kept, schema=_output_schema(pl, table)) if kept else pl.DataFrame(schema=_output_schema(pl, table))
+        )
         rejected_frame = pl.DataFrame(rejected, schema={**table.collect_schema(), "reason": pl.String}) if rejected else None
         return StageOutput(kept=kept_frame, rejected=rejected_frame)
 
 
 def _output_schema(pl, table) -> dict:
     source = table.collect_schema()
-    schema = {"id": pl.String, "pair_id": pl.String, "statement": pl.String, "label": pl.Boolean, "option": pl.String,
-              "correct_option": pl.String, "form": pl.String, "word_overlap": pl.Float64}
-    for name in ("book", "license", "chapter", "chapter_title", "section", "section_title", "split", "question",
-                 "paragraphs", "paragraph_ids"):
+    schema = {
+        "id": pl.String,
+        "pair_id": pl.String,
+        "statement": pl.String,
+        "label": pl.Boolean,
+        "option": pl.String,
+        "correct_option": pl.String,
+        "form": pl.String,
+        "word_overlap": pl.Float64,
+    }
+    for name in (
+        "book",
+        "license",
+        "chapter",
+        "chapter_title",
+        "section",
+        "section_title",
+        "split",
+        "question",
+        "paragraphs",
+        "paragraph_ids",
+    ):
         schema[name] = source[name]
     return schema
 
@@ -238,6 +347,12 @@ def statement_stats(kept: list[dict], rejected: list[dict]) -> dict:
     reasons: dict[str, int] = {}
     for r in rejected:
         reasons[r["reason"]] = reasons.get(r["reason"], 0) + 1
-    return {"pairs": len(pairs), "statements": len(kept), "mean_word_overlap": mean_overlap(pairs),
-            "per_split": grouped("split"), "per_book": grouped("book"), "forms": dict(sorted(forms.items())),
-            "rejected": dict(sorted(reasons.items()))}
+    return {
+        "pairs": len(pairs),
+        "statements": len(kept),
+        "mean_word_overlap": mean_overlap(pairs),
+        "per_split": grouped("split"),
+        "per_book": grouped("book"),
+        "forms": dict(sorted(forms.items())),
+        "rejected": dict(sorted(reasons.items())),
+    }

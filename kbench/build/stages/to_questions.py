@@ -72,24 +72,43 @@ class ToQuestions(Stage):
 
         templates = self._templates
         names = table.collect_schema().names()
-        defaults = {"subject_aliases": pl.lit([], dtype=pl.List(pl.Utf8)), "object_aliases": pl.lit([], dtype=pl.List(pl.Utf8)),
-                    "frequency": pl.lit(None, pl.Float64), "frequency_bin": pl.lit(None, pl.Utf8)}
+        defaults = {
+            "subject_aliases": pl.lit([], dtype=pl.List(pl.Utf8)),
+            "object_aliases": pl.lit([], dtype=pl.List(pl.Utf8)),
+            "frequency": pl.lit(None, pl.Float64),
+            "frequency_bin": pl.lit(None, pl.Utf8),
+        }
         table = table.with_columns(expr.alias(col) for col, expr in defaults.items() if col not in names)
 
         subject = pl.col("subject")
         question_template = (
-            pl.col("relation").replace_strict(templates, default=None, return_dtype=pl.Utf8)
+            pl.col("relation")
+            .replace_strict(templates, default=None, return_dtype=pl.Utf8)
             .fill_null(pl.lit("What is the ") + pl.col("relation_label") + pl.lit(" of [X]?"))
         )
         question = question_template.str.replace("[X]", subject, literal=True)
         before_object = pl.col("template").str.split_exact("[Y]", 1).struct.field("field_0")
-        cloze = (pl.when(before_object.str.contains("[X]", literal=True))
-                 .then(before_object.str.replace("[X]", subject, literal=True).str.strip_chars())
-                 .otherwise(question))
-        masked = (pl.col("template").str.replace("[X]", subject, literal=True)
-                  .str.replace("[Y]", pl.lit("[MASK]"), literal=True).str.strip_chars())
-        answers = pl.concat_list(pl.concat_list(pl.col("object")), pl.col("object_aliases").fill_null([])).list.unique(maintain_order=True)
-        return StageOutput(kept=table.with_columns(
-            question.alias("question"), cloze.alias("prompt_cloze"), masked.alias("prompt_masked"), answers.alias("answers"),
-            pl.col("subject_aliases").fill_null([]), pl.col("object_aliases").fill_null([]),
-        ))
+        cloze = (
+            pl.when(before_object.str.contains("[X]", literal=True))
+            .then(before_object.str.replace("[X]", subject, literal=True).str.strip_chars())
+            .otherwise(question)
+        )
+        masked = (
+            pl.col("template")
+            .str.replace("[X]", subject, literal=True)
+            .str.replace("[Y]", pl.lit("[MASK]"), literal=True)
+            .str.strip_chars()
+        )
+        answers = pl.concat_list(pl.concat_list(pl.col("object")), pl.col("object_aliases").fill_null([])).list.unique(
+            maintain_order=True
+        )
+        return StageOutput(
+            kept=table.with_columns(
+                question.alias("question"),
+                cloze.alias("prompt_cloze"),
+                masked.alias("prompt_masked"),
+                answers.alias("answers"),
+                pl.col("subject_aliases").fill_null([]),
+                pl.col("object_aliases").fill_null([]),
+            )
+        )

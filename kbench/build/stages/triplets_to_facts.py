@@ -52,15 +52,20 @@ class TripletsToFacts(Stage):
 
         templates = self._templates
         generic = pl.lit("The ") + pl.col("relation_label") + pl.lit(" of [X] is [Y] .")
-        source = (pl.lit(self.params.source_name) if self.params.source_name
-                  else pl.lit("rebel_") + pl.col("origin"))
+        source = pl.lit(self.params.source_name) if self.params.source_name else pl.lit("rebel_") + pl.col("origin")
         if templates:  # a join, not `replace_strict`: polars streams joins but not replace (flat memory)
-            known = pl.LazyFrame({"__relation": list(templates), "__template": list(templates.values())},
-                                 schema={"__relation": pl.String, "__template": pl.String})
+            known = pl.LazyFrame(
+                {"__relation": list(templates), "__template": list(templates.values())},
+                schema={"__relation": pl.String, "__template": pl.String},
+            )
             table = table.join(known, left_on="relation", right_on="__relation", how="left", maintain_order="left")
         else:
             table = table.with_columns(pl.lit(None, dtype=pl.String).alias("__template"))
-        return StageOutput(kept=table.with_columns(
-            pl.col("triplet_id").alias("id"), pl.col("__template").fill_null(generic).alias("template"),
-            source.alias("source"), pl.lit(None, dtype=pl.Int64).alias("evidence_count"),
-        ).drop("__template"))
+        return StageOutput(
+            kept=table.with_columns(
+                pl.col("triplet_id").alias("id"),
+                pl.col("__template").fill_null(generic).alias("template"),
+                source.alias("source"),
+                pl.lit(None, dtype=pl.Int64).alias("evidence_count"),
+            ).drop("__template")
+        )

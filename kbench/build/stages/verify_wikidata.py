@@ -22,10 +22,16 @@ from pathlib import Path
 
 from kbench.build.stage import Stage, StageOutput, filter_with_reason, register_stage
 from kbench.build.stages._wikidata_common import (
-    WikidataParams, endpoint_option, matches, open_wikidata, present, progress, property_column, wikidata_input_files,
+    WikidataParams,
+    endpoint_option,
+    matches,
+    open_wikidata,
+    present,
+    progress,
+    property_column,
+    wikidata_input_files,
 )
 from kbench.sources.wikidata import ID_PATTERN, PROPERTY_PATTERN
-
 
 
 @register_stage
@@ -50,7 +56,8 @@ class VerifyWikidata(Stage):
         label_columns = {"subject": "subject_id", "object": "object_id", "relation_label": relation}
         literal = pl.col(relation).is_in(self.params.literal_object_relations)
         id_problem = (
-            pl.when(present(relation) & ~matches(relation, PROPERTY_PATTERN)).then(pl.lit("invalid_id"))
+            pl.when(present(relation) & ~matches(relation, PROPERTY_PATTERN))
+            .then(pl.lit("invalid_id"))
             .when(~present(relation) | ~present("subject_id") | (~present("object_id") & ~literal))
             .then(pl.lit("missing_id"))
             .when(~matches("subject_id", ID_PATTERN) | (present("object_id") & ~matches("object_id", ID_PATTERN)))
@@ -64,17 +71,25 @@ class VerifyWikidata(Stage):
 
         known = list(found)
         reason = (
-            pl.when(pl.col("__problem").is_not_null()).then(pl.col("__problem"))
-            .when(~pl.col(relation).is_in(known)).then(pl.lit("relation_not_in_wikidata"))
-            .when(~pl.col("subject_id").is_in(known)).then(pl.lit("subject_not_in_wikidata"))
-            .when(present("object_id") & ~pl.col("object_id").is_in(known)).then(pl.lit("object_not_in_wikidata"))
+            pl.when(pl.col("__problem").is_not_null())
+            .then(pl.col("__problem"))
+            .when(~pl.col(relation).is_in(known))
+            .then(pl.lit("relation_not_in_wikidata"))
+            .when(~pl.col("subject_id").is_in(known))
+            .then(pl.lit("subject_not_in_wikidata"))
+            .when(present("object_id") & ~pl.col("object_id").is_in(known))
+            .then(pl.lit("object_not_in_wikidata"))
         )
         labels = {k: v for k, v in found.items() if v is not None}
-        df = df.with_columns([
-            pl.when(present(column)).then(pl.col(column))
-            .otherwise(pl.col(id_column).replace_strict(labels, default=pl.col(column), return_dtype=pl.Utf8))
-            .alias(column)
-            for column, id_column in label_columns.items() if column in df.columns
-        ])
+        df = df.with_columns(
+            [
+                pl.when(present(column))
+                .then(pl.col(column))
+                .otherwise(pl.col(id_column).replace_strict(labels, default=pl.col(column), return_dtype=pl.Utf8))
+                .alias(column)
+                for column, id_column in label_columns.items()
+                if column in df.columns
+            ]
+        )
         out = filter_with_reason(df.lazy(), reason)
         return StageOutput(kept=out.kept.drop("__problem"), rejected=out.rejected.drop("__problem"))

@@ -41,8 +41,11 @@ def validate_table(frame, schema: dict, schema_name: str) -> None:
     missing = [c for c in schema.get("required", []) if c not in frame.columns]
     if missing:
         raise UserError(f"the dataset has no column(s) {', '.join(missing)}, required by schemas/{schema_name}")
-    per_column = (set(schema) - _ANNOTATIONS <= _ROW_LEVEL_KEYWORDS and schema.get("type") == "object"
-                  and schema.get("additionalProperties", True) is True)
+    per_column = (
+        set(schema) - _ANNOTATIONS <= _ROW_LEVEL_KEYWORDS
+        and schema.get("type") == "object"
+        and schema.get("additionalProperties", True) is True
+    )
     if per_column:
         validators = {c: Draft202012Validator(sub) for c, sub in schema.get("properties", {}).items() if c in frame.columns}
         if all(validators[c].is_valid(v) for c in validators for v in frame[c].unique().to_list()):
@@ -70,8 +73,11 @@ def front_matter(configs: list[dict], infos: list[dict] | None = None) -> str:
         for info in infos:
             lines += [f"- config_name: {json.dumps(info['config_name'])}", "  splits:"]
             for split in info["splits"]:
-                lines += [f"  - name: {json.dumps(split['name'])}", f"    num_bytes: {split['num_bytes']}",
-                          f"    num_examples: {split['num_examples']}"]
+                lines += [
+                    f"  - name: {json.dumps(split['name'])}",
+                    f"    num_bytes: {split['num_bytes']}",
+                    f"    num_examples: {split['num_examples']}",
+                ]
             lines += [f"  download_size: {info['download_size']}", f"  dataset_size: {info['dataset_size']}"]
     lines.append("---")
     return "\n".join(lines) + "\n"
@@ -90,7 +96,9 @@ class WriteDataset(Stage):
 
         config = self.params.config or self.ctx.config_name
         if not _NAME.match(config):
-            raise InputError(self.ctx.recipe_path, f"config name {config!r} may only use letters, digits, _ . -", key="write_dataset.config")
+            raise InputError(
+                self.ctx.recipe_path, f"config name {config!r} may only use letters, digits, _ . -", key="write_dataset.config"
+            )
         frame = table.collect()
         if "split" not in frame.columns:
             raise UserError("write_dataset: the table has no `split` column; add the `split` stage before it")
@@ -106,9 +114,13 @@ class WriteDataset(Stage):
 
         counts = frame.group_by("split").len()
         rows = "\n".join(f"| {s} | {n:,} |" for s, n in sorted(counts.iter_rows(), key=lambda r: split_order(r[0])))
-        body = (f"# {self.ctx.dataset_name} {self.ctx.dataset_version}\n\n"
-                f"Built by `kbench build`. Provenance: `manifest.json`; rows per stage and drops: `stats.json`.\n\n"
-                f"Config `{config}`:\n\n| split | rows |\n|---|---:|\n{rows}\n")
+        body = (
+            f"# {self.ctx.dataset_name} {self.ctx.dataset_version}\n\n"
+            f"Built by `kbench build`. Provenance: `manifest.json`; rows per stage and drops: `stats.json`.\n\n"
+            f"Config `{config}`:\n\n| split | rows |\n|---|---:|\n{rows}\n"
+        )
         run_dir = self.ctx.run_dir
-        write_text(self.ctx.output_path("README.md"), front_matter(dataset_configs(run_dir), dataset_infos(run_dir)) + "\n" + body)
+        write_text(
+            self.ctx.output_path("README.md"), front_matter(dataset_configs(run_dir), dataset_infos(run_dir)) + "\n" + body
+        )
         return StageOutput(kept=frame.lazy())

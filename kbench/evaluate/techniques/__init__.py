@@ -37,7 +37,7 @@ def get_technique(name: str, **overrides: Any):
     Unknown or invalid parameters are a UserError naming the technique and the parameter."""
     from pydantic import ValidationError
 
-    if name not in TECHNIQUES:   # listed in module order, not in the order tests happened to import them
+    if name not in TECHNIQUES:  # listed in module order, not in the order tests happened to import them
         raise UserError(f"unknown technique {name!r}; known: {', '.join(known_techniques())}")
     cls, params = TECHNIQUES.get(name)
     try:

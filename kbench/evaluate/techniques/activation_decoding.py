@@ -39,7 +39,7 @@ from kbench.io import stable_hash
 from kbench.models import hooks
 from kbench.models.runner import Intervention
 
-ENTROPY_CACHE = 512   # prompts whose (vocab,) entropy stays in memory; others are recomputed
+ENTROPY_CACHE = 512  # prompts whose (vocab,) entropy stays in memory; others are recomputed
 
 
 def info_layer(num_layers: int, depth: float = 0.8125) -> int:
@@ -74,7 +74,7 @@ class PromptEntropies:
     def __init__(self, model, pad_id: int, layer: int, final_norm: bool):
         self.model, self.pad_id, self.layer, self.final_norm = model, pad_id, layer, final_norm
         self.prompts: set[tuple[int, ...]] = set()
-        self.lengths: list[int] = []            # distinct prompt lengths, longest first
+        self.lengths: list[int] = []  # distinct prompt lengths, longest first
         self.cache: OrderedDict[tuple[int, ...], object] = OrderedDict()
 
     def prompt_of(self, tokens: list[int]) -> tuple[int, ...]:
@@ -109,13 +109,13 @@ class PromptEntropies:
         ids = torch.full((len(prompts), width), self.pad_id, dtype=torch.long, device=device)
         mask = torch.zeros_like(ids)
         for row, prompt in enumerate(prompts):
-            ids[row, width - len(prompt):] = torch.tensor(prompt, device=device)
-            mask[row, width - len(prompt):] = 1
+            ids[row, width - len(prompt) :] = torch.tensor(prompt, device=device)
+            mask[row, width - len(prompt) :] = 1
         with hooks.capture_residual(self.model, [self.layer]) as seen:
             forward_padded(self.model, ids, mask, logits_to_keep=1)
         head = self.model.get_output_embeddings()
-        for row, prompt in enumerate(prompts):   # one row at a time: (positions, vocab) is large
-            states = seen[self.layer][row, width - len(prompt):]
+        for row, prompt in enumerate(prompts):  # one row at a time: (positions, vocab) is large
+            states = seen[self.layer][row, width - len(prompt) :]
             if self.final_norm:
                 states = self.model.model.norm(states)
             self.cache[prompt] = in_context_entropy(head(states))
@@ -133,10 +133,10 @@ def sharpness_processor(model, pad_id: int, layer: int, alpha: float, relative_t
 
 
 class ActivationDecodingParams(TechniqueParams):
-    alpha: float = Field(0.5, ge=0)                  # weight of the entropy (MAPLE: 0.5)
-    depth: float = Field(0.8125, gt=0, le=1)         # info layer as a share of the depth (layer 26 of 32)
-    relative_top: float = Field(0.1, ge=0, lt=1)     # plausibility: p >= this · max p (0: off)
-    final_norm: bool = False                         # final norm before lm_head (the reference: none)
+    alpha: float = Field(0.5, ge=0)  # weight of the entropy (MAPLE: 0.5)
+    depth: float = Field(0.8125, gt=0, le=1)  # info layer as a share of the depth (layer 26 of 32)
+    relative_top: float = Field(0.1, ge=0, lt=1)  # plausibility: p >= this · max p (0: off)
+    final_norm: bool = False  # final norm before lm_head (the reference: none)
 
 
 @register_technique("activation_decoding")
@@ -147,9 +147,11 @@ class ActivationDecoding(Technique):
     def run(self, context, items):
         p, model = self.p, context.runner.model
         layer = info_layer(hooks.head_layout(model).num_layers, p.depth)
-        intervention = Intervention(key=stable_hash(["activation_decoding", 2, self.params(), layer]),
-                                    logits_processor=sharpness_processor(model, context.runner.pad_id, layer, p.alpha,
-                                                                         p.relative_top, p.final_norm))
+        intervention = Intervention(
+            key=stable_hash(["activation_decoding", 2, self.params(), layer]),
+            logits_processor=sharpness_processor(model, context.runner.pad_id, layer, p.alpha, p.relative_top, p.final_norm),
+        )
         fit = {"info_layer": layer, "hidden_states_index": layer + 1, "positions": "prompt tokens"}
-        return greedy_answers(context, [context.answer_prompt(i.question) for i in items], items, intervention,
-                              detail=[{"fit": fit} for _ in items])
+        return greedy_answers(
+            context, [context.answer_prompt(i.question) for i in items], items, intervention, detail=[{"fit": fit} for _ in items]
+        )

@@ -31,7 +31,7 @@ from kbench.evaluate.prompts import INSTRUCTION
 from kbench.metrics.matching import normalize_for_matching
 from kbench.models.interface import WhiteBoxModel
 
-ANSWER_INSTRUCTION = INSTRUCTION   # one prompt wording for every task (kbench.evaluate.prompts)
+ANSWER_INSTRUCTION = INSTRUCTION  # one prompt wording for every task (kbench.evaluate.prompts)
 MAX_ANSWER_TOKENS = 16
 ANSWER_STOP = ["\n"]
 
@@ -40,7 +40,7 @@ ANSWER_STOP = ["\n"]
 class KeeItem:
     id: str
     question: str
-    answers: tuple[str, ...]       # gold label first, then aliases
+    answers: tuple[str, ...]  # gold label first, then aliases
     relation: str = ""
     frequency_bin: str | None = None
 
@@ -52,9 +52,9 @@ class KeeItem:
 @dataclass
 class TechniqueOutput:
     answer: str
-    gold_rank: int                 # 1 = the gold's first token is the top next token
+    gold_rank: int  # 1 = the gold's first token is the top next token
     gold_logprob: float
-    detail: dict[str, Any] = field(default_factory=dict)   # samples, votes, passages ... (JSON)
+    detail: dict[str, Any] = field(default_factory=dict)  # samples, votes, passages ... (JSON)
 
 
 @dataclass
@@ -66,17 +66,18 @@ class KeeContext:
     bare). Otherwise plain text ending in a cue ("Answer:") and the gold continues it as
     " " + gold."""
 
-    runner: WhiteBoxModel          # the model; hooks and logits processors go through its Intervention
-    fit_dir: Path                  # where fitted artefacts of this run live
-    train_items: Sequence[KeeItem] = ()   # the dataset's train split, when it has one
-    evaluated_items: Sequence[KeeItem] = ()   # every item of the run (fold fitting without a train split)
+    runner: WhiteBoxModel  # the model; hooks and logits processors go through its Intervention
+    fit_dir: Path  # where fitted artefacts of this run live
+    train_items: Sequence[KeeItem] = ()  # the dataset's train split, when it has one
+    evaluated_items: Sequence[KeeItem] = ()  # every item of the run (fold fitting without a train split)
     seed: int = 0
     chat: bool = False
 
     def _wrap(self, body: str, cue: str) -> str:
         if self.chat:
-            return self.runner.tokenizer.apply_chat_template([{"role": "user", "content": body}], tokenize=False,
-                                                             add_generation_prompt=True)
+            return self.runner.tokenizer.apply_chat_template(
+                [{"role": "user", "content": body}], tokenize=False, add_generation_prompt=True
+            )
         return f"{body}\n{cue}:"
 
     def task_prompt(self, instruction: str, question: str, cue: str) -> str:
@@ -145,7 +146,7 @@ class Technique:
     Params: ClassVar[type[TechniqueParams]] = TechniqueParams
 
     def __init__(self, **values: Any):
-        self.p = self.Params(**values)   # pydantic.ValidationError on a bad value; get_technique names it
+        self.p = self.Params(**values)  # pydantic.ValidationError on a bad value; get_technique names it
 
     def params(self) -> dict[str, Any]:
         return self.p.model_dump()
@@ -157,11 +158,13 @@ class Technique:
         raise NotImplementedError
 
 
-def greedy_answers(context: KeeContext, prompts: Sequence[str], items: Sequence[KeeItem],
-                   intervention=None, detail: Sequence[dict] | None = None) -> list[TechniqueOutput]:
+def greedy_answers(
+    context: KeeContext, prompts: Sequence[str], items: Sequence[KeeItem], intervention=None, detail: Sequence[dict] | None = None
+) -> list[TechniqueOutput]:
     """Greedy answers plus the gold first-token rank on the same prompts, under one intervention
     (one prefill serves both: `ModelRunner.generate_and_rank`)."""
-    results = context.runner.generate_and_rank(prompts, [context.gold(i) for i in items], MAX_ANSWER_TOKENS,
-                                               ANSWER_STOP, intervention=intervention)
+    results = context.runner.generate_and_rank(
+        prompts, [context.gold(i) for i in items], MAX_ANSWER_TOKENS, ANSWER_STOP, intervention=intervention
+    )
     extra = detail or [{} for _ in items]
     return [TechniqueOutput(clean_answer(t), r, lp, d) for (t, r, lp), d in zip(results, extra)]

@@ -27,8 +27,7 @@ from pydantic import Field
 
 from kbench.evaluate.techniques import register_technique
 from kbench.evaluate.techniques.base import Technique, TechniqueParams, greedy_answers
-from kbench.evaluate.techniques.fitting import (FitStore, contrast_texts, fitting_plan, last_token_activations,
-                                                split_pool)
+from kbench.evaluate.techniques.fitting import FitStore, contrast_texts, fitting_plan, last_token_activations, split_pool
 from kbench.io import stable_hash
 from kbench.models import hooks
 from kbench.models.runner import Intervention
@@ -36,8 +35,7 @@ from kbench.models.runner import Intervention
 
 def steering(layer: int, vector, multiplier: float) -> Intervention:
     key = stable_hash(["caa", "last", layer, multiplier, vector.tolist()])
-    return Intervention(key=key, hooks=lambda model: hooks.add_to_residual(model, layer, vector, multiplier,
-                                                                         last_only=True))
+    return Intervention(key=key, hooks=lambda model: hooks.add_to_residual(model, layer, vector, multiplier, last_only=True))
 
 
 def mean_difference(true_acts, false_acts):
@@ -58,9 +56,9 @@ def best_layer(base_probs: Sequence[float], steered_probs: Mapping[int, Sequence
 
 
 class CAAParams(TechniqueParams):
-    multiplier: float = 1.0                              # steering strength (MAPLE: 1.0)
-    held_out: float = Field(0.2, gt=0, lt=1)             # share of each fold that selects the layer
-    select_limit: int | None = Field(None, ge=1)         # cap on held-out items in the sweep (None: all)
+    multiplier: float = 1.0  # steering strength (MAPLE: 1.0)
+    held_out: float = Field(0.2, gt=0, lt=1)  # share of each fold that selects the layer
+    select_limit: int | None = Field(None, ge=1)  # cap on held-out items in the sweep (None: all)
 
 
 @register_technique("caa")
@@ -91,11 +89,24 @@ class CAA(Technique):
             prompts = [context.answer_prompt(i.question) for i in select]
             golds = [context.gold(i) for i in select]
             base = [math.exp(lp) for _, lp in runner.rank_first_token(prompts, golds)]
-            steered = {l: [math.exp(lp) for _, lp in runner.rank_first_token(
-                prompts, golds, intervention=steering(l, vectors[l], p.multiplier))] for l in layers}
+            steered = {
+                candidate: [
+                    math.exp(lp)
+                    for _, lp in runner.rank_first_token(
+                        prompts, golds, intervention=steering(candidate, vectors[candidate], p.multiplier)
+                    )
+                ]
+                for candidate in layers
+            }
             layer, delta_p = best_layer(base, steered)
-        record = {"pool": len(pool), "pool_ids_sha256": stable_hash(key["pool"]), "pairs": len(true),
-                  "select": len(select), "layer": layer, "delta_p": delta_p}
+        record = {
+            "pool": len(pool),
+            "pool_ids_sha256": stable_hash(key["pool"]),
+            "pairs": len(true),
+            "select": len(select),
+            "layer": layer,
+            "delta_p": delta_p,
+        }
         store.save("caa", key, {"vector": vectors[layer]}, {"record": record})
         return vectors[layer], record
 
@@ -105,17 +116,24 @@ class CAA(Technique):
         import torch
 
         layers = list(range(hooks.head_layout(context.runner.model).num_layers))
-        read = lambda seen: torch.stack([seen[l] for l in layers], 2)  # noqa: E731  (batch, seq, layers, hidden)
+        read = lambda seen: torch.stack([seen[layer] for layer in layers], 2)  # noqa: E731  (batch, seq, layers, hidden)
         capture = lambda model: hooks.capture_residual(model, layers)  # noqa: E731
-        return mean_difference(last_token_activations(context.runner, true, capture, read),
-                               last_token_activations(context.runner, false, capture, read))
+        return mean_difference(
+            last_token_activations(context.runner, true, capture, read),
+            last_token_activations(context.runner, false, capture, read),
+        )
 
     def run(self, context, items):
         outputs = {}
         for pool, answered in fitting_plan(context, items):
             vector, record = self.fit(context, pool)
             prompts = [context.answer_prompt(i.question) for i in answered]
-            results = greedy_answers(context, prompts, answered, steering(record["layer"], vector, self.p.multiplier),
-                                     detail=[{"fit": record} for _ in answered])
+            results = greedy_answers(
+                context,
+                prompts,
+                answered,
+                steering(record["layer"], vector, self.p.multiplier),
+                detail=[{"fit": record} for _ in answered],
+            )
             outputs.update({i.id: r for i, r in zip(answered, results)})
         return [outputs[i.id] for i in items]

@@ -35,8 +35,9 @@ from kbench.models import hooks
 from kbench.models.runner import Intervention
 
 
-def retrieval_scores(model, vocab_size: int, trials: int = 8, needle: int = 16, filler: int = 48, seed: int = 0,
-                     avoid: set[int] = frozenset()):
+def retrieval_scores(
+    model, vocab_size: int, trials: int = 8, needle: int = 16, filler: int = 48, seed: int = 0, avoid: set[int] = frozenset()
+):
     """(layers, heads) retrieval score of every head on the synthetic copy task."""
     import torch
 
@@ -53,10 +54,10 @@ def retrieval_scores(model, vocab_size: int, trials: int = 8, needle: int = 16, 
             hay, pin = picks[needle:], picks[:needle]
             cut = filler // 2
             sequence = torch.cat([hay[:cut], pin, hay[cut:], pin])[None]
-            start, repeat = cut, needle + filler   # first position of the needle and of its repeat
+            start, repeat = cut, needle + filler  # first position of the needle and of its repeat
             with torch.inference_mode():
                 out = model(input_ids=sequence.to(model.device), output_attentions=True, use_cache=False)
-            for j in range(needle - 1):       # reading pin[j] in the repeat, the next token is pin[j + 1]
+            for j in range(needle - 1):  # reading pin[j] in the repeat, the next token is pin[j + 1]
                 query, source = repeat + j, start + j + 1
                 for layer, attention in enumerate(out.attentions):
                     hits[layer] += (attention[0, :, query].argmax(-1).cpu() == source).float()
@@ -98,12 +99,12 @@ def top_heads(scores, count: int) -> list[list[int]]:
 
 
 class DeCoReParams(TechniqueParams):
-    retrieval_heads: int = Field(10, ge=1)         # heads masked (MAPLE: 10)
-    trials: int = Field(8, ge=1)                   # synthetic copy sequences that score the heads
-    needle: int = Field(16, ge=2)                  # tokens copied per sequence
-    filler: int = Field(48, ge=2)                  # random tokens around the needle
-    seed: int = 0                                  # seeds the synthetic sequences
-    alpha_cap: float | None = Field(None, gt=0)    # upper bound on the entropy weight (None: none)
+    retrieval_heads: int = Field(10, ge=1)  # heads masked (MAPLE: 10)
+    trials: int = Field(8, ge=1)  # synthetic copy sequences that score the heads
+    needle: int = Field(16, ge=2)  # tokens copied per sequence
+    filler: int = Field(48, ge=2)  # random tokens around the needle
+    seed: int = 0  # seeds the synthetic sequences
+    alpha_cap: float | None = Field(None, gt=0)  # upper bound on the entropy weight (None: none)
 
 
 @register_technique("decore")
@@ -115,8 +116,10 @@ class DeCoRe(Technique):
         layout = hooks.head_layout(model)
         total = layout.num_layers * layout.num_heads
         if self.p.retrieval_heads > total:
-            raise UserError(f"DeCoRe masks {self.p.retrieval_heads} retrieval heads but the model has {total} heads in "
-                            f"all; choose fewer (--technique-param decore.retrieval_heads=N)")
+            raise UserError(
+                f"DeCoRe masks {self.p.retrieval_heads} retrieval heads but the model has {total} heads in "
+                f"all; choose fewer (--technique-param decore.retrieval_heads=N)"
+            )
 
     def heads(self, context) -> dict:
         """The fit record: masked heads, their scores and how they were found (cached)."""
@@ -127,14 +130,24 @@ class DeCoRe(Technique):
         if found is not None:
             return found[1]["record"]
         self.check(runner.model)
-        scores = retrieval_scores(runner.model, runner.model.config.vocab_size, p.trials, p.needle, p.filler, p.seed,
-                                  avoid=set(runner.tokenizer.all_special_ids))
+        scores = retrieval_scores(
+            runner.model,
+            runner.model.config.vocab_size,
+            p.trials,
+            p.needle,
+            p.filler,
+            p.seed,
+            avoid=set(runner.tokenizer.all_special_ids),
+        )
         selected = top_heads(scores, p.retrieval_heads)
-        record = {"masked_heads": selected, "retrieval_scores": [float(scores[l, h]) for l, h in selected],
-                  "selection": f"top {p.retrieval_heads} heads by retrieval score (Wu et al., 2024): the share of "
-                               f"copy steps whose strongest attention points at the needle token being copied, on "
-                               f"{p.trials} teacher-forced synthetic sequences ({p.needle}-token needle, "
-                               f"{p.filler} filler tokens, seed {p.seed})"}
+        record = {
+            "masked_heads": selected,
+            "retrieval_scores": [float(scores[layer, h]) for layer, h in selected],
+            "selection": f"top {p.retrieval_heads} heads by retrieval score (Wu et al., 2024): the share of "
+            f"copy steps whose strongest attention points at the needle token being copied, on "
+            f"{p.trials} teacher-forced synthetic sequences ({p.needle}-token needle, "
+            f"{p.filler} filler tokens, seed {p.seed})",
+        }
         store.save("decore", key, {"scores": scores}, {"record": record})
         return record
 
@@ -143,8 +156,14 @@ class DeCoRe(Technique):
         masked: dict[int, list[int]] = {}
         for layer, head in record["masked_heads"]:
             masked.setdefault(int(layer), []).append(int(head))
-        intervention = Intervention(key=stable_hash(["decore", self.params(), sorted(masked.items())]),
-                                    logits_processor=entropy_contrast(context.runner.model, context.runner.pad_id, masked,
-                                                                      self.p.alpha_cap))
-        return greedy_answers(context, [context.answer_prompt(i.question) for i in items], items, intervention,
-                              detail=[{"fit": record} for _ in items])
+        intervention = Intervention(
+            key=stable_hash(["decore", self.params(), sorted(masked.items())]),
+            logits_processor=entropy_contrast(context.runner.model, context.runner.pad_id, masked, self.p.alpha_cap),
+        )
+        return greedy_answers(
+            context,
+            [context.answer_prompt(i.question) for i in items],
+            items,
+            intervention,
+            detail=[{"fit": record} for _ in items],
+        )

@@ -51,13 +51,16 @@ def wrong_answer(item: KeeItem, pool: Sequence[KeeItem]) -> str | None:
     """A deterministic false answer for `item`: another item's gold, from the same relation when
     possible, that matches none of the item's valid answers."""
     valid = {_norm(a) for a in item.answers}
-    candidates = sorted((o for o in pool if o.id != item.id and _norm(o.gold) not in valid),
-                        key=lambda o: (o.relation != item.relation, stable_hash(["wrong", item.id, o.id])))
+    candidates = sorted(
+        (o for o in pool if o.id != item.id and _norm(o.gold) not in valid),
+        key=lambda o: (o.relation != item.relation, stable_hash(["wrong", item.id, o.id])),
+    )
     return candidates[0].gold if candidates else None
 
 
-def contrast_texts(context: KeeContext, items: Sequence[KeeItem],
-                   pool: Sequence[KeeItem] | None = None) -> tuple[list[str], list[str]]:
+def contrast_texts(
+    context: KeeContext, items: Sequence[KeeItem], pool: Sequence[KeeItem] | None = None
+) -> tuple[list[str], list[str]]:
     """(true statements, false statements): the answer prompt continued by the gold and by a
     wrong answer drawn from `pool` (default: `items`). Items without any possible wrong answer
     are left out."""
@@ -93,13 +96,13 @@ def last_token_activations(runner, texts: Sequence[str], capture: Callable, read
     chunks = []
     with torch.inference_mode():
         for start in range(0, len(texts), ACTIVATION_BATCH):
-            encoded = [tokenizer(t)["input_ids"] for t in texts[start:start + ACTIVATION_BATCH]]
+            encoded = [tokenizer(t)["input_ids"] for t in texts[start : start + ACTIVATION_BATCH]]
             width = max(len(e) for e in encoded)
             input_ids = torch.full((len(encoded), width), pad, dtype=torch.long)
             mask = torch.zeros_like(input_ids)
             for row, ids in enumerate(encoded):
-                input_ids[row, width - len(ids):] = torch.tensor(ids)
-                mask[row, width - len(ids):] = 1
+                input_ids[row, width - len(ids) :] = torch.tensor(ids)
+                mask[row, width - len(ids) :] = 1
             with capture(model) as seen:
                 forward_padded(model, input_ids.to(runner.device), mask.to(runner.device), logits_to_keep=1)
             chunks.append(read(seen)[:, -1].float().cpu())
@@ -119,8 +122,8 @@ class FitStore:
         """(tensors, metadata) or None when not fitted yet."""
         import json
 
-        from safetensors.torch import load_file
         from safetensors import safe_open
+        from safetensors.torch import load_file
 
         path = self.path(technique, key)
         if not path.exists():
@@ -136,5 +139,8 @@ class FitStore:
 
         path = self.path(technique, key)
         with atomic_path(path) as tmp:
-            save_file({k: v.contiguous() for k, v in tensors.items()}, str(tmp),
-                      metadata={"kbench": json.dumps({"key": key, **meta}, sort_keys=True)})
+            save_file(
+                {k: v.contiguous() for k, v in tensors.items()},
+                str(tmp),
+                metadata={"kbench": json.dumps({"key": key, **meta}, sort_keys=True)},
+            )

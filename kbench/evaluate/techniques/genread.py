@@ -21,7 +21,7 @@ GENREAD_INSTRUCTION = "Generate a background document from Wikipedia to answer t
 
 
 class GenReadParams(TechniqueParams):
-    document_tokens: int = Field(96, ge=1)    # longest background document (greedy)
+    document_tokens: int = Field(96, ge=1)  # longest background document (greedy)
 
 
 @register_technique("genread")
@@ -30,7 +30,10 @@ class GenRead(Technique):
     Params = GenReadParams
 
     def run(self, context, items):
-        documents = context.runner.generate([context.task_prompt(GENREAD_INSTRUCTION, i.question, "Document") for i in items],
-                                            max_new_tokens=self.p.document_tokens, stop=DOCUMENT_STOP)
+        documents = context.runner.generate(
+            [context.task_prompt(GENREAD_INSTRUCTION, i.question, "Document") for i in items],
+            max_new_tokens=self.p.document_tokens,
+            stop=DOCUMENT_STOP,
+        )
         prompts = [context.answer_prompt(i.question, d) for i, d in zip(items, documents)]
         return greedy_answers(context, prompts, items, detail=[{"document": d} for d in documents])

@@ -30,22 +30,23 @@ from pydantic import Field
 from kbench.errors import UserError
 from kbench.evaluate.techniques import register_technique
 from kbench.evaluate.techniques.base import Technique, TechniqueParams, greedy_answers
-from kbench.evaluate.techniques.fitting import (FitStore, contrast_texts, fitting_plan, last_token_activations,
-                                                split_pool)
+from kbench.evaluate.techniques.fitting import FitStore, contrast_texts, fitting_plan, last_token_activations, split_pool
 from kbench.io import stable_hash
 from kbench.models import hooks
 from kbench.models.runner import Intervention
 
-REFERENCE_HEADS = 32 * 32   # Llama-7B, where ITI's K = 48 was chosen
+REFERENCE_HEADS = 32 * 32  # Llama-7B, where ITI's K = 48 was chosen
 
 
 def heads_to_shift(total_heads: int, heads: int, scale: bool) -> int:
     """K, the number of heads ITI shifts: `heads`, or scaled to the model (see the module doc)."""
     k = max(1, round(heads * total_heads / REFERENCE_HEADS)) if scale else heads
     if k > total_heads:
-        raise UserError(f"ITI shifts K = {k} heads but the model has {total_heads} heads in all; choose a "
-                        f"smaller K (--technique-param iti.heads=N) or scale it to the model "
-                        f"(--technique-param iti.scale_heads=true)")
+        raise UserError(
+            f"ITI shifts K = {k} heads but the model has {total_heads} heads in all; choose a "
+            f"smaller K (--technique-param iti.heads=N) or scale it to the model "
+            f"(--technique-param iti.scale_heads=true)"
+        )
     return k
 
 
@@ -108,10 +109,10 @@ def head_intervention(shifts: dict) -> Intervention:
 
 
 class ITIParams(TechniqueParams):
-    alpha: float = 15.0                          # intervention strength (ITI / MAPLE: 15)
-    heads: int = Field(48, ge=1)                 # K, heads shifted (ITI / MAPLE: 48)
-    scale_heads: bool = False                    # scale K by the model's heads / 1024 (not the paper)
-    held_out: float = Field(0.2, gt=0, lt=1)     # share of the pool that ranks the probes
+    alpha: float = 15.0  # intervention strength (ITI / MAPLE: 15)
+    heads: int = Field(48, ge=1)  # K, heads shifted (ITI / MAPLE: 48)
+    scale_heads: bool = False  # scale K by the model's heads / 1024 (not the paper)
+    held_out: float = Field(0.2, gt=0, lt=1)  # share of the pool that ranks the probes
 
 
 @register_technique("iti")
@@ -138,13 +139,15 @@ class ITI(Technique):
             return {int(k): v for k, v in tensors.items()}, meta["record"]
         layers = list(range(layout.num_layers))
         capture = lambda model: hooks.capture_head_inputs(model, layers)  # noqa: E731
-        read = lambda seen: torch.stack([seen[l] for l in layers], 2)  # noqa: E731  (batch, seq, layers, heads, dim)
+        read = lambda seen: torch.stack([seen[layer] for layer in layers], 2)  # noqa: E731  (batch, seq, layers, heads, dim)
         build, select = split_pool(pool, p.held_out)
         acts = {}
         for name, part in (("build", build), ("select", select or build)):
             true, false = contrast_texts(context, part, pool)
-            acts[name] = (last_token_activations(runner, true, capture, read),
-                          last_token_activations(runner, false, capture, read))
+            acts[name] = (
+                last_token_activations(runner, true, capture, read),
+                last_token_activations(runner, false, capture, read),
+            )
 
         def features(name):
             t, f = acts[name]
@@ -153,15 +156,21 @@ class ITI(Technique):
 
         accuracy = probe_accuracies(*features("build"), *features("select"))
         selected = select_heads(accuracy, k, layout.num_heads)
-        parts = ("build", "select") if select else ("build",)   # without a held-out share, select is build
+        parts = ("build", "select") if select else ("build",)  # without a held-out share, select is build
         true_all = torch.cat([acts[name][0] for name in parts])
         false_all = torch.cat([acts[name][1] for name in parts])
         shifts, sigmas = head_shifts(selected, true_all, false_all, p.alpha, layout.num_heads)
-        record = {"pool": len(pool), "pool_ids_sha256": stable_hash(key["pool"]), "pairs": len(true_all),
-                  "heads_requested": p.heads, "heads_used": k,
-                  "selection": "top-K heads by probe accuracy on the held-out share of the pool",
-                  "heads": [list(h) for h in selected],
-                  "val_accuracy": [float(accuracy[l * layout.num_heads + h]) for l, h in selected], "sigma": sigmas}
+        record = {
+            "pool": len(pool),
+            "pool_ids_sha256": stable_hash(key["pool"]),
+            "pairs": len(true_all),
+            "heads_requested": p.heads,
+            "heads_used": k,
+            "selection": "top-K heads by probe accuracy on the held-out share of the pool",
+            "heads": [list(h) for h in selected],
+            "val_accuracy": [float(accuracy[layer * layout.num_heads + h]) for layer, h in selected],
+            "sigma": sigmas,
+        }
         store.save("iti", key, {str(layer): s for layer, s in shifts.items()}, {"record": record})
         return shifts, record
 
@@ -170,7 +179,8 @@ class ITI(Technique):
         for pool, answered in fitting_plan(context, items):
             shifts, record = self.fit(context, pool)
             prompts = [context.answer_prompt(i.question) for i in answered]
-            results = greedy_answers(context, prompts, answered, head_intervention(shifts),
-                                     detail=[{"fit": record} for _ in answered])
+            results = greedy_answers(
+                context, prompts, answered, head_intervention(shifts), detail=[{"fit": record} for _ in answered]
+            )
             outputs.update({i.id: r for i, r in zip(answered, results)})
         return [outputs[i.id] for i in items]

@@ -21,8 +21,15 @@ from collections.abc import Sequence
 from pydantic import Field
 
 from kbench.evaluate.techniques import register_technique
-from kbench.evaluate.techniques.base import (ANSWER_STOP, MAX_ANSWER_TOKENS, Technique, TechniqueOutput,
-                                             TechniqueParams, clean_answer, winning_index)
+from kbench.evaluate.techniques.base import (
+    ANSWER_STOP,
+    MAX_ANSWER_TOKENS,
+    Technique,
+    TechniqueOutput,
+    TechniqueParams,
+    clean_answer,
+    winning_index,
+)
 
 PASSAGE_STOP = ["\n\n", "Question:"]
 RECITE_INSTRUCTION = "Recite a short passage from Wikipedia that contains the answer to the question."
@@ -38,10 +45,10 @@ def vote(runs: Sequence[tuple[str, int, float]]) -> TechniqueOutput:
 
 
 class ReciteParams(TechniqueParams):
-    runs: int = Field(20, ge=1)                         # recite-and-answer runs in the vote (MAPLE: 20)
-    recite_temperature: float = Field(0.7, gt=0)        # sampling temperature of the recitations
-    recitation_tokens: int = Field(64, ge=1)            # longest recitation
-    seed: int = 0                                       # seeds the recitation samples
+    runs: int = Field(20, ge=1)  # recite-and-answer runs in the vote (MAPLE: 20)
+    recite_temperature: float = Field(0.7, gt=0)  # sampling temperature of the recitations
+    recitation_tokens: int = Field(64, ge=1)  # longest recitation
+    seed: int = 0  # seeds the recitation samples
 
 
 @register_technique("recite")
@@ -55,15 +62,22 @@ class Recite(Technique):
         if p.runs == 1:
             recitations = [[t] for t in runner.generate(stage1, p.recitation_tokens, PASSAGE_STOP)]
         else:
-            recitations = runner.sample(stage1, k=p.runs, temperature=p.recite_temperature, seed=p.seed,
-                                        max_new_tokens=p.recitation_tokens, stop=PASSAGE_STOP)
-        prompts = [context.answer_prompt(item.question, passage)
-                   for item, passages in zip(items, recitations) for passage in passages]
+            recitations = runner.sample(
+                stage1,
+                k=p.runs,
+                temperature=p.recite_temperature,
+                seed=p.seed,
+                max_new_tokens=p.recitation_tokens,
+                stop=PASSAGE_STOP,
+            )
+        prompts = [
+            context.answer_prompt(item.question, passage) for item, passages in zip(items, recitations) for passage in passages
+        ]
         golds = [context.gold(item) for item in items for _ in range(p.runs)]
         results = runner.generate_and_rank(prompts, golds, MAX_ANSWER_TOKENS, ANSWER_STOP)
         out = []
         for n, passages in enumerate(recitations):
-            output = vote(results[n * p.runs:(n + 1) * p.runs])
+            output = vote(results[n * p.runs : (n + 1) * p.runs])
             output.detail["recitations"] = passages
             out.append(output)
         return out

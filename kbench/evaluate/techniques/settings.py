@@ -17,8 +17,9 @@ from kbench.errors import UserError
 from kbench.evaluate.techniques import get_technique
 
 
-def technique_overrides(name: str, recite_runs: int, top_k: int | None, top_p: float,
-                        technique_params: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+def technique_overrides(
+    name: str, recite_runs: int, top_k: int | None, top_p: float, technique_params: Mapping[str, Mapping[str, Any]]
+) -> dict[str, Any]:
     """The parameters `name` gets from the evaluation's settings (its own overrides win)."""
     params: dict[str, Any] = {"runs": recite_runs} if name == "recite" else {}
     if get_technique(name).family == "sampling":
@@ -26,8 +27,14 @@ def technique_overrides(name: str, recite_runs: int, top_k: int | None, top_p: f
     return {**params, **technique_params.get(name, {})}
 
 
-def resolve(techniques: Sequence[str], recite_runs: int, top_k: int | None, top_p: float,
-            technique_params: Mapping[str, Mapping[str, Any]], model=None) -> dict[str, dict]:
+def resolve(
+    techniques: Sequence[str],
+    recite_runs: int,
+    top_k: int | None,
+    top_p: float,
+    technique_params: Mapping[str, Mapping[str, Any]],
+    model=None,
+) -> dict[str, dict]:
     """{technique: every validated parameter}. A UserError for a bad sampling scheme, overrides
     of a technique that does not run, invalid values, or settings `model` cannot run (ITI's K
     above its head count), so the run stops before any stage."""

@@ -12,8 +12,15 @@ from __future__ import annotations
 from pydantic import Field
 
 from kbench.evaluate.techniques import register_technique
-from kbench.evaluate.techniques.base import (ANSWER_STOP, MAX_ANSWER_TOKENS, Technique, TechniqueOutput,
-                                             TechniqueParams, clean_answer, majority_vote)
+from kbench.evaluate.techniques.base import (
+    ANSWER_STOP,
+    MAX_ANSWER_TOKENS,
+    Technique,
+    TechniqueOutput,
+    TechniqueParams,
+    clean_answer,
+    majority_vote,
+)
 from kbench.io import stable_hash
 from kbench.models.decoding import truncate
 from kbench.models.runner import Intervention
@@ -26,16 +33,18 @@ def sampling_intervention(temperature: float, top_k: int | None, top_p: float) -
     nothing to truncate, so plain temperature sampling keeps its cache entries)."""
     if top_k is None and top_p >= 1.0:
         return None
-    return Intervention(key=stable_hash(["sampling-scheme", temperature, top_k, top_p]),
-                        logits_processor=lambda _ids, scores: truncate(scores, temperature, top_k, top_p))
+    return Intervention(
+        key=stable_hash(["sampling-scheme", temperature, top_k, top_p]),
+        logits_processor=lambda _ids, scores: truncate(scores, temperature, top_k, top_p),
+    )
 
 
 class SamplingParams(TechniqueParams):
-    temperature: float = Field(gt=0)                  # softmax temperature of every draw
-    votes: int = Field(10, ge=1)                      # samples per item (MAPLE: 10), majority vote
-    seed: int = SEED_B                                # MAPLE's seed B
-    top_k: int | None = Field(None, ge=1)             # keep the k most likely tokens (None: all)
-    top_p: float = Field(1.0, gt=0, le=1)             # nucleus mass (1.0: no truncation)
+    temperature: float = Field(gt=0)  # softmax temperature of every draw
+    votes: int = Field(10, ge=1)  # samples per item (MAPLE: 10), majority vote
+    seed: int = SEED_B  # MAPLE's seed B
+    top_k: int | None = Field(None, ge=1)  # keep the k most likely tokens (None: all)
+    top_p: float = Field(1.0, gt=0, le=1)  # nucleus mass (1.0: no truncation)
 
 
 @register_technique("temp0.7", temperature=0.7)
@@ -47,9 +56,15 @@ class TemperatureSampling(Technique):
     def run(self, context, items):
         p = self.p
         prompts = [context.answer_prompt(i.question) for i in items]
-        samples = context.runner.sample(prompts, k=p.votes, temperature=p.temperature, seed=p.seed,
-                                        max_new_tokens=MAX_ANSWER_TOKENS, stop=ANSWER_STOP,
-                                        intervention=sampling_intervention(p.temperature, p.top_k, p.top_p))
+        samples = context.runner.sample(
+            prompts,
+            k=p.votes,
+            temperature=p.temperature,
+            seed=p.seed,
+            max_new_tokens=MAX_ANSWER_TOKENS,
+            stop=ANSWER_STOP,
+            intervention=sampling_intervention(p.temperature, p.top_k, p.top_p),
+        )
         ranks = context.runner.rank_first_token(prompts, [context.gold(i) for i in items])
         out = []
         for texts, (rank, logprob) in zip(samples, ranks):

@@ -21,10 +21,9 @@ from __future__ import annotations
 import copy
 import random
 from collections.abc import Sequence
-
-import torch
 from dataclasses import dataclass
 
+import torch
 from pydantic import BaseModel, ConfigDict, Field
 
 from kbench.evaluate.xteval.documents import GOLD, TRAIN_NEGATIVE_TYPES, DocumentGenerator, Triple
@@ -36,16 +35,16 @@ class FinetuneConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
     lr: float = Field(1e-5, gt=0)
     weight_decay: float = Field(0.0, ge=0)
-    batch_size: int = Field(32, ge=1)            # queries per optimiser step
-    micro_batch_size: int = Field(8, ge=1)       # queries per forward pass (kbench: bounds memory, not in the paper)
+    batch_size: int = Field(32, ge=1)  # queries per optimiser step
+    micro_batch_size: int = Field(8, ge=1)  # queries per forward pass (kbench: bounds memory, not in the paper)
     epochs: int = Field(20, ge=1)
     warmup_ratio: float = Field(0.06, ge=0, lt=1)
-    lr_end: float = Field(1e-7, ge=0)            # HF polynomial schedule defaults (power 1)
+    lr_end: float = Field(1e-7, ge=0)  # HF polynomial schedule defaults (power 1)
     power: float = Field(1.0, gt=0)
     negatives_per_type: int = Field(4, ge=1)
     validation_fraction: float = Field(0.1, gt=0, lt=1)  # of the train facts, for picking the best epoch
     max_length: int = Field(128, ge=8)
-    score_batch_size: int = Field(64, ge=1)      # (query, document) pairs per forward pass at inference
+    score_batch_size: int = Field(64, ge=1)  # (query, document) pairs per forward pass at inference
 
 
 def info_nce(scores, gold_index: int = 0):
@@ -75,7 +74,7 @@ class ScoringModel(torch.nn.Module):
         if self.kind == "masked":
             pooled = hidden[:, 0]
         else:
-            last = attention_mask.sum(dim=1) - 1   # right padding: the last real token
+            last = attention_mask.sum(dim=1) - 1  # right padding: the last real token
             pooled = hidden[torch.arange(hidden.shape[0], device=hidden.device), last]
         return self.head(pooled).squeeze(-1)
 
@@ -92,11 +91,13 @@ class CrossEncoder:
 
     def encode(self, queries: Sequence[str], documents: Sequence[str], max_length: int):
         if self.kind == "masked":  # [CLS] q [SEP] d [SEP]
-            return self.tokenizer(list(queries), list(documents), padding=True, truncation=True,
-                                  max_length=max_length, return_tensors="pt")
+            return self.tokenizer(
+                list(queries), list(documents), padding=True, truncation=True, max_length=max_length, return_tensors="pt"
+            )
         texts = [f"{q}\n{d}" for q, d in zip(queries, documents)]
-        return self.tokenizer(texts, padding=True, truncation=True, max_length=max_length, return_tensors="pt",
-                              padding_side="right")
+        return self.tokenizer(
+            texts, padding=True, truncation=True, max_length=max_length, return_tensors="pt", padding_side="right"
+        )
 
     @staticmethod
     def scores(model, batch):
@@ -109,7 +110,7 @@ class CrossEncoder:
         out: list[float] = []
         with torch.no_grad():
             for start in range(0, len(documents), cfg.score_batch_size):
-                chunk = documents[start:start + cfg.score_batch_size]
+                chunk = documents[start : start + cfg.score_batch_size]
                 batch = self.encode([query] * len(chunk), chunk, cfg.max_length)
                 out.extend(self.scores(self.model, batch).float().cpu().tolist())
         return out
@@ -118,11 +119,12 @@ class CrossEncoder:
 @dataclass
 class Candidates:
     query: str
-    documents: list[str]   # documents[0] is the gold one
+    documents: list[str]  # documents[0] is the gold one
 
 
-def training_candidates(facts: Sequence[Triple], generator: DocumentGenerator, per_type: int,
-                        rng: random.Random) -> list[Candidates]:
+def training_candidates(
+    facts: Sequence[Triple], generator: DocumentGenerator, per_type: int, rng: random.Random
+) -> list[Candidates]:
     """1 gold + `per_type` of each hard negative type per fact, distinct texts; rows with fewer
     negatives are padded by the score mask (see `_batch_scores`), never with the gold."""
     out = []
@@ -143,7 +145,7 @@ def _batch_scores(encoder: CrossEncoder, model, rows: Sequence[Candidates], max_
     table = torch.full((len(rows), width), float("-inf"), device=flat.device, dtype=flat.dtype)
     start = 0
     for i, r in enumerate(rows):
-        table[i, :len(r.documents)] = flat[start:start + len(r.documents)]
+        table[i, : len(r.documents)] = flat[start : start + len(r.documents)]
         start += len(r.documents)
     return table
 
@@ -156,8 +158,9 @@ def _top1_accuracy(encoder: CrossEncoder, rows: Sequence[Candidates], cfg: Finet
     return hits / len(rows)
 
 
-def finetune(loaded, train_facts: Sequence[Triple], generator: DocumentGenerator, cfg: FinetuneConfig, seed: int,
-             progress=None) -> tuple[CrossEncoder, dict]:
+def finetune(
+    loaded, train_facts: Sequence[Triple], generator: DocumentGenerator, cfg: FinetuneConfig, seed: int, progress=None
+) -> tuple[CrossEncoder, dict]:
     """Fine-tune a fresh cross-encoder; returns it holding the best epoch's weights, and a log."""
     from accelerate import Accelerator
     from transformers import get_polynomial_decay_schedule_with_warmup
@@ -169,23 +172,28 @@ def finetune(loaded, train_facts: Sequence[Triple], generator: DocumentGenerator
     if len(facts) - n_val < 1:
         from kbench.errors import UserError
 
-        raise UserError(f"the downstream train split has {len(facts)} fact(s); it needs at least 2 "
-                        "(use more facts: a larger --limit)")
+        raise UserError(
+            f"the downstream train split has {len(facts)} fact(s); it needs at least 2 (use more facts: a larger --limit)"
+        )
     val_facts, fit_facts = facts[:n_val], facts[n_val:]
     val_rows = training_candidates(val_facts, generator, cfg.negatives_per_type, random.Random(seed + 1))
 
     torch.manual_seed(seed)
     accelerator = Accelerator()
     encoder = CrossEncoder(loaded, seed)
-    shard = fit_facts[accelerator.process_index::accelerator.num_processes]
+    shard = fit_facts[accelerator.process_index :: accelerator.num_processes]
     if accelerator.num_processes > 1:  # equal step counts on every process, or DDP would hang
-        shard = shard[:len(fit_facts) // accelerator.num_processes]
+        shard = shard[: len(fit_facts) // accelerator.num_processes]
     steps_per_epoch = -(-len(shard) // cfg.batch_size)
     total_steps = steps_per_epoch * cfg.epochs
     optimizer = torch.optim.AdamW(encoder.model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
     scheduler = get_polynomial_decay_schedule_with_warmup(
-        optimizer, num_warmup_steps=int(cfg.warmup_ratio * total_steps), num_training_steps=total_steps,
-        lr_end=min(cfg.lr_end, cfg.lr * 0.999), power=cfg.power)
+        optimizer,
+        num_warmup_steps=int(cfg.warmup_ratio * total_steps),
+        num_training_steps=total_steps,
+        lr_end=min(cfg.lr_end, cfg.lr * 0.999),
+        power=cfg.power,
+    )
     model, optimizer, scheduler = accelerator.prepare(encoder.model, optimizer, scheduler)
 
     best = {"epoch": -1, "val_accuracy": -1.0}
@@ -199,10 +207,10 @@ def finetune(loaded, train_facts: Sequence[Triple], generator: DocumentGenerator
         model.train()
         epoch_loss = 0.0
         for start in range(0, len(rows), cfg.batch_size):
-            batch = rows[start:start + cfg.batch_size]
+            batch = rows[start : start + cfg.batch_size]
             optimizer.zero_grad()
             for m in range(0, len(batch), cfg.micro_batch_size):
-                micro = batch[m:m + cfg.micro_batch_size]
+                micro = batch[m : m + cfg.micro_batch_size]
                 loss = info_nce(_batch_scores(encoder, model, micro, cfg.max_length)) * (len(micro) / len(batch))
                 accelerator.backward(loss)
                 epoch_loss += float(loss.detach()) * len(batch)
@@ -218,5 +226,11 @@ def finetune(loaded, train_facts: Sequence[Triple], generator: DocumentGenerator
             best_state = {k: v.detach().to("cpu", copy=True) for k, v in encoder.model.state_dict().items()}
     encoder.model.load_state_dict(best_state)
     encoder.model.eval()
-    return encoder, {"best_epoch": best["epoch"], "val_accuracy": best["val_accuracy"], "train_loss": losses,
-                     "n_fit": len(fit_facts), "n_validation": len(val_facts), "processes": accelerator.num_processes}
+    return encoder, {
+        "best_epoch": best["epoch"],
+        "val_accuracy": best["val_accuracy"],
+        "train_loss": losses,
+        "n_fit": len(fit_facts),
+        "n_validation": len(val_facts),
+        "processes": accelerator.num_processes,
+    }

@@ -52,7 +52,7 @@ class Document:
     head: str
     relation: str
     tail: str
-    kind: str        # an INPUT_TYPES key, or "true-unrelated"
+    kind: str  # an INPUT_TYPES key, or "true-unrelated"
 
 
 def render(template: str, head: str, tail: str) -> str:
@@ -102,15 +102,22 @@ class DocumentGenerator:
         relation = fact.relation if keep_r else self._pick(self.relations, fact.relation, rng)
         if relation is None:
             return None
-        head = fact.head if keep_h else self._pick(self._slot_pool(self.heads_by_rel, self.heads, relation, fact.head),
-                                                   fact.head, rng)
+        head = (
+            fact.head
+            if keep_h
+            else self._pick(self._slot_pool(self.heads_by_rel, self.heads, relation, fact.head), fact.head, rng)
+        )
         if head is None:
             return None
         if keep_t:
             tail = fact.tail
         else:
             # Never use a true tail of the query's (head, relation): that document would be correct.
-            banned = self._true_tails.get((fact.head, fact.relation), set()) if (head, relation) == (fact.head, fact.relation) else set()
+            banned = (
+                self._true_tails.get((fact.head, fact.relation), set())
+                if (head, relation) == (fact.head, fact.relation)
+                else set()
+            )
             pool = [t for t in self._slot_pool(self.tails_by_rel, self.tails, relation, fact.tail) if t not in banned]
             tail = self._pick(pool, fact.tail, rng)
             if tail is None:
@@ -130,8 +137,10 @@ class DocumentGenerator:
 
     def true_unrelated(self, fact: Triple, pool: Iterable[Triple], n: int, rng: random.Random) -> list[Document]:
         """Up to n documents of true facts from `pool` sharing no slot with the query fact."""
-        candidates = sorted({p for p in pool if p.head != fact.head and p.relation != fact.relation and p.tail != fact.tail},
-                            key=lambda p: (p.relation, p.head, p.tail))
+        candidates = sorted(
+            {p for p in pool if p.head != fact.head and p.relation != fact.relation and p.tail != fact.tail},
+            key=lambda p: (p.relation, p.head, p.tail),
+        )
         chosen = rng.sample(candidates, min(n, len(candidates)))
         return [self.document(p.head, p.relation, p.tail, "true-unrelated", rng) for p in chosen]
 
@@ -151,8 +160,9 @@ class DocumentGenerator:
         return rng.choice(options) if options else None
 
 
-def load_templates(lama_dir, extra: dict[str, list[str]] | None = None,
-                   variants: tuple[str, ...] | None = ("LPAQA",)) -> dict[str, list[str]]:
+def load_templates(
+    lama_dir, extra: dict[str, list[str]] | None = None, variants: tuple[str, ...] | None = ("LPAQA",)
+) -> dict[str, list[str]]:
     """Templates per relation: `relations.jsonl` of a LAMA folder plus the paraphrase files
     `prompt_variants/<name>_relations.jsonl` named in `variants` (None: every file there), merged
     into `extra` and deduplicated. The default keeps LPAQA's natural-language paraphrases and

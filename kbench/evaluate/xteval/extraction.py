@@ -28,9 +28,9 @@ from kbench.evaluate.xteval.softprompt import SoftPromptConfig, load_or_train
 
 @dataclass
 class Extraction:
-    known: list[str]        # ids of the facts predicted at top-1 (D^theta)
-    unreadable: list[str]   # ids left out of D: a masked LM cannot read the tail at one mask
-    untrained: list[str] = field(default_factory=list)   # ids left out of D: no soft prompt for the relation
+    known: list[str]  # ids of the facts predicted at top-1 (D^theta)
+    unreadable: list[str]  # ids left out of D: a masked LM cannot read the tail at one mask
+    untrained: list[str] = field(default_factory=list)  # ids left out of D: no soft prompt for the relation
 
 
 def readable_rows(loaded, rows: Sequence[dict], criterion: str) -> tuple[list[tuple[dict, list[int]]], list[str]]:
@@ -51,29 +51,40 @@ def _batched_hits(loaded, probes, batch_size: int, vectors=None, progress: Calla
     hits: list[bool] = []
     with torch.no_grad():
         for start in range(0, len(probes), batch_size):
-            chunk = probes[start:start + batch_size]
+            chunk = probes[start : start + batch_size]
             hits += run_probes(loaded.model, chunk, loaded.tokenizer.pad_token_id, vectors)[1].tolist()
             if progress is not None:
                 progress(len(chunk))
     return hits
 
 
-def discrete_known(loaded, rows: Sequence[dict], criterion: str, batch_size: int = 32,
-                   progress: Callable[[int], None] | None = None) -> Extraction:
+def discrete_known(
+    loaded, rows: Sequence[dict], criterion: str, batch_size: int = 32, progress: Callable[[int], None] | None = None
+) -> Extraction:
     """D^theta with the dataset's cloze prompts (one template per fact, as `evaluate extraction`)."""
     readable, unreadable = readable_rows(loaded, rows, criterion)
     column = "prompt_masked" if loaded.kind == "masked" else "prompt_cloze"
-    probes = prompt_probes(loaded.tokenizer, loaded.kind, [str(r[column]) for r, _ in readable],
-                           [targets for _, targets in readable])
+    probes = prompt_probes(
+        loaded.tokenizer, loaded.kind, [str(r[column]) for r, _ in readable], [targets for _, targets in readable]
+    )
     if progress is not None and unreadable:
         progress(len(unreadable))
     hits = _batched_hits(loaded, probes, batch_size, None, progress)
     return Extraction([str(r["id"]) for (r, _), hit in zip(readable, hits) if hit], unreadable)
 
 
-def soft_known(loaded, rows: Sequence[dict], pairs: Callable[[str], tuple[list, list]], save_dir: Path,
-               cfg: SoftPromptConfig, seed: int, criterion: str, batch_size: int = 32,
-               progress: Callable[[int], None] | None = None, write: bool = True) -> Extraction:
+def soft_known(
+    loaded,
+    rows: Sequence[dict],
+    pairs: Callable[[str], tuple[list, list]],
+    save_dir: Path,
+    cfg: SoftPromptConfig,
+    seed: int,
+    criterion: str,
+    batch_size: int = 32,
+    progress: Callable[[int], None] | None = None,
+    write: bool = True,
+) -> Extraction:
     """D^theta with the relation's soft prompt (trained, or reused from `save_dir`). A relation's
     vectors never see its own facts of D: their subjects are excluded from the training pairs."""
     readable, unreadable = readable_rows(loaded, rows, criterion)
@@ -90,15 +101,27 @@ def soft_known(loaded, rows: Sequence[dict], pairs: Callable[[str], tuple[list, 
     for relation in sorted(by_relation):
         group = by_relation[relation]
         template = next((r["template"] for r, _ in group if r.get("template")), None)
-        vectors = load_or_train(loaded, relation, pairs, save_dir, cfg, seed, write=write, template=template,
-                                criterion=criterion, exclude_heads=frozenset(heads[relation]))
+        vectors = load_or_train(
+            loaded,
+            relation,
+            pairs,
+            save_dir,
+            cfg,
+            seed,
+            write=write,
+            template=template,
+            criterion=criterion,
+            exclude_heads=frozenset(heads[relation]),
+        )
         if vectors is None:
             untrained += [str(r["id"]) for r, _ in group]
             if progress is not None:
                 progress(len(group))
             continue
-        probes = [soft_probe(loaded.tokenizer, loaded.kind, str(r["subject"]), targets, cfg.n_before, cfg.n_after)
-                  for r, targets in group]
+        probes = [
+            soft_probe(loaded.tokenizer, loaded.kind, str(r["subject"]), targets, cfg.n_before, cfg.n_after)
+            for r, targets in group
+        ]
         hits = _batched_hits(loaded, probes, batch_size, vectors, progress)
         known += [str(r["id"]) for (r, _), hit in zip(group, hits) if hit]
     return Extraction(known, unreadable, untrained)

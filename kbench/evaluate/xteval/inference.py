@@ -22,8 +22,9 @@ from kbench.evaluate.xteval.documents import GOLD, INPUT_TYPES, DocumentGenerato
 DISTRACTOR_TYPES = tuple(k for k in INPUT_TYPES if k not in (GOLD, "(h,r,.)"))
 
 
-def test_candidates(fact: Triple, generator: DocumentGenerator, test_pool: Sequence[Triple], per_type: int,
-                    rng: random.Random) -> tuple[Candidates, dict[str, int]]:
+def test_candidates(
+    fact: Triple, generator: DocumentGenerator, test_pool: Sequence[Triple], per_type: int, rng: random.Random
+) -> tuple[Candidates, dict[str, int]]:
     """The query, gold first then distinct distractors; and how many distractors of each kind."""
     gold = generator.sample(GOLD, fact, rng)
     docs = generator.enumerate_head_relation(fact, rng)
@@ -40,9 +41,15 @@ def test_candidates(fact: Triple, generator: DocumentGenerator, test_pool: Seque
     return Candidates(generator.query(fact, rng), [gold.text, *distractors]), counts
 
 
-def evaluate_retrieval(encoder: CrossEncoder, facts: Sequence[Triple], generator: DocumentGenerator,
-                       per_type: int, seed: int, cfg: FinetuneConfig,
-                       progress: Callable[[], None] | None = None) -> list[dict]:
+def evaluate_retrieval(
+    encoder: CrossEncoder,
+    facts: Sequence[Triple],
+    generator: DocumentGenerator,
+    per_type: int,
+    seed: int,
+    cfg: FinetuneConfig,
+    progress: Callable[[], None] | None = None,
+) -> list[dict]:
     """One row per test fact: the query, whether the gold ranked first, the gold's rank among the
     candidates (a near miss and a far miss differ even when accuracy is 0), candidate counts."""
     from accelerate import Accelerator
@@ -56,11 +63,20 @@ def evaluate_retrieval(encoder: CrossEncoder, facts: Sequence[Triple], generator
             candidates, counts = test_candidates(fact, generator, facts, per_type, random.Random(f"{seed}-test-{index}"))
             scores = encoder.score_pairs(candidates.query, candidates.documents, cfg)
             gold_score = scores[0]
-            at_least_as_high = sum(s >= gold_score for s in scores[1:])   # ties count against the gold
-            rows.append({"index": index, "head": fact.head, "relation": fact.relation, "tail": fact.tail,
-                         "query": candidates.query, "correct": at_least_as_high == 0,
-                         "gold_rank": 1 + at_least_as_high, "n_candidates": len(scores),
-                         "distractors": counts})
+            at_least_as_high = sum(s >= gold_score for s in scores[1:])  # ties count against the gold
+            rows.append(
+                {
+                    "index": index,
+                    "head": fact.head,
+                    "relation": fact.relation,
+                    "tail": fact.tail,
+                    "query": candidates.query,
+                    "correct": at_least_as_high == 0,
+                    "gold_rank": 1 + at_least_as_high,
+                    "n_candidates": len(scores),
+                    "distractors": counts,
+                }
+            )
             if progress is not None:
                 progress()
     if accelerator.num_processes > 1:

@@ -30,9 +30,9 @@ from kbench.evaluate.xteval.softprompt import SoftPromptConfig
 
 
 class XtevalSettings(TaskSettings):
-    extraction: Literal["discrete", "soft"] = "soft"          # the paper: soft prompts (OptiPrompt)
-    top1: Literal["first-token", "full-answer"] = "first-token"   # causal LMs: which gold tokens must be the argmax
-    setting: Literal["iid", "ood", "both"] = "iid"           # iid: random 60/40; ood: relation-disjoint 60/40
+    extraction: Literal["discrete", "soft"] = "soft"  # the paper: soft prompts (OptiPrompt)
+    top1: Literal["first-token", "full-answer"] = "first-token"  # causal LMs: which gold tokens must be the argmax
+    setting: Literal["iid", "ood", "both"] = "iid"  # iid: random 60/40; ood: relation-disjoint 60/40
     extraction_seeds: int = Field(3, ge=1)
     split_seeds: int = Field(3, ge=1)
     finetune_seeds: int = Field(3, ge=1)
@@ -41,10 +41,10 @@ class XtevalSettings(TaskSettings):
     probe_batch_size: int = Field(32, ge=1)
     finetune: FinetuneConfig = FinetuneConfig()
     softprompt: SoftPromptConfig = SoftPromptConfig()
-    known_facts: str | None = None          # D^theta from a file (parquet/jsonl: id[, correct]) instead of extraction
-    prompt_train_dir: str | None = None     # soft-prompt data: <relation>/train.jsonl, dev.jsonl
-    templates_dir: str | None = None        # a LAMA folder adding document templates (relations.jsonl, prompt_variants/)
-    template_variants: tuple[str, ...] = ("LPAQA",)   # paraphrase files to add; ("all",): every one
+    known_facts: str | None = None  # D^theta from a file (parquet/jsonl: id[, correct]) instead of extraction
+    prompt_train_dir: str | None = None  # soft-prompt data: <relation>/train.jsonl, dev.jsonl
+    templates_dir: str | None = None  # a LAMA folder adding document templates (relations.jsonl, prompt_variants/)
+    template_variants: tuple[str, ...] = ("LPAQA",)  # paraphrase files to add; ("all",): every one
 
     @property
     def settings(self) -> list[str]:
@@ -75,8 +75,9 @@ def split_facts(facts: list[Triple], setting: str, seed: int, train_fraction: fl
     return [f for f in facts if f.relation in train_rel], [f for f in facts if f.relation not in train_rel]
 
 
-def downstream_generators(setting: str, facts: list[Triple], train: list[Triple],
-                          templates: dict[str, list[str]]) -> tuple[DocumentGenerator, DocumentGenerator]:
+def downstream_generators(
+    setting: str, facts: list[Triple], train: list[Triple], templates: dict[str, list[str]]
+) -> tuple[DocumentGenerator, DocumentGenerator]:
     """(training generator, test generator). IID training samples its free slots from all of
     D^theta, as the paper's P(d | H, R, T) does; OOD training sees only the train relations'
     facts and templates, or a held-out relation would leak into training through the (h,.,t)

@@ -26,7 +26,7 @@ from kbench.errors import UserError
 @dataclass
 class Probe:
     ids: list[int]
-    soft: list[bool]            # True where a soft-prompt vector replaces the token embedding
+    soft: list[bool]  # True where a soft-prompt vector replaces the token embedding
     logit_positions: list[int]  # where the logits that must predict `target_ids` are read
     target_ids: list[int]
 
@@ -36,8 +36,8 @@ def special_wrap(tokenizer) -> tuple[list[int], list[int]]:
     core = tokenizer("x", add_special_tokens=False)["input_ids"]
     full = tokenizer("x")["input_ids"]
     for i in range(len(full) - len(core) + 1):
-        if full[i:i + len(core)] == core:
-            return full[:i], full[i + len(core):]
+        if full[i : i + len(core)] == core:
+            return full[:i], full[i + len(core) :]
     return [], []
 
 
@@ -50,8 +50,8 @@ def spaced_ids(tokenizer, text: str) -> list[int]:
     byte-level BPE keeps the space in the token ("ĠParis")."""
     anchor = tokenizer("x", add_special_tokens=False)["input_ids"]
     whole = tokenizer("x " + text, add_special_tokens=False)["input_ids"]
-    if whole[:len(anchor)] == anchor:
-        return whole[len(anchor):]
+    if whole[: len(anchor)] == anchor:
+        return whole[len(anchor) :]
     return tokenizer(" " + text, add_special_tokens=False)["input_ids"]
 
 
@@ -117,9 +117,9 @@ def run_probes(model, probes: Sequence[Probe], pad_id: int, soft_vectors=None):
     mask = torch.zeros((len(probes), width), dtype=torch.long)
     soft = torch.zeros((len(probes), width), dtype=torch.bool)
     for i, p in enumerate(probes):
-        ids[i, :len(p.ids)] = torch.tensor(p.ids)
-        mask[i, :len(p.ids)] = 1
-        soft[i, :len(p.ids)] = torch.tensor(p.soft)
+        ids[i, : len(p.ids)] = torch.tensor(p.ids)
+        mask[i, : len(p.ids)] = 1
+        soft[i, : len(p.ids)] = torch.tensor(p.soft)
     ids, mask, soft = ids.to(device), mask.to(device), soft.to(device)
     embeds = model.get_input_embeddings()(ids)
     if soft_vectors is not None:

@@ -18,15 +18,20 @@ def markdown_table(results: dict) -> str:
     head = "| setting | runs | " + " | ".join(FIGURES) + " |"
     metrics = results["metrics"]
     extraction = metrics["extraction"]
-    probed = ", ".join(f"seed {s['seed']}: {s['n_known']} of {s['n_probed']}"
-                       for s in extraction["seeds"])
-    lines = [f"# XTEVAL: {results['model']['name']}", "",
-             f"Dataset `{results['dataset']['path']}` ({results['dataset']['split']}, {metrics['n_facts']} facts). "
-             f"Known facts (D^theta): {extraction['criterion']}; {probed}.", "",
-             "Mean ± sample std: acc_D and gap1 over the extraction seeds, the other figures over the runs "
-             "(extraction x split x fine-tune), as in the paper. chance_accuracy is a random ranking's "
-             "(mean 1 / candidates).", "",
-             head, "|" + "---|" * (len(FIGURES) + 2)]
+    probed = ", ".join(f"seed {s['seed']}: {s['n_known']} of {s['n_probed']}" for s in extraction["seeds"])
+    lines = [
+        f"# XTEVAL: {results['model']['name']}",
+        "",
+        f"Dataset `{results['dataset']['path']}` ({results['dataset']['split']}, {metrics['n_facts']} facts). "
+        f"Known facts (D^theta): {extraction['criterion']}; {probed}.",
+        "",
+        "Mean ± sample std: acc_D and gap1 over the extraction seeds, the other figures over the runs "
+        "(extraction x split x fine-tune), as in the paper. chance_accuracy is a random ranking's "
+        "(mean 1 / candidates).",
+        "",
+        head,
+        "|" + "---|" * (len(FIGURES) + 2),
+    ]
     for setting, agg in metrics["settings"].items():
         cells = [f"{agg[k]['mean']:.3f} ± {agg[k]['std']:.3f}" for k in FIGURES]
         lines.append(f"| {setting} | {len(agg['runs'])} | " + " | ".join(cells) + " |")
@@ -41,8 +46,11 @@ def gap_chart(results: dict, path: Path) -> None:
 
     per_setting = results["metrics"]["settings"]
     settings = list(per_setting)
-    layers = [("usable_knowledge", "usable knowledge", "#4c72b0"), ("gap2", "Gap 2 (not utilised)", "#dd8452"),
-              ("gap1", "Gap 1 (not acquired)", "#c7c7c7")]
+    layers = [
+        ("usable_knowledge", "usable knowledge", "#4c72b0"),
+        ("gap2", "Gap 2 (not utilised)", "#dd8452"),
+        ("gap1", "Gap 1 (not acquired)", "#c7c7c7"),
+    ]
     fig, ax = plt.subplots(figsize=(3.4 + 1.0 * len(settings), 3.6))
     bottom = [0.0] * len(settings)
     for key, label, colour in layers:

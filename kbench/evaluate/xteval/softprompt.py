@@ -20,7 +20,6 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 from pathlib import Path
-
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -36,12 +35,12 @@ class SoftPromptConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
     n_before: int = Field(3, ge=0)
     n_after: int = Field(3, ge=0)
-    lr: float = Field(1e-4, gt=0)        # Table 2; OptiPrompt's own script uses 3e-3
+    lr: float = Field(1e-4, gt=0)  # Table 2; OptiPrompt's own script uses 3e-3
     weight_decay: float = Field(0.0, ge=0)
     batch_size: int = Field(64, ge=1)
     epochs: int = Field(20, ge=1)
     warmup_ratio: float = Field(0.06, ge=0, lt=1)
-    max_train_facts: int | None = Field(None, ge=1)   # cap per relation on train and on dev pairs (CPU runs); None = all
+    max_train_facts: int | None = Field(None, ge=1)  # cap per relation on train and on dev pairs (CPU runs); None = all
     # "random" (OptiPrompt's default) or "template": start from the embeddings of the relation's
     # template words around [X] (OptiPrompt's manual-template init); slots beyond them stay random.
     init: Literal["random", "template"] = "random"
@@ -70,8 +69,10 @@ def _accuracy(loaded, pairs, vectors, cfg: SoftPromptConfig) -> float:
     hits = 0
     with torch.no_grad():
         for start in range(0, len(pairs), cfg.batch_size):
-            probes = [soft_probe(loaded.tokenizer, loaded.kind, h, t, cfg.n_before, cfg.n_after)
-                      for h, t in pairs[start:start + cfg.batch_size]]
+            probes = [
+                soft_probe(loaded.tokenizer, loaded.kind, h, t, cfg.n_before, cfg.n_after)
+                for h, t in pairs[start : start + cfg.batch_size]
+            ]
             hits += int(run_probes(loaded.model, probes, loaded.tokenizer.pad_token_id, vectors)[1].sum())
     return hits / max(1, len(pairs))
 
@@ -90,8 +91,15 @@ def template_init(tokenizer, template: str, n_before: int, n_after: int) -> list
     return before_ids + after_ids
 
 
-def train_relation(loaded, train_pairs, dev_pairs, cfg: SoftPromptConfig, seed: int,
-                   progress: Callable[[], None] | None = None, template: str | None = None) -> tuple:
+def train_relation(
+    loaded,
+    train_pairs,
+    dev_pairs,
+    cfg: SoftPromptConfig,
+    seed: int,
+    progress: Callable[[], None] | None = None,
+    template: str | None = None,
+) -> tuple:
     """Train one relation's vectors on (head, gold ids) pairs (`target_pairs`); returns (best
     vectors [n_soft, hidden] on CPU, log dict)."""
     import torch
@@ -126,12 +134,12 @@ def train_relation(loaded, train_pairs, dev_pairs, cfg: SoftPromptConfig, seed: 
     random.Random(seed).shuffle(pairs)
     dev_pairs = list(dev_pairs)
     if cfg.max_train_facts:
-        pairs = pairs[:cfg.max_train_facts]
+        pairs = pairs[: cfg.max_train_facts]
         random.Random(f"{seed}-dev").shuffle(dev_pairs)
-        dev_pairs = dev_pairs[:cfg.max_train_facts]
-    shard = pairs[accelerator.process_index::accelerator.num_processes]
+        dev_pairs = dev_pairs[: cfg.max_train_facts]
+    shard = pairs[accelerator.process_index :: accelerator.num_processes]
     if accelerator.num_processes > 1:
-        shard = shard[:len(pairs) // accelerator.num_processes]
+        shard = shard[: len(pairs) // accelerator.num_processes]
     total = -(-len(shard) // cfg.batch_size) * cfg.epochs
     optimizer = torch.optim.AdamW(prompt.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
     scheduler = get_polynomial_decay_schedule_with_warmup(optimizer, int(cfg.warmup_ratio * total), total)
@@ -145,7 +153,7 @@ def train_relation(loaded, train_pairs, dev_pairs, cfg: SoftPromptConfig, seed: 
         random.Random(f"{seed}-{epoch}").shuffle(order)
         epoch_loss = 0.0
         for start in range(0, len(order), cfg.batch_size):
-            chunk = order[start:start + cfg.batch_size]
+            chunk = order[start : start + cfg.batch_size]
             probes = [soft_probe(loaded.tokenizer, loaded.kind, h, t, cfg.n_before, cfg.n_after) for h, t in chunk]
             loss = run_probes(model, probes, loaded.tokenizer.pad_token_id, prompt())[0].mean()
             optimizer.zero_grad()
@@ -165,8 +173,15 @@ def train_relation(loaded, train_pairs, dev_pairs, cfg: SoftPromptConfig, seed: 
 
 
 def _metadata(loaded, relation: str, cfg: SoftPromptConfig, seed: int, criterion: str) -> dict[str, str]:
-    return {"model_identity": loaded.identity, "relation": relation, "seed": str(seed), "criterion": criterion,
-            "config_hash": stable_hash(cfg.model_dump()), "n_before": str(cfg.n_before), "n_after": str(cfg.n_after)}
+    return {
+        "model_identity": loaded.identity,
+        "relation": relation,
+        "seed": str(seed),
+        "criterion": criterion,
+        "config_hash": stable_hash(cfg.model_dump()),
+        "n_before": str(cfg.n_before),
+        "n_after": str(cfg.n_after),
+    }
 
 
 def split_dir_pairs(train_dir: Path) -> Callable[[str], tuple[list, list]]:
@@ -184,10 +199,19 @@ def split_dir_pairs(train_dir: Path) -> Callable[[str], tuple[list, list]]:
     return pairs
 
 
-def load_or_train(loaded, relation: str, pairs: Callable[[str], tuple[list, list]], save_dir: Path,
-                  cfg: SoftPromptConfig, seed: int, progress: Callable[[], None] | None = None, write: bool = True,
-                  template: str | None = None, criterion: str = "first-token",
-                  exclude_heads: frozenset[str] = frozenset()):
+def load_or_train(
+    loaded,
+    relation: str,
+    pairs: Callable[[str], tuple[list, list]],
+    save_dir: Path,
+    cfg: SoftPromptConfig,
+    seed: int,
+    progress: Callable[[], None] | None = None,
+    write: bool = True,
+    template: str | None = None,
+    criterion: str = "first-token",
+    exclude_heads: frozenset[str] = frozenset(),
+):
     """The relation's vectors from `save_dir` when saved for this model/config/seed/criterion, else
     trained on `pairs(relation)` = (train, dev) (subject, object) pairs and saved (when `write`);
     subjects in `exclude_heads` (the relation's heads in D) are never trained or validated on.
@@ -207,11 +231,19 @@ def load_or_train(loaded, relation: str, pairs: Callable[[str], tuple[list, list
     train_pairs = target_pairs(loaded, train_raw, criterion, exclude_heads)
     dev_pairs = target_pairs(loaded, dev_raw, criterion, exclude_heads)
     if not train_pairs or not dev_pairs:
-        return None   # nothing to train on: the caller leaves the relation's facts out of D
+        return None  # nothing to train on: the caller leaves the relation's facts out of D
     vectors, log = train_relation(loaded, train_pairs, dev_pairs, cfg, seed, progress, template)
     if write:
         with atomic_path(path) as tmp:
-            save_file({"vectors": vectors.contiguous()}, str(tmp),
-                      metadata={**wanted, "dev_accuracy": str(log["dev_accuracy"]), "best_epoch": str(log["best_epoch"]),
-                                "n_train": str(len(train_pairs)), "n_dev": str(len(dev_pairs))})
+            save_file(
+                {"vectors": vectors.contiguous()},
+                str(tmp),
+                metadata={
+                    **wanted,
+                    "dev_accuracy": str(log["dev_accuracy"]),
+                    "best_epoch": str(log["best_epoch"]),
+                    "n_train": str(len(train_pairs)),
+                    "n_dev": str(len(dev_pairs)),
+                },
+            )
     return vectors.to(loaded.model.device)

@@ -59,8 +59,13 @@ class Xteval(Task):
         self.extractions: dict[int, dict] = {}
         self.seeds = 1 if (s.extraction == "discrete" or s.known_facts) else s.extraction_seeds
         units = [Unit(f"{EXTRACTION}/e{e}", [e]) for e in range(self.seeds)]
-        units += [Unit(f"{setting}/e{e}-s{sp}-f{f}", [(setting, e, sp, f)]) for e in range(self.seeds)
-                  for setting in s.settings for sp in range(s.split_seeds) for f in range(s.finetune_seeds)]
+        units += [
+            Unit(f"{setting}/e{e}-s{sp}-f{f}", [(setting, e, sp, f)])
+            for e in range(self.seeds)
+            for setting in s.settings
+            for sp in range(s.split_seeds)
+            for f in range(s.finetune_seeds)
+        ]
         from kbench.io import sha256_file
 
         depends = {"known_facts": sha256_file(s.known_facts) if s.known_facts else None}
@@ -85,30 +90,55 @@ class Xteval(Task):
             found = discrete_known(loaded, self.rows, s.top1, s.probe_batch_size)
         else:
             pairs = split_dir_pairs(Path(s.prompt_train_dir)) if s.prompt_train_dir else self._dataset_pairs(ctx)
-            found = soft_known(loaded, self.rows, pairs, ctx.run_dir / "softprompts" / f"seed-{seed}", s.softprompt, seed,
-                               s.top1, s.probe_batch_size, write=_is_main())
+            found = soft_known(
+                loaded,
+                self.rows,
+                pairs,
+                ctx.run_dir / "softprompts" / f"seed-{seed}",
+                s.softprompt,
+                seed,
+                s.top1,
+                s.probe_batch_size,
+                write=_is_main(),
+            )
         status = {i: "unknown" for i in self.by_id}
         status.update({i: "unreadable" for i in found.unreadable})
         status.update({i: "untrained" for i in found.untrained})
         status.update({i: "known" for i in found.known})
         if not any(v in ("known", "unknown") for v in status.values()):
-            raise UserError(f"none of the {len(self.rows)} facts can be probed: {len(found.unreadable)} have tails a "
-                            f"masked LM cannot read at one mask, {len(found.untrained)} belong to relations without "
-                            "soft-prompt train/dev facts")
-        return [{"id": f"{EXTRACTION}/e{seed}/{fact_id}", "kind": "extraction", "extraction_seed": seed,
-                 "fact_id": fact_id, "relation": str(row["relation"]), "relation_label": row.get("relation_label") or "",
-                 "subject": str(row["subject"]), "object": str(row["object"]), "status": status[fact_id],
-                 "correct": status[fact_id] == "known"} for fact_id, row in self.by_id.items()]
+            raise UserError(
+                f"none of the {len(self.rows)} facts can be probed: {len(found.unreadable)} have tails a "
+                f"masked LM cannot read at one mask, {len(found.untrained)} belong to relations without "
+                "soft-prompt train/dev facts"
+            )
+        return [
+            {
+                "id": f"{EXTRACTION}/e{seed}/{fact_id}",
+                "kind": "extraction",
+                "extraction_seed": seed,
+                "fact_id": fact_id,
+                "relation": str(row["relation"]),
+                "relation_label": row.get("relation_label") or "",
+                "subject": str(row["subject"]),
+                "object": str(row["object"]),
+                "status": status[fact_id],
+                "correct": status[fact_id] == "known",
+            }
+            for fact_id, row in self.by_id.items()
+        ]
 
     def _downstream(self, ctx: RunContext, setting: str, e: int, sp: int, f: int) -> list[dict]:
         s: XtevalSettings = ctx.settings
         known = [i for i, v in self.extractions[e].items() if v == "known"]
         probed = sum(v in ("known", "unknown") for v in self.extractions[e].values())
-        facts = [Triple(str(self.by_id[i]["subject"]), str(self.by_id[i]["relation"]), str(self.by_id[i]["object"]))
-                 for i in known]
+        facts = [
+            Triple(str(self.by_id[i]["subject"]), str(self.by_id[i]["relation"]), str(self.by_id[i]["object"])) for i in known
+        ]
         if len(facts) < 3:
-            raise UserError(f"D^theta holds {len(facts)} fact(s) (acc_D = {len(facts) / probed:.3f}); the downstream "
-                            "task needs at least 3: use more facts (--limit) or another model")
+            raise UserError(
+                f"D^theta holds {len(facts)} fact(s) (acc_D = {len(facts) / probed:.3f}); the downstream "
+                "task needs at least 3: use more facts (--limit) or another model"
+            )
         train, test = split_facts(facts, setting, sp, s.train_fraction)
         if not test:
             raise UserError(f"the {setting} split left no test facts; use more facts (--limit)")
@@ -119,11 +149,27 @@ class Xteval(Task):
         del encoder
         key = f"{setting}/e{e}-s{sp}-f{f}"
         base = {"setting": setting, "extraction_seed": e, "split_seed": sp, "finetune_seed": f}
-        rows = [{"id": f"{key}/q{q['index']}", "kind": "query", **base, **{k: v for k, v in q.items() if k != "index"},
-                 "subject": q["head"], "object": q["tail"]} for q in queries]
-        run = {"id": key, "kind": "run", **base, "n_train": len(train), "n_test": len(test), **log,
-               "downstream_accuracy": sum(q["correct"] for q in queries) / len(queries),
-               "chance_accuracy": sum(1 / q["n_candidates"] for q in queries) / len(queries)}
+        rows = [
+            {
+                "id": f"{key}/q{q['index']}",
+                "kind": "query",
+                **base,
+                **{k: v for k, v in q.items() if k != "index"},
+                "subject": q["head"],
+                "object": q["tail"],
+            }
+            for q in queries
+        ]
+        run = {
+            "id": key,
+            "kind": "run",
+            **base,
+            "n_train": len(train),
+            "n_test": len(test),
+            **log,
+            "downstream_accuracy": sum(q["correct"] for q in queries) / len(queries),
+            "chance_accuracy": sum(1 / q["n_candidates"] for q in queries) / len(queries),
+        }
         return [run, *rows]
 
     # ------------------------------------------------------------------ results
@@ -135,17 +181,32 @@ class Xteval(Task):
             statuses = [r["status"] for r in extraction_rows if r["extraction_seed"] == e]
             probed = sum(v in ("known", "unknown") for v in statuses)
             acc_d[e] = statuses.count("known") / probed
-            log.append({"seed": e, "acc_D": acc_d[e], "n_known": statuses.count("known"), "n_probed": probed,
-                        "n_unreadable": statuses.count("unreadable"), "n_untrained": statuses.count("untrained")})
+            log.append(
+                {
+                    "seed": e,
+                    "acc_D": acc_d[e],
+                    "n_known": statuses.count("known"),
+                    "n_probed": probed,
+                    "n_unreadable": statuses.count("unreadable"),
+                    "n_untrained": statuses.count("untrained"),
+                }
+            )
         known_all = sum(x["n_known"] for x in log)
         probed_all = sum(x["n_probed"] for x in log)
         headline = {"acc_D": u.proportion(known_all, probed_all), "gap1": u.proportion(probed_all - known_all, probed_all)}
         per_setting = {}
         for setting in s.settings:
             runs = [r for r in rows if r["kind"] == "run" and r["setting"] == setting]
-            figures = [{"extraction_seed": r["extraction_seed"], "split_seed": r["split_seed"],
-                        "finetune_seed": r["finetune_seed"], **gap_figures(acc_d[r["extraction_seed"]], r["downstream_accuracy"]),
-                        "chance_accuracy": r["chance_accuracy"]} for r in runs]
+            figures = [
+                {
+                    "extraction_seed": r["extraction_seed"],
+                    "split_seed": r["split_seed"],
+                    "finetune_seed": r["finetune_seed"],
+                    **gap_figures(acc_d[r["extraction_seed"]], r["downstream_accuracy"]),
+                    "chance_accuracy": r["chance_accuracy"],
+                }
+                for r in runs
+            ]
             per_setting[setting] = {**aggregate_setting(figures), "runs": figures}
             queries = [r["correct"] for r in rows if r["kind"] == "query" and r["setting"] == setting]
             headline[f"{setting}_downstream_accuracy"] = u.proportion_of(queries)
@@ -153,16 +214,21 @@ class Xteval(Task):
             headline[f"{setting}_gap2"] = u.mean([x["gap2"] for x in figures], seed=s.seed)
         metrics = {
             "n_facts": len(self.rows),
-            "extraction": {"method": "known-facts file" if s.known_facts else s.extraction,
-                           "criterion": self._criterion(ctx), "seeds": log,
-                           "not_probed": "leave D (acc_D = n_known / n_probed): unreadable = a masked LM cannot read the "
-                                         "tail at one mask; untrained = no soft-prompt train/dev facts for the relation"},
-            "statistics": {"acc_D, gap1": "mean and sample std over the distinct extraction seeds (paper Fig. 4a)",
-                           "downstream_accuracy, usable_knowledge, gap2, chance_accuracy":
-                               "mean and sample std over the runs, extraction x split x fine-tune (paper Fig. 4b)",
-                           "headline": "acc_D, gap1: Wilson over the facts of all extraction seeds; downstream accuracy: "
-                                       "Wilson over the test queries of all runs; usable knowledge, gap2: mean over runs "
-                                       "with a bootstrap over runs"},
+            "extraction": {
+                "method": "known-facts file" if s.known_facts else s.extraction,
+                "criterion": self._criterion(ctx),
+                "seeds": log,
+                "not_probed": "leave D (acc_D = n_known / n_probed): unreadable = a masked LM cannot read the "
+                "tail at one mask; untrained = no soft-prompt train/dev facts for the relation",
+            },
+            "statistics": {
+                "acc_D, gap1": "mean and sample std over the distinct extraction seeds (paper Fig. 4a)",
+                "downstream_accuracy, usable_knowledge, gap2, chance_accuracy": "mean and sample std over the runs, "
+                "extraction x split x fine-tune (paper Fig. 4b)",
+                "headline": "acc_D, gap1: Wilson over the facts of all extraction seeds; downstream accuracy: "
+                "Wilson over the test queries of all runs; usable knowledge, gap2: mean over runs "
+                "with a bootstrap over runs",
+            },
             "settings": per_setting,
         }
         return Summary(headline=headline, metrics=metrics)
@@ -179,8 +245,11 @@ class Xteval(Task):
         if s.known_facts is not None:
             return f"known facts from {s.known_facts}"
         sp = s.softprompt
-        prompts = (f"soft prompts (OptiPrompt, {sp.n_before} + {sp.n_after} vectors around the head)"
-                   if s.extraction == "soft" else "discrete prompts (the dataset's cloze prompt)")
+        prompts = (
+            f"soft prompts (OptiPrompt, {sp.n_before} + {sp.n_after} vectors around the head)"
+            if s.extraction == "soft"
+            else "discrete prompts (the dataset's cloze prompt)"
+        )
         if ctx.model.kind == "masked":
             return f"{prompts}: the single-token tail is the argmax at the mask"
         if s.top1 == "first-token":
@@ -194,13 +263,16 @@ class Xteval(Task):
         tables = {}
         for split in ("train", "dev"):
             if not has_split(ctx.dataset, split, ctx.settings.config):
-                raise UserError(f"{ctx.dataset} has no {split} split for soft-prompt training; "
-                                "pass --prompt-train-dir DIR (<relation>/train.jsonl, dev.jsonl)")
+                raise UserError(
+                    f"{ctx.dataset} has no {split} split for soft-prompt training; "
+                    "pass --prompt-train-dir DIR (<relation>/train.jsonl, dev.jsonl)"
+                )
             tables[split] = open_split(ctx.dataset, split, ctx.settings.config).rows
 
         def pairs(relation: str) -> tuple[list, list]:
-            return tuple([(r["subject"], r["object"]) for r in tables[split] if r["relation"] == relation]
-                         for split in ("train", "dev"))
+            return tuple(
+                [(r["subject"], r["object"]) for r in tables[split] if r["relation"] == relation] for split in ("train", "dev")
+            )
 
         return pairs
 
@@ -211,8 +283,11 @@ class Xteval(Task):
                 if r.get("template") and r["template"] not in own[r["relation"]]:
                     own[r["relation"]].append(r["template"])
             s = self._settings
-            self._template_cache = dict(own) if s.templates_dir is None else \
-                load_templates(Path(s.templates_dir), own, None if s.template_variants == ("all",) else s.template_variants)
+            self._template_cache = (
+                dict(own)
+                if s.templates_dir is None
+                else load_templates(Path(s.templates_dir), own, None if s.template_variants == ("all",) else s.template_variants)
+            )
         return self._template_cache
 
 
