@@ -24,11 +24,11 @@ from typing import Any
 from kbench.cards import licenses
 from kbench.cards.drops import render_drops
 from kbench.cards.folder import DatasetFolder, ensure_file_hashes, load_folder
-from kbench.cards.sources import detect_sources, reference
 from kbench.cards.validate import validate_card
 from kbench.dataset import dataset_configs, dataset_infos
 from kbench.errors import InputError, UserError
 from kbench.io import write_text
+from kbench.sources.references import detect_sources, reference
 
 FAMILIES = ("lama", "lama-binned", "maple-wiki", "left-textbook", "evolving")
 _PLACEHOLDER = re.compile(r"{{\s*([a-z_]+)\s*}}")

@@ -11,7 +11,7 @@ copies in ../shared/data, which come from those commits). Archives whose bytes n
 seen (LAMA's data.zip, the full REBEL zip) have no pinned checksum; the first download records
 it in `kbench-data.lock` beside the data and later downloads must match it.
 
-Licenses are not repeated here: each source names its entry in `kbench.cards.sources`, the one
+Licenses are not repeated here: each source names its entry in `kbench.sources.references`, the one
 place that also decides the license a built dataset inherits.
 """
 
@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from kbench.cards.sources import Reference, reference
 from kbench.errors import UserError
+from kbench.sources.references import Reference, reference
 
 LAMA_ZIP = "https://dl.fbaipublicfiles.com/LAMA/data.zip"
 REBEL_ZIP = "https://huggingface.co/datasets/Babelscape/rebel-dataset/resolve/main/rebel_dataset.zip"
@@ -97,7 +97,7 @@ class Download:
 class Source:
     name: str  # the folder under the data root
     title: str
-    reference_key: str  # kbench.cards.sources entry: license, note, citation
+    reference_key: str  # kbench.sources.references entry: license, note, citation
     homepage: str
     downloads: tuple[Download, ...] = ()
     layout: str = ""  # how the upstream layout differs from the folder, when it does

@@ -60,7 +60,7 @@ def mirror(httpserver) -> str:
 
 def test_catalog_entries_are_complete():
     for src in catalog().values():
-        assert src.reference.license, src.name            # every source states its license (cards/sources.py)
+        assert src.reference.license, src.name            # every source states its license (sources/references.py)
         assert src.downloads, src.name
         for item in src.downloads:
             assert item.url.startswith("https://") and (item.dest or item.members)
