@@ -16,5 +16,6 @@ $KB inspect runs/lama
 $KB evaluate extraction --dataset runs/lama --model smollm2-135m --limit "$LIMIT" --out runs/extraction
 $KB evaluate extraction --dataset runs/lama --model smollm2-135m --limit "$LIMIT" --protocol lama \
   --common-vocab "$DATA/lama_trex/common_vocab_cased.txt" --out runs/extraction-lama
-$KB report runs/extraction runs/extraction-lama --out runs/report
-echo "report: $PWD/runs/report/index.html"
+$KB report runs/extraction --out runs/report
+$KB report runs/extraction-lama --out runs/report-lama
+echo "reports: $PWD/runs/report/index.html (MAPLE protocol), $PWD/runs/report-lama/index.html (strict LAMA P@1)"
