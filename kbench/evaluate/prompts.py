@@ -137,3 +137,18 @@ def truefalse_prompt(statement: str, passage: str | None, max_words: int) -> str
         words = passage.split()
         head = "Passage: " + " ".join(words[:max_words]) + (" ..." if len(words) > max_words else "") + "\n"
     return f"{head}Statement: {statement}\nIs this statement true or false?\nAnswer:"
+
+
+def question_turn(tokenizer, body: str, cue: str, chat: bool) -> str:
+    """`body` as one user turn through the tokenizer's chat template (instruct models; the answer
+    starts right after the generation prompt), else plain text ending in the cue ("Answer:")."""
+    if chat:
+        return tokenizer.apply_chat_template([{"role": "user", "content": body}], tokenize=False, add_generation_prompt=True)
+    return f"{body}\n{cue}:"
+
+
+def answer_body(question: str, passage: str | None = None) -> str:
+    """The knowledge-elicitation answer prompt's text: the shared instruction and question form,
+    after a passage (a recitation, a background document) when there is one."""
+    head = f"Passage: {passage.strip()}\n" if passage and passage.strip() else ""
+    return f"{head}{INSTRUCTION}\nQuestion: {question}"

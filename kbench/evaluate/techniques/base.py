@@ -27,11 +27,10 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict
 
-from kbench.evaluate.prompts import INSTRUCTION
+from kbench.evaluate.prompts import answer_body, question_turn
 from kbench.metrics.matching import normalize_for_matching
 from kbench.models.interface import WhiteBoxModel
 
-ANSWER_INSTRUCTION = INSTRUCTION  # one prompt wording for every task (kbench.evaluate.prompts)
 MAX_ANSWER_TOKENS = 16
 ANSWER_STOP = ["\n"]
 
@@ -73,21 +72,13 @@ class KeeContext:
     seed: int = 0
     chat: bool = False
 
-    def _wrap(self, body: str, cue: str) -> str:
-        if self.chat:
-            return self.runner.tokenizer.apply_chat_template(
-                [{"role": "user", "content": body}], tokenize=False, add_generation_prompt=True
-            )
-        return f"{body}\n{cue}:"
-
     def task_prompt(self, instruction: str, question: str, cue: str) -> str:
         """A stage prompt (recite a passage, write a background document) for `question`."""
-        return self._wrap(f"{instruction}\nQuestion: {question}", cue)
+        return question_turn(self.runner.tokenizer, f"{instruction}\nQuestion: {question}", cue, self.chat)
 
     def answer_prompt(self, question: str, passage: str | None = None) -> str:
-        """The final answer prompt; a passage (recitation, background document) goes first."""
-        head = f"Passage: {passage.strip()}\n" if passage and passage.strip() else ""
-        return self._wrap(f"{head}{ANSWER_INSTRUCTION}\nQuestion: {question}", "Answer")
+        """The final answer prompt (worded in `kbench.evaluate.prompts`)."""
+        return question_turn(self.runner.tokenizer, answer_body(question, passage), "Answer", self.chat)
 
     def gold(self, item: KeeItem) -> str:
         """The gold label as the continuation of an answer prompt (its first token is ranked)."""
