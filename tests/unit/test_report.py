@@ -4,13 +4,10 @@ or are the golden v1 folders of tests/fixtures/results_v1."""
 
 from __future__ import annotations
 
-import json
-import shutil
 import struct
 from pathlib import Path
 
 import pytest
-from conftest import run_kbench
 
 from kbench.errors import InputError
 from kbench.io import write_json
@@ -101,21 +98,6 @@ def test_labels_from_the_dataset_split_or_a_relations_file(shared_data, tmp_path
     pl.DataFrame([{**i, "relation_label": f"label of {i['relation']}"} for i in items]).write_parquet(dataset / "test.parquet")
     from_dataset = build_report([run], tmp_path / "r2", relations_file=relations).read_text()
     assert "P101 · label of P101" in from_dataset and "the dataset split (" in from_dataset
-
-
-def test_cli_report_and_its_errors(shared_data, tmp_path):
-    run = extraction_run(tmp_path / "ext", "model-a", predict(lama_items(shared_data, 30), 3))
-    out = run_kbench("report", str(run), "--out", str(tmp_path / "report"))
-    assert out.returncode == 0, out.stderr
-    assert sorted(p.name for p in (tmp_path / "report").iterdir()) == [
-        "explorer-1.html", "index.html", "per_frequency_bin.png", "per_relation.png"]
-    missing = run_kbench("report", str(tmp_path / "nope"), "--out", str(tmp_path / "r2"))
-    assert missing.returncode == 2 and "not a run directory" in missing.stderr and "Traceback" not in missing.stderr
-    bad = tmp_path / "bad"
-    shutil.copytree(run, bad)
-    (bad / "results.json").write_text(json.dumps({"schema": "whatever"}))
-    out = run_kbench("report", str(bad), "--out", str(tmp_path / "r3"))
-    assert out.returncode == 2 and "unknown results schema" in out.stderr and "Traceback" not in out.stderr
 
 
 def test_handwritten_v2_fixture_beside_a_v1_run_of_the_same_task(shared_data, tmp_path):

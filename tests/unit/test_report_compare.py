@@ -6,10 +6,7 @@ import json
 import shutil
 from pathlib import Path
 
-import pytest
-from conftest import run_kbench
 
-from kbench.errors import UserError
 from kbench.metrics.uncertainty import binomial_two_sided, mcnemar, proportion
 from kbench.report.build import build_report
 from kbench.report.compare import compare_runs, correctness
@@ -37,17 +34,6 @@ def test_runs_over_different_limits_are_compared_on_the_shared_items(shared_data
     assert "100 shared items" in html and "model-a: 200 of 300 left out" in html
     assert "evaluated on different items" in html   # the per-run summary says its n differ
     assert (tmp_path / "report" / "model_comparison.png").is_file()
-
-
-def test_runs_over_disjoint_items_are_refused(shared_data, tmp_path):
-    items = lama_items(shared_data, 200)
-    a = extraction_run(tmp_path / "a", "model-a", predict(items[:100], 3))
-    b = extraction_run(tmp_path / "b", "model-b", predict(items[100:], 2))
-    with pytest.raises(UserError, match="share no item .* model-a: 100 items, model-b: 100 items"):
-        build_report([a, b], tmp_path / "report")
-    assert not (tmp_path / "report").exists()   # refused before anything is written
-    out = run_kbench("report", str(a), str(b), "--out", str(tmp_path / "cli"))
-    assert out.returncode == 2 and "cannot be compared" in out.stderr and "Traceback" not in out.stderr
 
 
 def test_kee_runs_are_compared_technique_by_technique(tmp_path):

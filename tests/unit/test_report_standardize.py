@@ -8,10 +8,8 @@ import math
 
 import pytest
 
-from kbench.errors import UserError
 from kbench.metrics.uncertainty import mean, proportion
 from kbench.report.standardize import standardize_runs
-from tests.conftest import run_kbench
 
 
 def _run(tmp_path, name, results):
@@ -66,23 +64,6 @@ def test_three_models_two_tasks(tmp_path):
     table = (out / "standardized.md").read_text()
     assert "| a | 9.2 | 0.0 | 4.6 |" in table  # scale(-1) = 9.18; mean of 9.18 and 0
     assert result["mean_standardized"]["c"] == pytest.approx(100.0)
-
-
-def test_ambiguous_runs_and_cli(tmp_path):
-    one = _run(tmp_path, "one", _truefalse("a", "prior", 0.5))
-    two = _run(tmp_path, "two", _truefalse("a", "prior", 0.6))
-    with pytest.raises(UserError, match="both give"):
-        standardize_runs([one, two], tmp_path / "x")
-    other = _run(tmp_path, "three", _truefalse("a", "open-book", 0.9))
-    other_results = json.loads((other / "results.json").read_text())
-    other_results["settings"]["retriever"] = "gold"
-    (other / "results.json").write_text(json.dumps(other_results))
-    proc = run_kbench("report", "standardize", str(one), str(other), "--out", str(tmp_path / "cli"))
-    assert proc.returncode == 0, proc.stderr
-    tasks = json.loads((tmp_path / "cli" / "standardized.json").read_text())["tasks"]
-    assert tasks == ["truefalse:open-book-gold:dev:accuracy", "truefalse:prior:dev:accuracy"]
-    bad = run_kbench("report", "standardize", str(one), str(tmp_path / "missing"), "--out", str(tmp_path / "bad"))
-    assert bad.returncode == 2 and "Traceback" not in bad.stderr
 
 
 def test_one_headline_metric_per_task_also_for_v1_runs(tmp_path):

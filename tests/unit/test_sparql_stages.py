@@ -16,7 +16,6 @@ from kbench.errors import InputError
 from kbench.sources import sparql_client
 from kbench.sources.wikidata_store import SubsetInputs, write_lama_subset
 
-from conftest import run_kbench
 
 
 def _jsonl(path: Path, rows: list[dict]) -> None:
@@ -171,21 +170,6 @@ def test_params_need_exactly_one_source_and_forbid_typos():
         VerifyWikidata.Params(subset_from={"trex": "x"})
     with pytest.raises(ValidationError):
         VerifyWikidata.Params(store="a.nt", batch_size=0)
-
-
-def test_wikidata_cli_errors_name_the_file_and_exit_2(lama, tmp_path):
-    (lama.aliases).write_text("Q1\tok\nQ2 }\tbad\n", encoding="utf-8")
-    done = run_kbench("wikidata", "subset", "--trex-dir", str(lama.trex_dir), "--aliases", str(lama.aliases),
-                      "--out", str(tmp_path / "x.nt"))
-    assert done.returncode == 2 and "Traceback" not in done.stderr
-    assert f"{lama.aliases}:2" in done.stderr and not (tmp_path / "x.nt").exists()
-
-    (tmp_path / "bad.ttl").write_text("<http://a> <http://b> .\n", encoding="utf-8")
-    for args in (["import", str(tmp_path / "missing.nt")], ["import", str(tmp_path / "bad.ttl")],
-                 ["import", str(lama.aliases)]):
-        done = run_kbench("wikidata", *args, "--store", str(tmp_path / "store"))
-        assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
-        assert args[1] in done.stderr
 
 
 def test_import_is_all_or_nothing(store_file, tmp_path):
