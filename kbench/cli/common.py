@@ -1,19 +1,23 @@
 """What every `kbench evaluate TASK` shares: the options (each defined once, meaning the same
 everywhere), the model set-up, the run itself and its headline table.
 
-A task's command file declares only the task's own options and calls `run_task`:
+A task's command file declares only the task's own options; `evaluate_command` adds the shared
+ones and runs the task:
 
-    @evaluate_app.command()
-    def extraction(dataset=DATASET, model=MODEL, split=SPLIT, ..., prompt: str = typer.Option(...)):
-        run_task("extraction", {"split": split, "prompt": prompt, ...}, model_options(...), dataset, out)
+    @evaluate_command("extraction")
+    def extraction(prompt: str = typer.Option("cloze", "--prompt"), ...) -> dict:
+        \"\"\"Help text.\"\"\"
+        return {"prompt": prompt, ...}        # the task's own settings (the shared ones are added)
 
-Typer reads an option's declaration from the parameter default, so one `typer.Option` object
-serves every command.
+The function may return a `TaskCall` instead, to swap the judged model or add models (LEFT's
+closed book) or to act on the results afterwards (KEE's comparison report).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
@@ -31,6 +35,74 @@ DTYPE = typer.Option("float32", "--dtype", help="float32 | bfloat16 | float16")
 DEVICE = typer.Option("cpu", "--device", help="cpu | cuda | cuda:N (under accelerate launch: each process's GPU)")
 TRUST_REMOTE_CODE = typer.Option(False, "--trust-remote-code", help="Run code shipped with the model (off by default).")
 NO_CACHE = typer.Option(False, "--no-cache", help="Neither read nor write the shared result cache.")
+
+
+#: (parameter name, type, option): the options every evaluate command takes, in --help order.
+SHARED_OPTIONS = (
+    ("dataset", Path, DATASET),
+    ("model", str, MODEL),
+    ("split", Optional[str], SPLIT),
+    ("config", Optional[str], CONFIG),
+    ("limit", Optional[int], LIMIT),
+    ("seed", int, SEED),
+    ("out", Optional[Path], OUT),
+    ("batch_size", Optional[int], BATCH_SIZE),
+    ("dtype", str, DTYPE),
+    ("device", str, DEVICE),
+    ("trust_remote_code", bool, TRUST_REMOTE_CODE),
+    ("no_cache", bool, NO_CACHE),
+)
+
+
+@dataclass
+class TaskCall:
+    """What a command asks of the run beyond its settings."""
+
+    values: dict[str, Any]
+    model: str | None = None  # the judged model when not --model (closed book: the checkpoint)
+    extra_models: dict[str, str | None] = field(default_factory=dict)  # role -> model; None: --model
+    after: Callable[[dict, Path], None] | None = None  # called with (results, run dir) on the main process
+
+
+def evaluate_command(task_name: str) -> Callable:
+    """Register `fn` as `kbench evaluate TASK` with the shared options before its own."""
+    from kbench.cli.main import evaluate_app
+
+    def decorate(fn: Callable) -> Callable:
+        import typing
+
+        hints = typing.get_type_hints(fn)  # the command modules use postponed (string) annotations
+        own = [p.replace(annotation=hints.get(p.name, p.annotation)) for p in inspect.signature(fn).parameters.values()]
+        shared = [
+            inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=option, annotation=kind)
+            for name, kind, option in SHARED_OPTIONS
+        ]
+
+        def command(**kwargs):
+            common = {name: kwargs.pop(name) for name, _, _ in SHARED_OPTIONS}
+            call = fn(**kwargs)
+            call = call if isinstance(call, TaskCall) else TaskCall(values=call)
+            values = {k: common[k] for k in ("split", "config", "limit", "seed")} | call.values
+            options = ModelOptions(
+                call.model or common["model"],
+                common["batch_size"],
+                common["dtype"],
+                common["device"],
+                common["trust_remote_code"],
+                common["no_cache"],
+            )
+            extra = {role: common["model"] if name is None else name for role, name in call.extra_models.items()}
+            results, run_dir = run_task(task_name, values, options, common["dataset"], common["out"], extra or None)
+            if results is not None and call.after is not None:
+                call.after(results, run_dir)
+
+        command.__signature__ = inspect.Signature([*shared, *[p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in own]])
+        command.__doc__ = fn.__doc__
+        command.__name__ = fn.__name__
+        evaluate_app.command(task_name)(command)
+        return fn
+
+    return decorate
 
 
 @dataclass(frozen=True)

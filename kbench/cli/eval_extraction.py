@@ -7,39 +7,11 @@ from typing import Optional
 
 import typer
 
-from kbench.cli.common import (
-    BATCH_SIZE,
-    CONFIG,
-    DATASET,
-    DEVICE,
-    DTYPE,
-    LIMIT,
-    MODEL,
-    NO_CACHE,
-    OUT,
-    SEED,
-    SPLIT,
-    TRUST_REMOTE_CODE,
-    ModelOptions,
-    run_task,
-)
-from kbench.cli.main import evaluate_app
+from kbench.cli.common import evaluate_command
 
 
-@evaluate_app.command()
+@evaluate_command("extraction")
 def extraction(
-    dataset: Path = DATASET,
-    model: str = MODEL,
-    split: Optional[str] = SPLIT,
-    config: Optional[str] = CONFIG,
-    limit: Optional[int] = LIMIT,
-    seed: int = SEED,
-    out: Optional[Path] = OUT,
-    batch_size: Optional[int] = BATCH_SIZE,
-    dtype: str = DTYPE,
-    device: str = DEVICE,
-    trust_remote_code: bool = TRUST_REMOTE_CODE,
-    no_cache: bool = NO_CACHE,
     prompt: str = typer.Option("cloze", "--prompt", help="cloze | question | chat"),
     fewshot: int = typer.Option(0, "--fewshot", help="Solved examples from the train split before each item."),
     protocol: str = typer.Option(
@@ -55,24 +27,14 @@ def extraction(
         "--stop",
         help="A stop string (repeatable); default: the prompt form's (cloze: newline, '. ', ','; question/chat: newline).",
     ),
-) -> None:
+) -> dict:
     """Probe a model on a dataset split; rerunning the same command resumes where it stopped."""
-    run_task(
-        "extraction",
-        {
-            "split": split,
-            "config": config,
-            "limit": limit,
-            "seed": seed,
-            "prompt": prompt,
-            "fewshot": fewshot,
-            "protocol": protocol,
-            "common_vocab": str(common_vocab) if common_vocab else None,
-            "case_sensitive": case_sensitive,
-            "max_new_tokens": max_new_tokens,
-            "stop": tuple(stop) if stop else None,
-        },
-        ModelOptions(model, batch_size, dtype, device, trust_remote_code, no_cache),
-        dataset,
-        out,
-    )
+    return {
+        "prompt": prompt,
+        "fewshot": fewshot,
+        "protocol": protocol,
+        "common_vocab": str(common_vocab) if common_vocab else None,
+        "case_sensitive": case_sensitive,
+        "max_new_tokens": max_new_tokens,
+        "stop": tuple(stop) if stop else None,
+    }

@@ -7,39 +7,11 @@ from typing import Optional
 
 import typer
 
-from kbench.cli.common import (
-    BATCH_SIZE,
-    CONFIG,
-    DATASET,
-    DEVICE,
-    DTYPE,
-    LIMIT,
-    MODEL,
-    NO_CACHE,
-    OUT,
-    SEED,
-    SPLIT,
-    TRUST_REMOTE_CODE,
-    ModelOptions,
-    run_task,
-)
-from kbench.cli.main import evaluate_app
+from kbench.cli.common import evaluate_command
 
 
-@evaluate_app.command("xteval")
+@evaluate_command("xteval")
 def xteval(
-    dataset: Path = DATASET,
-    model: str = MODEL,
-    split: Optional[str] = SPLIT,
-    config: Optional[str] = CONFIG,
-    limit: Optional[int] = LIMIT,
-    seed: int = SEED,
-    out: Optional[Path] = OUT,
-    batch_size: Optional[int] = BATCH_SIZE,
-    dtype: str = DTYPE,
-    device: str = DEVICE,
-    trust_remote_code: bool = TRUST_REMOTE_CODE,
-    no_cache: bool = NO_CACHE,
     setting: str = typer.Option("iid", "--setting", help="iid (random 60/40 of D), ood (relation-disjoint 60/40) or both."),
     extraction: str = typer.Option(
         "soft", "--extraction", help="soft (OptiPrompt vectors, the paper's) or discrete (the dataset's cloze prompts)."
@@ -89,17 +61,13 @@ def xteval(
     prompt_train_limit: Optional[int] = typer.Option(
         None, "--prompt-train-limit", help="Cap soft-prompt train and dev facts per relation (CPU runs)."
     ),
-) -> None:
+) -> dict:
     """Measure the acquisition-utilization gap (XTEVAL): acc(D), downstream retrieval, Gap 1 and Gap 2.
     Rerunning the same command resumes; a rerun with more --seeds or --setting both in a new --out starts over.
 
     Multi-GPU: `accelerate launch -m kbench evaluate xteval ... --device cuda` fine-tunes with DDP and splits the
     retrieval test between processes; on CPUs, ACCELERATE_USE_CPU=1 accelerate launch --multi_gpu ..."""
     values = {
-        "split": split,
-        "config": config,
-        "limit": limit,
-        "seed": seed,
         "setting": setting,
         "extraction": extraction,
         "top1": top1,
@@ -125,4 +93,4 @@ def xteval(
         "templates_dir": str(templates_dir) if templates_dir else None,
         "template_variants": tuple(v.strip() for v in template_variants.split(",") if v.strip()),
     }
-    run_task("xteval", values, ModelOptions(model, batch_size, dtype, device, trust_remote_code, no_cache), dataset, out)
+    return values

@@ -183,7 +183,10 @@ class RayExecutor:
         """One Ray task per shard; with --workers N at most N in flight (Ray's 'limit pending
         tasks with ray.wait' pattern), else as many as the cluster has CPUs for."""
         ray = self.ray
-        task = ray.remote(_shard_task).options(num_cpus=1, max_retries=SHARD_RETRIES, retry_exceptions=False)
+        # SPREAD: shards go to every node of the cluster, not first to the driver's own node
+        task = ray.remote(_shard_task).options(
+            num_cpus=1, max_retries=SHARD_RETRIES, retry_exceptions=False, scheduling_strategy="SPREAD"
+        )
         stage = job.stage
         args = [ray.put(x) for x in (type(stage), stage.params, stage.ctx)]
         limit = self.workers or len(pending)
