@@ -98,28 +98,35 @@ def _technique_params(name: str, settings: KeeSettings) -> dict:
     return technique_overrides(name, settings.recite_runs, settings.top_k, settings.top_p, settings.technique_params)
 
 
+def _row(stage: str, item: KeeItem, **values) -> dict:
+    """One item row of a stage (technique or partition temperature); every row has every column."""
+    return {
+        "id": f"{stage}::{item.id}",
+        "technique": stage,
+        "item_id": item.id,
+        "relation": item.relation,
+        "frequency_bin": item.frequency_bin,
+        "question": item.question,
+        "answers": list(item.answers),
+        **{k: None for k in ("answer", "correct", "exact", "gold_rank", "gold_logprob", "sample_correct")},
+        **values,
+    }
+
+
 def _output_rows(name: str, items: Sequence[KeeItem], outputs, case_sensitive: bool) -> list[dict]:
-    rows = []
-    for item, out in zip(items, outputs):
-        rows.append(
-            {
-                "id": f"{name}::{item.id}",
-                "technique": name,
-                "item_id": item.id,
-                "relation": item.relation,
-                "frequency_bin": item.frequency_bin,
-                "question": item.question,
-                "answers": list(item.answers),
-                "answer": out.answer,
-                "correct": maple_correct(out.answer, item.answers, case_sensitive=case_sensitive),
-                "exact": exact_match(out.answer, item.answers, case_sensitive=case_sensitive),
-                "gold_rank": int(out.gold_rank),
-                "gold_logprob": float(out.gold_logprob),
-                "sample_correct": None,
-                "detail": json.dumps(out.detail, ensure_ascii=False, sort_keys=True),
-            }
+    return [
+        _row(
+            name,
+            item,
+            answer=out.answer,
+            correct=maple_correct(out.answer, item.answers, case_sensitive=case_sensitive),
+            exact=exact_match(out.answer, item.answers, case_sensitive=case_sensitive),
+            gold_rank=int(out.gold_rank),
+            gold_logprob=float(out.gold_logprob),
+            detail=json.dumps(out.detail, ensure_ascii=False, sort_keys=True),
         )
-    return rows
+        for item, out in zip(items, outputs)
+    ]
 
 
 def _partition_rows(
@@ -138,24 +145,8 @@ def _partition_rows(
     rows = []
     for item, texts in zip(items, samples):
         answers = [clean_answer(t) for t in texts]
-        rows.append(
-            {
-                "id": f"{name}::{item.id}",
-                "technique": name,
-                "item_id": item.id,
-                "relation": item.relation,
-                "frequency_bin": item.frequency_bin,
-                "question": item.question,
-                "answers": list(item.answers),
-                "answer": None,
-                "correct": None,
-                "exact": None,
-                "gold_rank": None,
-                "gold_logprob": None,
-                "sample_correct": [maple_correct(a, item.answers, case_sensitive=case_sensitive) for a in answers],
-                "detail": json.dumps({"samples": answers}, ensure_ascii=False),
-            }
-        )
+        correct = [maple_correct(a, item.answers, case_sensitive=case_sensitive) for a in answers]
+        rows.append(_row(name, item, sample_correct=correct, detail=json.dumps({"samples": answers}, ensure_ascii=False)))
     return rows
 
 
