@@ -35,6 +35,7 @@ from kbench.io import stable_hash
 SCHEMA = "CREATE TABLE IF NOT EXISTS results (key TEXT PRIMARY KEY, value TEXT NOT NULL, checksum TEXT NOT NULL)"
 # Descriptive columns (not part of the key), added to caches written by older kbench versions.
 DESCRIPTIVE_COLUMNS = {"method": "TEXT", "model": "TEXT", "created": "REAL"}
+BUSY_TIMEOUT_S = 60  # how long a process waits for another one writing the cache
 
 
 def _checksum(key: str, value_text: str) -> str:
@@ -50,16 +51,37 @@ class ResultCache:
         self._lock = threading.Lock()
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(self.path, check_same_thread=False, timeout=30)
-            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db = sqlite3.connect(self.path, check_same_thread=False, timeout=BUSY_TIMEOUT_S)
+            self._set_up()
+        except sqlite3.DatabaseError as exc:
+            raise UserError(f"cannot open the result cache {self.path}: {exc}") from exc
+
+    def _set_up(self) -> None:
+        """WAL mode and the table, safe when several processes open a new cache at once (the
+        ranks of `accelerate launch`). Switching to WAL can report "locked" without waiting for
+        the busy timeout, so it is retried; the table's DDL runs in an IMMEDIATE transaction, one
+        process at a time, so no two processes add the same column."""
+        deadline = time.monotonic() + BUSY_TIMEOUT_S
+        while True:
+            try:
+                if self._db.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+                    self._db.execute("PRAGMA journal_mode=WAL")
+                break
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
             self._db.execute(SCHEMA)
             present = {row[1] for row in self._db.execute("PRAGMA table_info(results)")}
             for column, kind in DESCRIPTIVE_COLUMNS.items():
                 if column not in present:
                     self._db.execute(f"ALTER TABLE results ADD COLUMN {column} {kind}")
             self._db.commit()
-        except sqlite3.DatabaseError as exc:
-            raise UserError(f"cannot open the result cache {self.path}: {exc}") from exc
+        except BaseException:
+            self._db.rollback()
+            raise
 
     @staticmethod
     def key(**parts: Any) -> str:

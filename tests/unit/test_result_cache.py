@@ -3,6 +3,7 @@ added to caches written by older kbench versions; `clear` empties the file."""
 
 from __future__ import annotations
 
+import multiprocessing
 import sqlite3
 
 from kbench.models.result_cache import ResultCache
@@ -24,3 +25,25 @@ def test_old_cache_gains_descriptive_columns_and_summary_counts_them(tmp_path):
     assert cache.get_many(["a", "c"]) == {"a": [1, -0.5], "c": "Paris"}
     assert cache.clear() == 4
     assert cache.summary()["rows"] == 0 and cache.get_many(["a"]) == {}
+
+
+def _open_and_write(path: str) -> str:
+    try:
+        cache = ResultCache(path)
+        cache.put_many({"shared": 1}, "generate", "tiny")
+        cache.close()
+        return "ok"
+    except Exception as exc:  # noqa: BLE001 - the test reports what each process saw
+        return repr(exc)
+
+
+def test_processes_opening_a_new_cache_at_once_all_succeed(tmp_path):
+    """The ranks of `accelerate launch` open one new cache file at the same moment. Before the
+    set-up was serialised, about every trial had a rank fail with "database is locked" or
+    "duplicate column name"."""
+    ctx = multiprocessing.get_context("fork")
+    with ctx.Pool(8) as pool:
+        for trial in range(10):
+            path = str(tmp_path / f"trial{trial}" / "results.sqlite")
+            assert pool.map(_open_and_write, [path] * 8) == ["ok"] * 8
+            assert ResultCache(path).get_many(["shared"]) == {"shared": 1}
