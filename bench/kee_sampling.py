@@ -63,7 +63,7 @@ def main() -> None:
         raise SystemExit(f"{args.dataset} is not a dataset folder; build one: kbench build pipelines/lama-trex.toml --out {args.dataset}")
     items = [to_item(r) for r in read_rows(split_path(args.dataset, "test", None))[: args.items]]
     loaded = load_model(args.model, device=args.device)
-    runner = ModelRunner(loaded, cache=None)
+    runner = ModelRunner(loaded)  # no result cache: every sample is computed
     fits = tempfile.TemporaryDirectory()
     context = KeeContext(runner=runner, fit_dir=Path(fits.name), chat=use_chat(loaded.tokenizer, "auto"))
     prompts = [context.answer_prompt(i.question) for i in items]

@@ -87,9 +87,19 @@ class RunContext:
 
     settings: TaskSettings
     dataset: Path
-    model: Any  # a `kbench.models.interface.LanguageModel`
+    model: Any  # a `kbench.models.cached.CachedModel` (a bare `LanguageModel` is wrapped, without a store)
     run_dir: Path
     models: dict[str, Any] = field(default_factory=dict)  # extra models (closed-book: "base")
+
+    def __post_init__(self) -> None:
+        # Tasks count cache hits and key by their code (`produced_by`) through the wrapper.
+        from kbench.models.cached import CachedModel
+
+        def wrapped(model):
+            return model if isinstance(model, CachedModel) else CachedModel(model, None)
+
+        self.model = wrapped(self.model)
+        self.models = {role: wrapped(model) for role, model in self.models.items()}
 
 
 def chunks(items: list, size: int, prefix: str = "") -> list[Unit]:

@@ -1,9 +1,11 @@
 """The model interface every evaluation task talks to (in the spirit of lm-eval's `LM`).
 
-`LanguageModel` is what a task may call. `WhiteBoxModel` adds the handles that techniques
-which hook into the network (CAA, ITI, DeCoRe, Activation Decoding) need. The Hugging Face
-implementation is `kbench.models.runner.ModelRunner`; `open_model(spec)` builds one with its
-result cache. Another backend (vLLM) would implement `LanguageModel` and register in `BACKENDS`.
+`LanguageModel` is what a backend implements and a task may call. `WhiteBoxModel` adds the
+handles that techniques which hook into the network (CAA, ITI, DeCoRe, Activation Decoding)
+need. The Hugging Face implementation is `kbench.models.runner.ModelRunner`. `open_model(spec)`
+opens the backend's model inside the result cache's wrapper (`kbench.models.cached.CachedModel`,
+which adds `produced_by` and `cache_stats`); a backend knows nothing of the cache. Another
+backend (vLLM) would implement `LanguageModel` and register its opener in `BACKENDS`.
 
 Text contract (all methods): an answer / gold is the exact continuation of its prompt, leading
 space included (" France"); results come back in input order, one per prompt; every method
@@ -26,16 +28,10 @@ class LanguageModel(Protocol):
     kind: str  # "causal" or "masked"
     dtype: str
     tokenizer: Any  # a transformers tokenizer (prompt building needs chat templates and vocabularies)
+    code: str  # a hash of the source that computes outputs: changed code never reuses cached ones
 
     def describe(self) -> dict:
         """The envelope's `model` block: name, identity, kind, dtype, weights provenance."""
-
-    def cache_stats(self) -> dict:
-        """{"hits": items answered from the result cache, "computed": items computed, "by_method": {...}} so far."""
-
-    def produced_by(self, code: str | None):
-        """A context manager: calls inside it also key their cached outputs by `code`, the hash of
-        the calling code (`kbench.models.provenance.code_hash`), so changed code never reuses them."""
 
     def rank_first_token(
         self, prompts: Sequence[str], golds: Sequence[str], *, candidate_ids: Sequence[int] | None = None, intervention=None
@@ -108,6 +104,16 @@ class ModelSpec:
 BACKENDS: Registry = Registry("model backend", modules=("kbench.models.runner",))
 
 
-def open_model(spec: ModelSpec, cache=None) -> LanguageModel:
-    """Load the model a spec names, with the shared result cache unless `use_cache` is off."""
-    return BACKENDS.get(spec.backend)(spec, cache)
+def open_model(spec: ModelSpec, cache=None):
+    """The model a spec names, wrapped in the result cache (`CachedModel`): `cache`, else the
+    shared `$KBENCH_CACHE/results.sqlite`, or no store at all when `spec.use_cache` is off."""
+    from kbench.models.cached import CachedModel
+    from kbench.models.result_cache import ResultCache
+    from kbench.paths import default_cache_dir
+
+    inner = BACKENDS.get(spec.backend)(spec)
+    if not spec.use_cache:
+        cache = None
+    elif cache is None:
+        cache = ResultCache(default_cache_dir() / "results.sqlite")
+    return CachedModel(inner, cache)

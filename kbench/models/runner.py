@@ -1,6 +1,6 @@
 """The batched model runner: every evaluation reads model outputs through these methods.
 
-    runner = ModelRunner(load_model("smollm2-135m"), cache=ResultCache(path))
+    runner = ModelRunner(load_model("smollm2-135m"))
     runner.rank_first_token(["Paris is the capital of"], [" France"])   -> [(1, -0.4)]
     runner.score_answers(["Paris is the capital of"], [" France"])      -> [(-1.2, [-0.4, -0.8])]
     runner.generate(["Q: ...\nA:"], max_new_tokens=16, stop=["\n"])     -> ["Paris"]
@@ -20,13 +20,9 @@ explicit position ids instead (right-padded for masked LMs). Batch composition a
 change results only by float rounding, and on CPU the batches of a call are a function of the
 call's inputs alone (not of the cache or of timing), so the same call computes the same bits.
 
-Caching is all-or-nothing per call: when every item of a call is in the cache, the cached values
-are returned and nothing runs; otherwise the whole call is computed, in the same batches as a
-call on an empty cache, and stored. A call resumed after a crash therefore returns exactly what
-an uninterrupted one returns (a partial recomputation would put the missing items into other
-batches and change their last bits). Keys include the source of the runner's modules and of the
-calling technique (`produced_by`) and the kbench/torch/transformers versions
-(`kbench.models.call_cache`). `cache_stats()` counts items served from the cache vs computed.
+The runner computes every call it gets (each distinct item once); the result cache is a wrapper
+around it (`kbench.models.cached.CachedModel`), keyed by `code`, the source of the runner's
+modules, among the rest.
 
 Interventions (steering hooks, decoding changes) go through `Intervention` per call, so
 techniques reuse these batched paths instead of writing their own loops.
@@ -41,15 +37,14 @@ from typing import Any
 
 from kbench.errors import UserError
 from kbench.io import stable_hash
-from kbench.models.call_cache import CallCache, first_indices
 from kbench.models.cpu_allocator import keep_freed_memory
 from kbench.models.decoding import decode
 from kbench.models.encoding import PromptEncoder
 from kbench.models.interface import BACKENDS
 from kbench.models.loading import LoadedModel
 from kbench.models.packing import last_token_logits, pack, packing_works, prompts_within
+from kbench.models.provenance import RUNNER_MODULES, source_hash
 from kbench.models.ranking import gold_ranks
-from kbench.models.result_cache import ResultCache
 
 CPU_TOKENS_PER_BATCH = 1024  # padded batches; measured on SmolLM2: 4096-token ones pad more and spill caches
 CPU_PACKED_TOKENS = 2048  # packed forward passes (no padding): 2048 ranked ~8% faster than 1024
@@ -80,7 +75,7 @@ def _is_oom(exc: BaseException) -> bool:
 
 
 class ModelRunner:
-    def __init__(self, loaded: LoadedModel, batch_size: int | None = None, cache: ResultCache | None = None):
+    def __init__(self, loaded: LoadedModel, batch_size: int | None = None):
         import torch
 
         self.torch = torch
@@ -88,8 +83,7 @@ class ModelRunner:
         self.model = loaded.model
         self.tokenizer = loaded.tokenizer
         self.batch_size = batch_size
-        self.cache = cache
-        self.calls = CallCache(cache, loaded.identity, loaded.name)
+        self.code = source_hash(RUNNER_MODULES)  # what computes this backend's outputs (cache keys)
         self.device = torch.device(loaded.device)
         self._oom_cap = MAX_BATCH
         self.pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
@@ -125,19 +119,6 @@ class ModelRunner:
             "weights": weights_provenance(self.loaded),
         }
 
-    # ------------------------------------------------------------------ provenance
-    def produced_by(self, code: str | None) -> contextlib.AbstractContextManager:
-        """Calls inside the block also key their cache entries by `code`, the hash of the calling
-        code (`provenance.code_hash(technique module)`), so a changed technique never gets the
-        old technique's outputs back, even where its Intervention key did not change."""
-        return self.calls.produced_by(code)
-
-    def cache_stats(self) -> dict:
-        """Items answered from the cache vs computed since this runner was made, overall and per
-        method: {"hits": n, "computed": m, "by_method": {"generate": {"hits": .., "computed": ..}}}.
-        Without a cache every item is computed."""
-        return self.calls.stats()
-
     # ------------------------------------------------------------------ public methods
     def rank_first_token(
         self,
@@ -153,22 +134,13 @@ class ModelRunner:
         the log-softmax over the full vocabulary. One forward pass per batch, logits_to_keep=1."""
         _same_length(prompts, golds)
         encoded = self.encoder.rank_items(prompts, golds)
-        candidates, params = self._candidates(candidate_ids)
+        candidates = self._candidates(candidate_ids)
 
         def compute(batch: list[int]) -> list[list]:
             scores = self._next_token_scores([encoded[i][0] for i in batch], [encoded[i][1] for i in batch], intervention)
             return gold_ranks(scores, [encoded[i][2] for i in batch], candidates)
 
-        items = [{"prompt": p, "gold": g} for p, g in zip(prompts, golds)]
-        values = self._cached(
-            "rank_first_token",
-            params,
-            items,
-            [len(e[0]) for e in encoded],
-            compute,
-            intervention,
-            packed=self.packs(intervention),
-        )
+        values = self._computed(list(zip(prompts, golds)), [len(e[0]) for e in encoded], compute, packed=self.packs(intervention))
         return [(int(r), float(lp)) for r, lp in values]
 
     def score_answers(
@@ -200,8 +172,7 @@ class ModelRunner:
                 out.append([sum(per_token), per_token])
             return out
 
-        items = [{"prompt": p, "answer": a} for p, a in zip(prompts, answers)]
-        values = self._cached("score_answers", {}, items, [len(c) + len(a) for c, a in pairs], compute, intervention)
+        values = self._computed(list(zip(prompts, answers)), [len(c) + len(a) for c, a in pairs], compute)
         return [(float(s), [float(x) for x in per]) for s, per in values]
 
     def generate(
@@ -222,17 +193,8 @@ class ModelRunner:
         def compute(batch: list[int]) -> list[str]:
             return [rows[0] for rows in decode(self, [encoded[i] for i in batch], 1, max_new_tokens, stop, None, intervention)]
 
-        params = {"max_new_tokens": max_new_tokens, "stop": stop}
-        items = [{"prompt": p} for p in prompts]
-        return self._cached(
-            "generate",
-            params,
-            items,
-            [len(e) for e in encoded],
-            compute,
-            intervention,
-            decode=(max_new_tokens, 1),
-            packed=self.packs(intervention),
+        return self._computed(
+            list(prompts), [len(e) for e in encoded], compute, decode=(max_new_tokens, 1), packed=self.packs(intervention)
         )
 
     def generate_and_rank(
@@ -247,20 +209,12 @@ class ModelRunner:
     ) -> list[tuple[str, int, float]]:
         """(greedy text, rank, logprob) per prompt: `generate` and `rank_first_token` in one pass.
         The ranking reads the scores the generation prefill computes anyway, so it costs no
-        forward pass of its own. Results and cache entries are those of the two methods."""
+        forward pass of its own. Results are those of the two methods."""
         self._require_causal("generate_and_rank")
         _same_length(prompts, golds)
         stop = list(stop or [])
-        candidates, rank_params = self._candidates(candidate_ids)
-        gen_keys = self._keys(
-            "generate", {"max_new_tokens": max_new_tokens, "stop": stop}, [{"prompt": p} for p in prompts], intervention
-        )
-        rank_keys = self._keys(
-            "rank_first_token", rank_params, [{"prompt": p, "gold": g} for p, g in zip(prompts, golds)], intervention
-        )
-        found = self.calls.lookup("generate_and_rank", gen_keys + rank_keys, len(prompts))
-        todo = [] if found else first_indices(list(zip(gen_keys, rank_keys)))
-        encoded = dict(zip(todo, self.encoder.rank_items([prompts[i] for i in todo], [golds[i] for i in todo], todo)))
+        candidates = self._candidates(candidate_ids)
+        encoded = self.encoder.rank_items(prompts, golds)
 
         def compute(batch: list[int]) -> list[tuple[str, list]]:
             prefill = []
@@ -269,19 +223,14 @@ class ModelRunner:
             )
             return list(zip([t[0] for t in texts], gold_ranks(prefill[0], [encoded[i][2] for i in batch], candidates)))
 
-        def store(batch: list[int], values: list) -> None:
-            fresh = {}
-            for i, (text, rank) in zip(batch, values):
-                fresh[gen_keys[i]], fresh[rank_keys[i]] = text, rank
-            found.update(fresh)
-            self.calls.store("generate", {gen_keys[i]: fresh[gen_keys[i]] for i in batch})
-            self.calls.store("rank_first_token", {rank_keys[i]: fresh[rank_keys[i]] for i in batch})
-
-        lengths = {i: len(e[0]) for i, e in encoded.items()}
-        self._compute_missing(
-            sorted(encoded, key=lambda i: -lengths[i]), lengths, compute, store, (max_new_tokens, 1), self.packs(intervention)
+        values = self._computed(
+            list(zip(prompts, golds)),
+            [len(e[0]) for e in encoded],
+            compute,
+            decode=(max_new_tokens, 1),
+            packed=self.packs(intervention),
         )
-        return [(found[g], int(found[r][0]), float(found[r][1])) for g, r in zip(gen_keys, rank_keys)]
+        return [(text, int(rank), float(logprob)) for text, (rank, logprob) in values]
 
     def sample(
         self,
@@ -318,56 +267,32 @@ class ModelRunner:
             steps = self.torch.stack(uniforms).to(self.device)  # [rows, max_new_tokens]
             return decode(self, [encoded[i] for i in batch], k, max_new_tokens, stop, (temperature, steps), intervention)
 
-        # "sampler" names the draw scheme: a new scheme must not reuse samples cached by an old one
-        params = {
-            "k": k,
-            "temperature": temperature,
-            "seed": seed,
-            "max_new_tokens": max_new_tokens,
-            "stop": stop,
-            "sampler": "inverse-cdf",
-        }
-        items = [{"prompt": p} for p in prompts]
-        return self._cached(
-            "sample",
-            params,
-            items,
-            [len(e) for e in encoded],
-            compute,
-            intervention,
-            decode=(max_new_tokens, k),
-            packed=self.packs(intervention),
+        return self._computed(
+            list(prompts), [len(e) for e in encoded], compute, decode=(max_new_tokens, k), packed=self.packs(intervention)
         )
 
     # ------------------------------------------------------------------ caching and batching
-    def _keys(self, method: str, params: dict, items: list[dict], intervention: Intervention | None) -> list[str]:
-        return self.calls.keys(method, params, items, intervention.key if intervention else None)
-
-    def _cached(
+    def _computed(
         self,
-        method: str,
-        params: dict,
-        items: list[dict],
+        items: list,
         lengths: list[int],
         compute: Callable[[list[int]], list],
-        intervention: Intervention | None,
         decode: tuple[int, int] = (0, 1),
         packed: bool = False,
     ) -> list:
-        """The call's values in input order: all from the cache when every item is there, else
-        all computed. `lengths` are prompt tokens per item; `decode` = (new tokens, rows per
-        prompt); `packed`: `compute` runs a packed forward pass (batches are cut by tokens)."""
-        keys = self._keys(method, params, items, intervention)
-        found = self.calls.lookup(method, keys, len(items))
-        todo = [] if found else first_indices(keys)
+        """The call's values in input order, each distinct item computed once. `lengths` are
+        prompt tokens per item; `decode` = (new tokens, rows per prompt); `packed`: `compute` runs
+        a packed forward pass (batches are cut by tokens)."""
+        first: dict[Any, int] = {}
+        for i, item in enumerate(items):
+            first.setdefault(item, i)
+        found: dict[int, Any] = {}
 
         def store(batch: list[int], values: list) -> None:
-            fresh = {keys[i]: v for i, v in zip(batch, values)}
-            found.update(fresh)
-            self.calls.store(method, fresh)
+            found.update(zip(batch, values))
 
-        self._compute_missing(sorted(todo, key=lambda i: -lengths[i]), lengths, compute, store, decode, packed)
-        return [found[k] for k in keys]
+        self._compute_missing(sorted(first.values(), key=lambda i: -lengths[i]), lengths, compute, store, decode, packed)
+        return [found[first[item]] for item in items]
 
     def _compute_missing(
         self,
@@ -397,11 +322,10 @@ class ModelRunner:
             pending = pending[size:]
 
     def _candidates(self, candidate_ids: Sequence[int] | None):
-        """(tensor of candidate ids or None, the cache-key params describing them)."""
+        """The candidate ids as a tensor (None: the full vocabulary)."""
         if candidate_ids is None:
-            return None, {"candidates": None}
-        ids = sorted(set(candidate_ids))
-        return self.torch.tensor(ids, device=self.device), {"candidates": stable_hash(ids)}
+            return None
+        return self.torch.tensor(sorted(set(candidate_ids)), device=self.device)
 
     def _batch_size(self, pending: list[int], lengths, decode: tuple[int, int], packed: bool) -> int:
         """Prompts in the next batch of `pending` (longest first). Padded: `_batch_rows` of the
@@ -514,19 +438,15 @@ class ModelRunner:
 
 
 @BACKENDS.register("hf")
-def open_hf_model(spec, cache=None) -> ModelRunner:
-    """The Hugging Face backend: load the weights (`kbench.models.loading`), wrap them in the
-    batched runner, with the shared result cache (`$KBENCH_CACHE/results.sqlite`) unless
-    `spec.use_cache` is off."""
+def open_hf_model(spec) -> ModelRunner:
+    """The Hugging Face backend: load the weights (`kbench.models.loading`) and wrap them in the
+    batched runner."""
     from kbench.models.loading import load_model
-    from kbench.paths import default_cache_dir
 
     if spec.batch_size is not None and spec.batch_size < 1:
         raise UserError(f"--batch-size must be >= 1, got {spec.batch_size}")
     loaded = load_model(spec.name, dtype=spec.dtype, device=spec.device, trust_remote_code=spec.trust_remote_code)
-    if cache is None and spec.use_cache:
-        cache = ResultCache(default_cache_dir() / "results.sqlite")
-    return ModelRunner(loaded, batch_size=spec.batch_size, cache=cache if spec.use_cache else None)
+    return ModelRunner(loaded, batch_size=spec.batch_size)
 
 
 def _same_length(prompts: Sequence[str], others: Sequence[str]) -> None:

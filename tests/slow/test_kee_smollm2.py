@@ -16,6 +16,7 @@ from kbench.build.stages.to_questions import load_question_templates
 from kbench.evaluate.engine import evaluate_task
 from kbench.evaluate.kee import KeeSettings
 from kbench.models.loading import load_model
+from kbench.models.cached import CachedModel
 from kbench.models.result_cache import ResultCache
 from kbench.models.runner import ModelRunner
 from kbench.report.kee import write_report
@@ -49,7 +50,7 @@ def lama_dataset(shared_data, root):
 def test_kee_on_smollm2(shared_data, tmp_path):
     dataset = lama_dataset(shared_data, tmp_path / "dataset")
     loaded = load_model("smollm2-135m")
-    runner = ModelRunner(loaded, cache=ResultCache(tmp_path / "cache.sqlite"))
+    runner = CachedModel(ModelRunner(loaded), ResultCache(tmp_path / "cache.sqlite"))
     settings = KeeSettings(techniques=("baseline", "temp0.7", "genread", "caa", "activation_decoding"), k=3, sweep_max=3,
                            temperatures=(0.7,))
     results = evaluate_task("kee", runner, dataset, tmp_path / "run", settings)   # validated against the schemas

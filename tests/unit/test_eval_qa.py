@@ -12,6 +12,7 @@ from kbench.evaluate.qa import KnowledgeUpdateQA, QASettings, aggregate
 from kbench.evaluate.task import RunContext
 from kbench.metrics.qa import official_em, official_f1
 from kbench.models.loading import load_model
+from kbench.models.cached import CachedModel
 from kbench.models.result_cache import ResultCache
 from kbench.models.runner import ModelRunner
 from tests.dataset_folders import evolving_dataset
@@ -28,7 +29,7 @@ def run_qa(model, dataset, out, settings: QASettings) -> dict:
 
 @pytest.fixture
 def runner(tiny_causal_dir, tmp_path):
-    return ModelRunner(load_model(str(tiny_causal_dir)), batch_size=4, cache=ResultCache(tmp_path / "cache.sqlite"))
+    return CachedModel(ModelRunner(load_model(str(tiny_causal_dir)), batch_size=4), ResultCache(tmp_path / "cache.sqlite"))
 
 
 def test_slices_scores_and_preference(runner, evolving, tmp_path):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import sqlite3
 
 import pytest
 import torch
@@ -12,7 +11,6 @@ import kbench.models.runner as runner_module
 from kbench.models import ranking
 from kbench.models.loading import load_model
 from kbench.models.packing import packing_works
-from kbench.models.result_cache import ResultCache
 from kbench.models.runner import Intervention, ModelRunner
 from tests.fixtures_models import tiny_causal_dir, tiny_masked_dir  # noqa: F401
 
@@ -117,10 +115,9 @@ def test_greedy_matches_transformers_generate(causal):
         assert text == tok.decode(out[0, ids.shape[1]:], skip_special_tokens=True)
 
 
-def test_generate_and_rank_equals_the_two_methods_in_one_pass(causal, tmp_path):
-    cache = ResultCache(tmp_path / "results.sqlite")
+def test_generate_and_rank_equals_the_two_methods_in_one_pass(causal):
     with count_forwards(causal) as shapes:
-        both = ModelRunner(causal, cache=cache).generate_and_rank(PROMPTS, GOLDS, max_new_tokens=5, stop=["\n"])
+        both = ModelRunner(causal).generate_and_rank(PROMPTS, GOLDS, max_new_tokens=5, stop=["\n"])
     assert sum(1 for s in shapes if s[1] > 1) == 1  # a single prefill serves generation and ranking
     separate = ModelRunner(causal, batch_size=2)
     texts = separate.generate(PROMPTS, max_new_tokens=5, stop=["\n"])
@@ -129,11 +126,6 @@ def test_generate_and_rank_equals_the_two_methods_in_one_pass(causal, tmp_path):
     assert [r for _, r, _ in both] == [r for r, _ in ranks]
     for (_, _, lp), (_, ref) in zip(both, ranks):
         assert lp == pytest.approx(ref, abs=1e-4)
-    with count_forwards(causal) as shapes:  # the same cache entries as the two methods
-        cached = ModelRunner(causal, cache=cache)
-        assert cached.rank_first_token(PROMPTS, GOLDS) == [(r, lp) for _, r, lp in both]
-        assert cached.generate(PROMPTS, max_new_tokens=5, stop=["\n"]) == texts
-    assert shapes == []
 
 
 def test_stop_strings_cut_each_row(causal):
@@ -209,106 +201,6 @@ def test_sample_tokens_draws_exactly_the_tempered_distribution():
         assert not (got == 1).any()   # a zero-probability token is never drawn
         direct = torch.searchsorted(cdf, targets[:, None], right=True)[:, 0]
         assert (got == direct).sum() >= 63   # boundary cases within rounding are rare
-
-
-def test_cache_hits_recompute_nothing(causal, tmp_path):
-    cache = ResultCache(tmp_path / "results.sqlite")
-    runner = ModelRunner(causal, cache=cache)
-    first = runner.rank_first_token(PROMPTS, GOLDS)
-    assert (cache.hits, cache.misses) == (0, len(PROMPTS))
-    with count_forwards(causal) as shapes:
-        second = ModelRunner(causal, batch_size=1, cache=cache).rank_first_token(PROMPTS, GOLDS)
-    assert shapes == [] and second == first
-    assert cache.hits == len(PROMPTS)
-    assert runner.cache_stats() == {"hits": 0, "computed": 5, "by_method": {"rank_first_token": {"hits": 0, "computed": 5}}}
-    with count_forwards(causal) as shapes:  # one new prompt: the whole call is computed, as on an empty cache
-        runner.rank_first_token(PROMPTS + ["Berlin is the capital of"], GOLDS + [" Germany"])
-    assert sum(tokens for _, _, tokens in shapes) == sum(len(causal.tokenizer(p)["input_ids"]) for p in PROMPTS) + 6
-
-
-MORE_PROMPTS = PROMPTS + ["Berlin is the capital of", "Toyota is a company from", "Dante was born in"]
-MORE_GOLDS = GOLDS + [" Germany", " Japan", " Florence"]
-
-
-@pytest.mark.parametrize("method", ["rank_first_token", "generate_and_rank"])
-def test_partly_cached_call_is_bit_identical_to_a_cold_call(causal, tmp_path, method):
-    """Half the items were cached by other calls, computed in other batches (one prompt per
-    pass), so their last bits differ from the full call's: the call ignores them and returns
-    exactly what it returns on an empty cache, so a resumed evaluation equals an uninterrupted one."""
-    def call(runner, prompts, golds):
-        if method == "rank_first_token":
-            return runner.rank_first_token(prompts, golds)
-        return runner.generate_and_rank(prompts, golds, max_new_tokens=3)
-
-    cold = call(ModelRunner(causal), MORE_PROMPTS, MORE_GOLDS)
-    alone = call(ModelRunner(causal, batch_size=1), MORE_PROMPTS, MORE_GOLDS)
-    assert alone != cold, "one prompt per pass must change some last bits, or this test shows nothing"
-    cache = ResultCache(tmp_path / "results.sqlite")
-    call(ModelRunner(causal, batch_size=1, cache=cache), MORE_PROMPTS[1::2], MORE_GOLDS[1::2])
-    resumed = ModelRunner(causal, cache=cache)
-    assert call(resumed, MORE_PROMPTS, MORE_GOLDS) == cold
-    assert resumed.cache_stats()["computed"] == len(MORE_PROMPTS)
-    again = ModelRunner(causal, cache=cache)   # now every item is cached: the stored values are the full call's
-    with count_forwards(causal) as shapes:
-        assert call(again, MORE_PROMPTS, MORE_GOLDS) == cold
-    assert shapes == [] and again.cache_stats()["hits"] == len(MORE_PROMPTS)
-
-
-def test_batches_are_a_function_of_the_call_alone(causal, tmp_path):
-    """On CPU the forward passes of a call (their shapes and contents) do not depend on the
-    cache's state or on earlier calls of the runner."""
-    def passes(runner):
-        with count_forwards(causal) as shapes:
-            runner.generate_and_rank(MORE_PROMPTS, MORE_GOLDS, max_new_tokens=3)
-        return shapes
-
-    cache = ResultCache(tmp_path / "results.sqlite")
-    fresh = passes(ModelRunner(causal))
-    used = ModelRunner(causal, cache=cache)
-    used.generate_and_rank(MORE_PROMPTS[:4], MORE_GOLDS[:4], max_new_tokens=3)
-    used.rank_first_token(MORE_PROMPTS, MORE_GOLDS)
-    assert passes(used) == fresh
-
-
-def test_tampered_cache_row_is_recomputed(causal, tmp_path):
-    path = tmp_path / "results.sqlite"
-    runner = ModelRunner(causal, cache=ResultCache(path))
-    truth = runner.rank_first_token(PROMPTS[:1], GOLDS[:1])
-    with sqlite3.connect(path) as db:
-        db.execute("UPDATE results SET value = '[1, 0.0]'")
-    cache = ResultCache(path)
-    with pytest.warns(UserWarning, match="checksum"):
-        again = ModelRunner(causal, cache=cache).rank_first_token(PROMPTS[:1], GOLDS[:1])
-    assert again == truth and cache.misses == 1
-
-
-def test_interventions_change_outputs_and_cache_keys(causal, tmp_path):
-    cache = ResultCache(tmp_path / "results.sqlite")
-    runner = ModelRunner(causal, cache=cache)
-    base = runner.rank_first_token(PROMPTS, GOLDS)
-    france = causal.tokenizer(" France", add_special_tokens=False)["input_ids"][0]
-
-    def boost_france(input_ids, scores):  # rows come length-sorted, so the boost must not depend on the row
-        scores = scores.clone()
-        scores[:, france] += 1000.0
-        return scores
-
-    golds = [" France"] * len(PROMPTS)
-    boosted = runner.rank_first_token(PROMPTS, golds, intervention=Intervention("boost", logits_processor=boost_france))
-    assert [r for r, _ in boosted] == [1] * len(PROMPTS)
-    assert runner.rank_first_token(PROMPTS, golds) != boosted
-
-    @contextlib.contextmanager
-    def zero_last_layer(model):
-        handle = model.model.layers[-1].mlp.register_forward_hook(lambda m, i, o: o * 0)
-        try:
-            yield
-        finally:
-            handle.remove()
-
-    steered = runner.generate(PROMPTS, max_new_tokens=4, intervention=Intervention("zero-mlp", hooks=zero_last_layer))
-    assert steered != runner.generate(PROMPTS, max_new_tokens=4)
-    assert cache.misses == 5 * len(PROMPTS) - 1  # each variant got its own keys; (PROMPTS[0], France) was cached
 
 
 def test_masked_lm_ranks_at_the_mask(masked):

@@ -11,6 +11,7 @@ from kbench.evaluate.techniques import get_technique, known_techniques
 from kbench.evaluate.techniques.base import KeeContext, KeeItem, majority_vote
 from kbench.evaluate.techniques.fitting import fitting_plan
 from kbench.models.loading import load_model
+from kbench.models.cached import CachedModel
 from kbench.models.result_cache import ResultCache
 from kbench.models.runner import ModelRunner
 from tests.fixtures_models import tiny_causal_dir  # noqa: F401
@@ -37,7 +38,7 @@ def loaded(tiny_causal_dir):  # noqa: F811
 
 
 def _context(loaded, folder, cache=True):
-    runner = ModelRunner(loaded, cache=ResultCache(folder / "cache.sqlite") if cache else None)
+    runner = CachedModel(ModelRunner(loaded), ResultCache(folder / "cache.sqlite") if cache else None)
     return KeeContext(runner=runner, fit_dir=folder / "fits")
 
 

@@ -11,6 +11,7 @@ from kbench.evaluate.engine import evaluate, validate
 from kbench.evaluate.task import RunContext
 from kbench.evaluate.truefalse import ANSWERS, TrueFalse, TrueFalseSettings, prompt_text
 from kbench.models.loading import load_model
+from kbench.models.cached import CachedModel
 from kbench.models.result_cache import ResultCache
 from kbench.models.runner import ModelRunner
 from kbench.read import ReadSettings, read_text
@@ -30,7 +31,7 @@ def run_truefalse(model, dataset, out, settings, base_runner=None) -> dict:
 
 @pytest.fixture
 def runner(tiny_causal_dir, tmp_path):
-    return ModelRunner(load_model(str(tiny_causal_dir)), batch_size=8, cache=ResultCache(tmp_path / "cache.sqlite"))
+    return CachedModel(ModelRunner(load_model(str(tiny_causal_dir)), batch_size=8), ResultCache(tmp_path / "cache.sqlite"))
 
 
 def test_prior_per_statement_and_pair_choice_and_resumes(runner, left_dataset, tmp_path):
@@ -80,8 +81,8 @@ def test_closed_book_reports_before_and_after(tiny_causal_dir, left_dataset, tmp
     read_text(ReadSettings(model=str(tiny_causal_dir), text=str(left_dataset / "corpus" / "paragraphs.jsonl"), out=str(ckpt),
                            max_steps=2, seq_len=32, batch_size=2, lr=1e-3, only={"split": "dev"}))
     cache = ResultCache(tmp_path / "cache.sqlite")
-    base = ModelRunner(load_model(str(tiny_causal_dir)), batch_size=8, cache=cache)
-    after = ModelRunner(load_model(str(ckpt)), batch_size=8, cache=cache)
+    base = CachedModel(ModelRunner(load_model(str(tiny_causal_dir)), batch_size=8), cache)
+    after = CachedModel(ModelRunner(load_model(str(ckpt)), batch_size=8), cache)
     results = run_truefalse(after, left_dataset, tmp_path / "closed",
                             TrueFalseSettings(setting="closed-book", limit=4, checkpoint=str(ckpt)),
                             base_runner=base)

@@ -73,7 +73,7 @@ class CAA(Technique):
 
         p, runner = self.p, context.runner
         store = FitStore(context.fit_dir)
-        key = {"format": 2, "model": runner.loaded.identity, **self.params(), "pool": sorted(i.id for i in pool)}
+        key = {"format": 2, "model": runner.identity, **self.params(), "pool": sorted(i.id for i in pool)}
         found = store.load("caa", key)
         if found is not None:
             return found[0]["vector"], found[1]["record"]

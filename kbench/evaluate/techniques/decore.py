@@ -125,7 +125,7 @@ class DeCoRe(Technique):
         """The fit record: masked heads, their scores and how they were found (cached)."""
         p, runner = self.p, context.runner
         store = FitStore(context.fit_dir)
-        key = {"format": 2, "model": runner.loaded.identity, **self.params()}
+        key = {"format": 2, "model": runner.identity, **self.params()}
         found = store.load("decore", key)
         if found is not None:
             return found[1]["record"]

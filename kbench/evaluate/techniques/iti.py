@@ -132,7 +132,7 @@ class ITI(Technique):
         layout = hooks.head_layout(runner.model)
         k = heads_to_shift(layout.num_layers * layout.num_heads, p.heads, p.scale_heads)
         store = FitStore(context.fit_dir)
-        key = {"format": 2, "model": runner.loaded.identity, **self.params(), "pool": sorted(i.id for i in pool)}
+        key = {"format": 2, "model": runner.identity, **self.params(), "pool": sorted(i.id for i in pool)}
         found = store.load("iti", key)
         if found is not None:
             tensors, meta = found

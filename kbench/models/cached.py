@@ -1,0 +1,192 @@
+"""The result cache as a wrapper around any `LanguageModel`: the cache is not part of the model.
+
+    model = CachedModel(backend_model, ResultCache(path))    # what `open_model(spec)` returns
+    with model.produced_by(code_hash("kbench.evaluate.techniques.caa")):
+        model.generate(prompts, 16, stop=["\\n"], intervention=steering)
+    model.cache_stats()   -> {"hits": 0, "computed": 40, "by_method": {"generate": {...}}}
+
+A key holds everything that changes an output: the model's identity (weights, tokenizer,
+dtype), the method and its parameters, the item's text (prompt, gold or answer), the
+intervention's key, the source of the code that computes outputs (the backend's `code` and the
+caller's `produced_by` hash) and the kbench, torch and transformers versions. Batch size, device
+and run directory never enter a key.
+
+A lookup is all-or-nothing per call: when every item of a call is cached, the cached values
+come back and the model is not called; otherwise the whole call goes to the model, exactly as on
+an empty cache, and its values are stored. A backend's batches are a function of the call's
+inputs, so a call resumed after a crash returns the bits an uninterrupted one returns (filling
+in only the missing items would put them into other batches and change their last bits).
+
+Without a store (`--no-cache`, `cache=None`) every call goes to the model and is counted as
+computed. Everything that is not a model method (the white-box handles `model`, `device`,
+`pad_id`, a backend's extras) is the wrapped model's, reached through attribute delegation as
+lm-eval's `CachingLM` does.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from kbench.io import stable_hash
+from kbench.models.interface import LanguageModel
+from kbench.models.provenance import cache_versions
+from kbench.models.result_cache import ResultCache
+
+
+class CachedModel:
+    def __init__(self, inner: LanguageModel, cache: ResultCache | None):
+        self.inner = inner
+        self.cache = cache
+        self.caller_code: str | None = None
+        self._stats: dict[str, dict[str, int]] = {}
+
+    def __getattr__(self, attr: str) -> Any:
+        # Only reached for attributes this wrapper lacks: identity, tokenizer, white-box handles.
+        if attr == "inner":  # not yet set (copy / unpickling): never recurse
+            raise AttributeError(attr)
+        return getattr(self.inner, attr)
+
+    def describe(self) -> dict:
+        return self.inner.describe()
+
+    # ------------------------------------------------------------------ provenance and counts
+    @contextlib.contextmanager
+    def produced_by(self, code: str | None):
+        """Calls inside the block also key their entries by `code`, the hash of the calling code
+        (`provenance.code_hash(technique module)`), so a changed technique never gets the old
+        technique's outputs back, even where its Intervention key did not change."""
+        previous, self.caller_code = self.caller_code, code
+        try:
+            yield
+        finally:
+            self.caller_code = previous
+
+    def cache_stats(self) -> dict:
+        """Items answered from the cache vs computed since this wrapper was made, overall and per
+        call: {"hits": n, "computed": m, "by_method": {"generate": {"hits": .., "computed": ..}}}."""
+        total = {kind: sum(s[kind] for s in self._stats.values()) for kind in ("hits", "computed")}
+        return {**total, "by_method": {call: dict(s) for call, s in self._stats.items()}}
+
+    # ------------------------------------------------------------------ the model's methods
+    def rank_first_token(
+        self, prompts: Sequence[str], golds: Sequence[str], *, candidate_ids: Sequence[int] | None = None, intervention=None
+    ) -> list[tuple[int, float]]:
+        keys = self._rank_keys(prompts, golds, candidate_ids, intervention)
+        values = self._one_method(
+            "rank_first_token",
+            keys,
+            lambda: self.inner.rank_first_token(prompts, golds, candidate_ids=candidate_ids, intervention=intervention),
+        )
+        return [(int(r), float(lp)) for r, lp in values]
+
+    def score_answers(
+        self, prompts: Sequence[str], answers: Sequence[str], *, intervention=None
+    ) -> list[tuple[float, list[float]]]:
+        items = [{"prompt": p, "answer": a} for p, a in zip(prompts, answers)]
+        keys = self._keys("score_answers", {}, items, intervention)
+        values = self._one_method(
+            "score_answers", keys, lambda: self.inner.score_answers(prompts, answers, intervention=intervention)
+        )
+        return [(float(s), [float(x) for x in per]) for s, per in values]
+
+    def generate(
+        self, prompts: Sequence[str], max_new_tokens: int = 32, stop: Sequence[str] | None = None, *, intervention=None
+    ) -> list[str]:
+        keys = self._generate_keys(prompts, max_new_tokens, stop, intervention)
+        return self._one_method(
+            "generate", keys, lambda: self.inner.generate(prompts, max_new_tokens, stop, intervention=intervention)
+        )
+
+    def generate_and_rank(
+        self,
+        prompts: Sequence[str],
+        golds: Sequence[str],
+        max_new_tokens: int = 32,
+        stop: Sequence[str] | None = None,
+        *,
+        candidate_ids: Sequence[int] | None = None,
+        intervention=None,
+    ) -> list[tuple[str, int, float]]:
+        """Cached as its two parts, so a later `generate` or `rank_first_token` of the same items
+        is served too."""
+        keys = {
+            "generate": self._generate_keys(prompts, max_new_tokens, stop, intervention),
+            "rank_first_token": self._rank_keys(prompts, golds, candidate_ids, intervention),
+        }
+
+        def compute() -> dict[str, list]:
+            out = self.inner.generate_and_rank(
+                prompts, golds, max_new_tokens, stop, candidate_ids=candidate_ids, intervention=intervention
+            )
+            return {"generate": [text for text, _, _ in out], "rank_first_token": [[rank, lp] for _, rank, lp in out]}
+
+        values = self._call("generate_and_rank", keys, len(prompts), compute)
+        return [(text, int(r), float(lp)) for text, (r, lp) in zip(values["generate"], values["rank_first_token"])]
+
+    def sample(
+        self,
+        prompts: Sequence[str],
+        k: int,
+        temperature: float,
+        seed: int,
+        max_new_tokens: int = 32,
+        stop: Sequence[str] | None = None,
+        *,
+        intervention=None,
+    ) -> list[list[str]]:
+        params = {"k": k, "temperature": temperature, "seed": seed, "max_new_tokens": max_new_tokens, "stop": list(stop or [])}
+        keys = self._keys("sample", params, [{"prompt": p} for p in prompts], intervention)
+        values = self._one_method(
+            "sample",
+            keys,
+            lambda: self.inner.sample(prompts, k, temperature, seed, max_new_tokens, stop, intervention=intervention),
+        )
+        return [list(samples) for samples in values]
+
+    # ------------------------------------------------------------------ keys and lookups
+    def _rank_keys(self, prompts, golds, candidate_ids, intervention) -> list[str]:
+        items = [{"prompt": p, "gold": g} for p, g in zip(prompts, golds)]
+        return self._keys("rank_first_token", _candidates(candidate_ids), items, intervention)
+
+    def _generate_keys(self, prompts, max_new_tokens, stop, intervention) -> list[str]:
+        params = {"max_new_tokens": max_new_tokens, "stop": list(stop or [])}
+        return self._keys("generate", params, [{"prompt": p} for p in prompts], intervention)
+
+    def _keys(self, method: str, params: dict, items: list[dict], intervention) -> list[str]:
+        common = {
+            "model": self.inner.identity,
+            "method": method,
+            "params": params,
+            "intervention": intervention.key if intervention is not None else None,
+            "code": [self.inner.code, self.caller_code],
+            "versions": cache_versions(),
+        }
+        return [ResultCache.key(**common, item=item) for item in items]
+
+    def _one_method(self, method: str, keys: list[str], compute: Callable[[], list]) -> list:
+        return self._call(method, {method: keys}, len(keys), lambda: {method: compute()})[method]
+
+    def _call(
+        self, call: str, keys: dict[str, list[str]], n_items: int, compute: Callable[[], dict[str, list]]
+    ) -> dict[str, list]:
+        """{method: values in input order}: all from the store when every key of every method is
+        there, else all from `compute()` (which are then stored)."""
+        wanted = [key for method_keys in keys.values() for key in method_keys]
+        found = self.cache.get_many(wanted) if self.cache is not None and wanted else {}
+        hit = all(key in found for key in wanted)
+        stats = self._stats.setdefault(call, {"hits": 0, "computed": 0})
+        stats["hits" if hit else "computed"] += n_items
+        if hit:
+            return {method: [found[key] for key in method_keys] for method, method_keys in keys.items()}
+        values = compute()
+        if self.cache is not None:
+            for method, method_keys in keys.items():
+                self.cache.put_many(dict(zip(method_keys, values[method])), method, self.inner.name)
+        return values
+
+
+def _candidates(candidate_ids: Sequence[int] | None) -> dict:
+    """The key parameters describing a candidate vocabulary (LAMA's common vocabulary)."""
+    return {"candidates": None if candidate_ids is None else stable_hash(sorted(set(candidate_ids)))}

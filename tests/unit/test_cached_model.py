@@ -1,0 +1,279 @@
+"""CachedModel, the result cache around any LanguageModel: all-or-nothing lookups that keep
+resumed calls bit-identical, keys that follow the producing code (a changed technique is
+recomputed even when its Intervention key stayed the same), tampered rows recomputed, and a
+backend that knows nothing of the cache."""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import sqlite3
+import sys
+
+import pytest
+
+from kbench.evaluate.techniques.base import KeeContext, KeeItem
+from kbench.models.cached import CachedModel
+from kbench.models.interface import LanguageModel
+from kbench.models.loading import load_model
+from kbench.models.provenance import _direct_imports, code_hash
+from kbench.models.result_cache import ResultCache
+from kbench.models.runner import Intervention, ModelRunner
+from tests.fixtures_models import tiny_causal_dir  # noqa: F401
+from tests.unit.test_runner import GOLDS, PROMPTS, count_forwards
+
+
+@pytest.fixture(scope="module")
+def causal(tiny_causal_dir):  # noqa: F811
+    return load_model(str(tiny_causal_dir))
+
+
+def cached(cache, loaded, **runner_options) -> CachedModel:
+    return CachedModel(ModelRunner(loaded, **runner_options), cache)
+
+
+def test_generate_and_rank_is_cached_as_the_two_methods(causal, tmp_path):
+    cache = ResultCache(tmp_path / "results.sqlite")
+    both = cached(cache, causal).generate_and_rank(PROMPTS, GOLDS, max_new_tokens=5, stop=["\n"])
+    with count_forwards(causal) as shapes:
+        model = cached(cache, causal)
+        assert model.rank_first_token(PROMPTS, GOLDS) == [(r, lp) for _, r, lp in both]
+        assert model.generate(PROMPTS, max_new_tokens=5, stop=["\n"]) == [t for t, _, _ in both]
+        assert model.generate_and_rank(PROMPTS, GOLDS, max_new_tokens=5, stop=["\n"]) == both
+    assert shapes == []
+
+
+class CountingBackend:
+    """A second backend, in plain Python: answers are functions of the text, and every call it
+    receives is recorded. The wrapper must cache it exactly as it caches the HF runner."""
+
+    name, identity, kind, dtype, tokenizer, code = "toy", "sha256:toy", "causal", "float32", None, "toy-code-1"
+
+    def __init__(self):
+        self.calls: list[tuple[str, int]] = []
+
+    def describe(self) -> dict:
+        return {"name": self.name, "identity": self.identity, "kind": self.kind, "dtype": self.dtype}
+
+    def rank_first_token(self, prompts, golds, *, candidate_ids=None, intervention=None):
+        self.calls.append(("rank_first_token", len(prompts)))
+        return [(1 + len(p) % 7, -0.5 * len(g)) for p, g in zip(prompts, golds)]
+
+    def score_answers(self, prompts, answers, *, intervention=None):
+        self.calls.append(("score_answers", len(prompts)))
+        return [(-1.0 * len(a), [-1.0] * len(a)) for a in answers]
+
+    def generate(self, prompts, max_new_tokens=32, stop=None, *, intervention=None):
+        self.calls.append(("generate", len(prompts)))
+        return [p[::-1][:max_new_tokens] for p in prompts]
+
+    def generate_and_rank(self, prompts, golds, max_new_tokens=32, stop=None, *, candidate_ids=None, intervention=None):
+        self.calls.append(("generate_and_rank", len(prompts)))
+        return [(p[::-1][:max_new_tokens], 1 + len(p) % 7, -0.5 * len(g)) for p, g in zip(prompts, golds)]
+
+    def sample(self, prompts, k, temperature, seed, max_new_tokens=32, stop=None, *, intervention=None):
+        self.calls.append(("sample", len(prompts)))
+        return [[f"{p}:{seed}:{j}" for j in range(k)] for p in prompts]
+
+
+def test_any_language_model_is_cached_without_knowing_of_the_cache(tmp_path):
+    backend = CountingBackend()
+    assert isinstance(backend, LanguageModel)
+    cache = ResultCache(tmp_path / "results.sqlite")
+    model = CachedModel(backend, cache)
+    first = [model.score_answers(PROMPTS, GOLDS), model.sample(PROMPTS, 3, 0.7, 1), model.generate_and_rank(PROMPTS, GOLDS, 4)]
+    assert [c for c, _ in backend.calls] == ["score_answers", "sample", "generate_and_rank"]
+    again = CachedModel(backend, cache)
+    second = [again.score_answers(PROMPTS, GOLDS), again.sample(PROMPTS, 3, 0.7, 1), again.generate_and_rank(PROMPTS, GOLDS, 4)]
+    assert second == first
+    assert again.generate(PROMPTS, 4) == [t for t, _, _ in first[2]]       # served by generate_and_rank's entries
+    assert len(backend.calls) == 3 and again.cache_stats()["computed"] == 0
+    again.sample(PROMPTS, 3, 0.7, 2)                                           # another seed: other keys
+    again.sample(PROMPTS + ["new"], 3, 0.7, 1)                                 # one new item: the whole call goes through
+    assert backend.calls[-2:] == [("sample", len(PROMPTS)), ("sample", len(PROMPTS) + 1)]
+    with again.produced_by("technique-v2"):                                    # other producing code: other keys
+        again.score_answers(PROMPTS, GOLDS)
+    backend.code = "toy-code-2"                                                # a fixed backend: other keys
+    again.score_answers(PROMPTS, GOLDS)
+    assert [c for c, _ in backend.calls[-2:]] == ["score_answers", "score_answers"]
+    assert again.describe() == backend.describe() and again.kind == "causal"   # the rest is the model's own
+
+
+def test_cache_hits_recompute_nothing(causal, tmp_path):
+    cache = ResultCache(tmp_path / "results.sqlite")
+    runner = cached(cache, causal)
+    first = runner.rank_first_token(PROMPTS, GOLDS)
+    assert (cache.hits, cache.misses) == (0, len(PROMPTS))
+    with count_forwards(causal) as shapes:
+        second = cached(cache, causal, batch_size=1).rank_first_token(PROMPTS, GOLDS)
+    assert shapes == [] and second == first
+    assert cache.hits == len(PROMPTS)
+    assert runner.cache_stats() == {"hits": 0, "computed": 5, "by_method": {"rank_first_token": {"hits": 0, "computed": 5}}}
+    with count_forwards(causal) as shapes:  # one new prompt: the whole call is computed, as on an empty cache
+        runner.rank_first_token(PROMPTS + ["Berlin is the capital of"], GOLDS + [" Germany"])
+    assert sum(tokens for _, _, tokens in shapes) == sum(len(causal.tokenizer(p)["input_ids"]) for p in PROMPTS) + 6
+
+
+MORE_PROMPTS = PROMPTS + ["Berlin is the capital of", "Toyota is a company from", "Dante was born in"]
+MORE_GOLDS = GOLDS + [" Germany", " Japan", " Florence"]
+
+
+@pytest.mark.parametrize("method", ["rank_first_token", "generate_and_rank"])
+def test_partly_cached_call_is_bit_identical_to_a_cold_call(causal, tmp_path, method):
+    """Half the items were cached by other calls, computed in other batches (one prompt per
+    pass), so their last bits differ from the full call's: the call ignores them and returns
+    exactly what it returns on an empty cache, so a resumed evaluation equals an uninterrupted one."""
+    def call(runner, prompts, golds):
+        if method == "rank_first_token":
+            return runner.rank_first_token(prompts, golds)
+        return runner.generate_and_rank(prompts, golds, max_new_tokens=3)
+
+    cold = call(ModelRunner(causal), MORE_PROMPTS, MORE_GOLDS)
+    alone = call(ModelRunner(causal, batch_size=1), MORE_PROMPTS, MORE_GOLDS)
+    assert alone != cold, "one prompt per pass must change some last bits, or this test shows nothing"
+    cache = ResultCache(tmp_path / "results.sqlite")
+    call(cached(cache, causal, batch_size=1), MORE_PROMPTS[1::2], MORE_GOLDS[1::2])
+    resumed = cached(cache, causal)
+    assert call(resumed, MORE_PROMPTS, MORE_GOLDS) == cold
+    assert resumed.cache_stats()["computed"] == len(MORE_PROMPTS)
+    again = cached(cache, causal)   # now every item is cached: the stored values are the full call's
+    with count_forwards(causal) as shapes:
+        assert call(again, MORE_PROMPTS, MORE_GOLDS) == cold
+    assert shapes == [] and again.cache_stats()["hits"] == len(MORE_PROMPTS)
+
+
+def test_batches_are_a_function_of_the_call_alone(causal, tmp_path):
+    """On CPU the forward passes of a call (their shapes and contents) do not depend on the
+    cache's state or on earlier calls of the runner."""
+    def passes(runner):
+        with count_forwards(causal) as shapes:
+            runner.generate_and_rank(MORE_PROMPTS, MORE_GOLDS, max_new_tokens=3)
+        return shapes
+
+    cache = ResultCache(tmp_path / "results.sqlite")
+    fresh = passes(ModelRunner(causal))
+    used = cached(cache, causal)
+    used.generate_and_rank(MORE_PROMPTS[:4], MORE_GOLDS[:4], max_new_tokens=3)
+    used.rank_first_token(MORE_PROMPTS, MORE_GOLDS)
+    assert passes(used) == fresh
+
+
+def test_tampered_cache_row_is_recomputed(causal, tmp_path):
+    path = tmp_path / "results.sqlite"
+    runner = cached(ResultCache(path), causal)
+    truth = runner.rank_first_token(PROMPTS[:1], GOLDS[:1])
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE results SET value = '[1, 0.0]'")
+    cache = ResultCache(path)
+    with pytest.warns(UserWarning, match="checksum"):
+        again = cached(cache, causal).rank_first_token(PROMPTS[:1], GOLDS[:1])
+    assert again == truth and cache.misses == 1
+
+
+def test_interventions_change_outputs_and_cache_keys(causal, tmp_path):
+    cache = ResultCache(tmp_path / "results.sqlite")
+    runner = cached(cache, causal)
+    runner.rank_first_token(PROMPTS, GOLDS)
+    france = causal.tokenizer(" France", add_special_tokens=False)["input_ids"][0]
+
+    def boost_france(input_ids, scores):  # rows come length-sorted, so the boost must not depend on the row
+        scores = scores.clone()
+        scores[:, france] += 1000.0
+        return scores
+
+    golds = [" France"] * len(PROMPTS)
+    boosted = runner.rank_first_token(PROMPTS, golds, intervention=Intervention("boost", logits_processor=boost_france))
+    assert [r for r, _ in boosted] == [1] * len(PROMPTS)
+    assert runner.rank_first_token(PROMPTS, golds) != boosted
+
+    @contextlib.contextmanager
+    def zero_last_layer(model):
+        handle = model.model.layers[-1].mlp.register_forward_hook(lambda m, i, o: o * 0)
+        try:
+            yield
+        finally:
+            handle.remove()
+
+    steered = runner.generate(PROMPTS, max_new_tokens=4, intervention=Intervention("zero-mlp", hooks=zero_last_layer))
+    assert steered != runner.generate(PROMPTS, max_new_tokens=4)
+    assert cache.misses == 5 * len(PROMPTS) - 1  # each variant got its own keys; (PROMPTS[0], France) was cached
+
+
+ITEMS = [KeeItem("q1", "What is the capital of France?", ("Paris",)),
+         KeeItem("q2", "Where was Dante born?", ("Florence",)),
+         KeeItem("q3", "Which country is Toyota from?", ("Japan",))]
+
+# A technique whose logits processor pushes one token up by BOOST. Its Intervention key names
+# the technique but not BOOST: the kind of bug a fix to a technique's code repairs.
+TECHNIQUE = '''
+from kbench.evaluate.techniques.base import Technique, greedy_answers
+from kbench.models.runner import Intervention
+
+BOOST = {boost}
+
+
+class Boosted(Technique):
+    family = "decoding"
+
+    def run(self, context, items):
+        token = context.runner.tokenizer(" Paris", add_special_tokens=False)["input_ids"][0]
+
+        def boost(input_ids, scores):
+            scores = scores.clone()
+            scores[:, token] += BOOST
+            return scores
+
+        prompts = [context.answer_prompt(i.question) for i in items]
+        return greedy_answers(context, prompts, items, Intervention("boosted", logits_processor=boost))
+'''
+
+
+def _write_technique(folder, boost: float):
+    (folder / "kbench_test_boosted.py").write_text(TECHNIQUE.format(boost=boost))
+    importlib.invalidate_caches()
+    if "kbench_test_boosted" in sys.modules:
+        return importlib.reload(sys.modules["kbench_test_boosted"])
+    return importlib.import_module("kbench_test_boosted")
+
+
+def _run(module, loaded, cache, tmp_path):
+    """What the KEE evaluation does: run the technique inside `produced_by(code_hash(module))`."""
+    runner = cached(cache, loaded)
+    with runner.produced_by(code_hash(module.__name__)):
+        outputs = module.Boosted().run(KeeContext(runner=runner, fit_dir=tmp_path / "fits"), ITEMS)
+    return [(o.answer, o.gold_rank) for o in outputs], runner.cache_stats()
+
+
+def test_changed_technique_code_is_recomputed_and_unchanged_code_reused(causal, tmp_path, monkeypatch):
+    monkeypatch.syspath_prepend(str(tmp_path))
+    cache = ResultCache(tmp_path / "results.sqlite")
+    module = _write_technique(tmp_path, 0.0)
+    plain, stats = _run(module, causal, cache, tmp_path)
+    assert stats["computed"] == len(ITEMS) and stats["hits"] == 0
+
+    again, stats = _run(module, causal, cache, tmp_path)             # unchanged code: served from the cache
+    assert again == plain and stats == {"hits": 3, "computed": 0,
+                                        "by_method": {"generate_and_rank": {"hits": 3, "computed": 0}}}
+
+    module = _write_technique(tmp_path, 1000.0)                      # the fix: same Intervention key
+    fixed, stats = _run(module, causal, cache, tmp_path)
+    assert stats["computed"] == len(ITEMS) and stats["hits"] == 0
+    assert fixed != plain and fixed[0][1] == 1              # " Paris" (q1's gold) is now on top everywhere
+    assert all(answer.startswith("Paris") for answer, _ in fixed)
+
+
+def test_without_a_store_every_call_is_computed_and_counted(causal):
+    runner = cached(None, causal)
+    for _ in range(2):
+        runner.rank_first_token(["Paris is the capital of"], [" France"])
+    assert runner.cache_stats()["computed"] == 2 and runner.cache_stats()["hits"] == 0
+
+
+def test_technique_code_covers_the_kbench_modules_it_uses():
+    """A technique's hash covers its module and the modules that shape its model calls (base,
+    fitting, hooks, runner), not the registry, so a new technique does not invalidate others."""
+    assert _direct_imports("kbench.evaluate.techniques.caa") == {
+        "kbench.evaluate.techniques.base", "kbench.evaluate.techniques.fitting", "kbench.models.hooks",
+        "kbench.models.runner"}
+    assert _direct_imports("kbench.evaluate.techniques.baseline") == {"kbench.evaluate.techniques.base"}
+    assert code_hash("kbench.evaluate.techniques.baseline") != code_hash("kbench.evaluate.techniques.temperature")
