@@ -222,7 +222,9 @@ def evaluate(task: Task, ctx: RunContext, progress: Callable[[int, int], None] |
             "environment": environment(ctx.model),
             "timing": {
                 "seconds": round(seconds, 3),
-                "items_computed": computed,
+                "units_computed": len(todo),
+                "units_total": len(plan.units),
+                "items_computed": computed,  # work items in those units (xteval: seeds and fine-tuning runs)
                 "items_per_second": round(computed / seconds, 3) if computed and seconds > 0 else None,
                 # this process's model calls (other processes keep their own counts)
                 "cache_hits": cache_after["hits"] - cache_before["hits"],

@@ -44,14 +44,3 @@ def mean_std(values: Sequence[float]) -> dict[str, float]:
         return {"mean": mean, "std": 0.0}
     var = sum((v - mean) ** 2 for v in values) / (len(values) - 1)
     return {"mean": mean, "std": math.sqrt(var)}
-
-
-def aggregate_runs(runs: Sequence[dict[str, float]]) -> dict[str, dict]:
-    """Per figure: mean, std and the per-run values, over runs made by `gap_figures`."""
-    if not runs:
-        raise ValueError("aggregate_runs needs at least one run")
-    out = {}
-    for key in ("acc_D", "downstream_accuracy", "usable_knowledge", "gap1", "gap2"):
-        values = [float(r[key]) for r in runs]
-        out[key] = {**mean_std(values), "values": values}
-    return out

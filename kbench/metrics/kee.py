@@ -32,13 +32,6 @@ def ratio(numerator: int, denominator: int) -> Ratio:
     return None if denominator == 0 else numerator / denominator
 
 
-def format_ratio(value: Ratio, percent: bool = True) -> str:
-    """Render a ratio for tables: 'undefined' for None, else a percentage with two decimals."""
-    if value is None:
-        return "undefined"
-    return f"{100 * value:.2f}" if percent else f"{value:.4f}"
-
-
 def _same_items(base: Mapping, kee: Mapping, what: str) -> None:
     if base.keys() != kee.keys():
         only_base = sorted(set(base) - set(kee))[:3]

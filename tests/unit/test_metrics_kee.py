@@ -27,8 +27,6 @@ def test_empty_denominators_are_undefined():
     assert kee.gain(all_right, all_wrong) is None         # no base failures
     assert kee.loss(all_wrong, all_right) is None         # no base successes
     assert kee.accuracy({}) is None
-    assert kee.format_ratio(None) == "undefined"
-    assert kee.format_ratio(0.125) == "12.50"
 
 
 def test_mismatched_items_are_an_error():
