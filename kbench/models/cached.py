@@ -7,8 +7,8 @@
 
 A key holds everything that changes an output: the model's identity (weights, tokenizer,
 dtype), the method and its parameters, the item's text (prompt, gold or answer), the
-intervention's key, the source of the code that computes outputs (the backend's `code` and the
-caller's `produced_by` hash) and the kbench, torch and transformers versions. Batch size, device
+intervention's key, the source of the code that computes outputs (the backend's `code`, this
+module's and the caller's `produced_by` hash) and the kbench, torch and transformers versions. Batch size, device
 and run directory never enter a key.
 
 A lookup is all-or-nothing per call: when every item of a call is cached, the cached values
@@ -31,7 +31,7 @@ from typing import Any
 
 from kbench.io import stable_hash
 from kbench.models.interface import LanguageModel
-from kbench.models.provenance import cache_versions
+from kbench.models.provenance import cache_versions, source_hash
 from kbench.models.result_cache import ResultCache
 
 
@@ -40,6 +40,7 @@ class CachedModel:
         self.inner = inner
         self.cache = cache
         self.caller_code: str | None = None
+        self.own_code = source_hash([__name__])  # how values are keyed and stored
         self._stats: dict[str, dict[str, int]] = {}
 
     def __getattr__(self, attr: str) -> Any:
@@ -160,7 +161,7 @@ class CachedModel:
             "method": method,
             "params": params,
             "intervention": intervention.key if intervention is not None else None,
-            "code": [self.inner.code, self.caller_code],
+            "code": [self.inner.code, self.own_code, self.caller_code],
             "versions": cache_versions(),
         }
         return [ResultCache.key(**common, item=item) for item in items]

@@ -18,7 +18,7 @@ no padding) and decode from a left-padded KV cache; masked LMs, and calls whose 
 hooks into the model (a hook may act on the last position), run left-padded batches with
 explicit position ids instead (right-padded for masked LMs). Batch composition and packing
 change results only by float rounding, and on CPU the batches of a call are a function of the
-call's inputs alone (not of the cache or of timing), so the same call computes the same bits.
+call's inputs alone (not of earlier calls or of timing), so the same call computes the same bits.
 
 The runner computes every call it gets (each distinct item once); the result cache is a wrapper
 around it (`kbench.models.cached.CachedModel`), keyed by `code`, the source of the runner's

@@ -7,11 +7,14 @@ items carries its Wilson interval, and every pair of runs gets the exact McNemar
 correctness (`kbench.metrics.uncertainty.mcnemar`). KEE runs are compared technique by technique
 (a row's `technique`; the sampling partitions, which have no correctness, are left out). Runs of
 one task that share no item are refused: they are not comparable, and side by side they would
-look as if they were.
+look as if they were. Runs whose settings differ (a protocol, a prompt form, stop strings) are
+compared, with a note naming each differing setting: the test then compares settings as well as
+models.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from itertools import combinations
 
@@ -80,7 +83,33 @@ def compare_runs(runs: list[Run], items: list[list[dict]]) -> tuple[list[Compari
             notes.append(f"{task}: no paired comparison, {', '.join(missing)} has no per-item table (items.parquet)")
             continue
         comparisons.append(_compare(task, [runs[i] for i in members], [correctness(items[i]) for i in members]))
+        differing = differing_settings([runs[i] for i in members])
+        if differing:
+            described = "; ".join(f"{key} ({_by_run(values)})" for key, values in differing.items())
+            notes.append(
+                f"{task}: the runs differ in settings besides the model, so the paired test compares these too: {described}"
+            )
     return comparisons, notes
+
+
+# Settings that change which items a run has, not how an item is scored: shared items handle them.
+ITEM_SET_SETTINGS = {"limit"}
+
+
+def differing_settings(runs: list[Run]) -> dict[str, dict[str, object]]:
+    """{setting: {run label: value}} for each setting (other than the item set's) whose value is not
+    the same in every run, e.g. a MAPLE run beside a strict-LAMA run of one model."""
+    keys = sorted({key for run in runs for key in run.results.get("settings", {})} - ITEM_SET_SETTINGS)
+    differing = {}
+    for key in keys:
+        values = {run.label: run.results.get("settings", {}).get(key) for run in runs}
+        if len({json.dumps(v, sort_keys=True) for v in values.values()}) > 1:
+            differing[key] = values
+    return differing
+
+
+def _by_run(values: dict[str, object]) -> str:
+    return ", ".join(f"{label}: {value}" for label, value in values.items())
 
 
 def format_p(value: float) -> str:

@@ -62,3 +62,19 @@ def test_qa_rows_are_paired_on_the_em_that_counts():
     assert len(outcome) == len(rows) == 5
     edited = next(r for r in rows if r["category"] == "edited")
     assert outcome[edited["id"]] == bool(edited["em_updated"])
+
+
+def test_runs_under_different_settings_are_compared_with_a_note(shared_data, tmp_path):
+    """One model under two protocols: paired on shared items, and the note says the settings differ."""
+    items = lama_items(shared_data, 60)
+    a = extraction_run(tmp_path / "maple", "smollm2", predict(items, 3))
+    b = extraction_run(tmp_path / "lama", "smollm2", predict(items[:40], 2))
+    for folder, protocol, limit in ((a, "maple", 60), (b, "lama", 40)):
+        results = json.loads((folder / "results.json").read_text())
+        results["settings"] = {**results["settings"], "protocol": protocol, "limit": limit}
+        (folder / "results.json").write_text(json.dumps(results))
+    runs = load_runs([a, b])
+    comparisons, notes = compare_runs(runs, [read_items(r.path) for r in runs])
+    assert comparisons[0].n_shared == 40
+    assert notes == ["extraction: the runs differ in settings besides the model, so the paired test compares these too: "
+                     "protocol (smollm2 (maple): maple, smollm2 (lama): lama)"]   # limit only changes the item set
