@@ -41,7 +41,7 @@ def test_processes_opening_a_new_cache_at_once_all_succeed(tmp_path):
     """The ranks of `accelerate launch` open one new cache file at the same moment. Before the
     set-up was serialised, about every trial had a rank fail with "database is locked" or
     "duplicate column name"."""
-    ctx = multiprocessing.get_context("fork")
+    ctx = multiprocessing.get_context("spawn")  # no fork of a process that may hold torch threads
     with ctx.Pool(8) as pool:
         for trial in range(10):
             path = str(tmp_path / f"trial{trial}" / "results.sqlite")
