@@ -9,7 +9,7 @@ bash scripts/setup.sh
 export KBENCH_MODEL_CACHE="${KBENCH_MODEL_CACHE:-$PWD/.kbench-cache/models}"
 KB=.venv/bin/kbench
 LIMIT="${KBENCH_DEMO_LIMIT:-300}"
-DATA="${KBENCH_DATA_DIR:-$(cd .. && pwd)/shared/data}"
+DATA="$($KB data root)"  # --data-dir / $KBENCH_DATA_DIR / ../shared/data, as `kbench build` chooses
 
 $KB build pipelines/lama.toml --out runs/lama --data-dir "$DATA"
 $KB inspect runs/lama

@@ -10,15 +10,18 @@ from pathlib import Path
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-SHARED_DATA = Path(os.environ.get("KBENCH_SHARED_DATA", REPO_ROOT.parent / "shared" / "data")).resolve()
 
 
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
-    """The real source data (../shared/data); read it from there, never copy it into the repo."""
-    if not SHARED_DATA.is_dir():
-        pytest.fail(f"shared data not found at {SHARED_DATA}; set KBENCH_SHARED_DATA")
-    return SHARED_DATA
+    """The real source data, found as `kbench build` finds it ($KBENCH_DATA_DIR, else ../shared/data
+    beside the checkout or beside the checkout it was cloned from); never copied into the repo."""
+    from kbench.build.data_root import ENV_VAR, find_data_dir
+
+    folder, origin = find_data_dir()
+    if folder is None or not folder.is_dir():
+        pytest.fail(f"shared data not found ({origin}); set {ENV_VAR}")
+    return folder
 
 
 @pytest.fixture(autouse=True)

@@ -9,7 +9,8 @@ machine:
 After `data:` comes a relative POSIX path (no leading `/`, no `..`, no backslashes); its first
 part is a source folder (`kbench data list` names them, `kbench data fetch NAME` downloads one).
 The data root is, in this order: `kbench build --data-dir DIR`, the environment variable
-`KBENCH_DATA_DIR`, or `../shared/data` beside the repository kbench runs from, when that exists.
+`KBENCH_DATA_DIR`, or `../shared/data` beside the repository kbench runs from, when that exists
+(for a clone of a local checkout: beside that checkout).
 """
 
 from __future__ import annotations
@@ -64,12 +65,32 @@ def old_style_hint(value: Any) -> str | None:
     return PREFIX + value.split(marker, 1)[1]
 
 
-def repository_default() -> Path | None:
-    """`../shared/data` beside the checkout kbench is imported from (None for an installed wheel)."""
-    checkout = Path(__file__).resolve().parents[2]
+def repository_default(checkout: Path | None = None) -> Path | None:
+    """`../shared/data` beside the checkout kbench is imported from (None for an installed wheel).
+    A clone of a local checkout (`git clone /work/main /tmp/fresh`) has no data beside it; it
+    uses the data beside the checkout it was cloned from when that exists."""
+    checkout = checkout or Path(__file__).resolve().parents[2]
     if not (checkout / "pyproject.toml").is_file():
         return None
-    return checkout.parent / "shared" / "data"
+    beside = checkout.parent / "shared" / "data"
+    origin = _local_origin(checkout)
+    if not beside.is_dir() and origin is not None and (origin.parent / "shared" / "data").is_dir():
+        return origin.parent / "shared" / "data"
+    return beside
+
+
+def _local_origin(checkout: Path) -> Path | None:
+    """The checkout this one was cloned from, when its `origin` remote is a local folder."""
+    import subprocess
+
+    try:
+        url = subprocess.run(
+            ["git", "-C", str(checkout), "config", "--get", "remote.origin.url"], capture_output=True, text=True, timeout=10
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    path = Path(url.removeprefix("file://")) if url and "://" not in url.removeprefix("file://") else None
+    return path.resolve() if path is not None and path.is_dir() else None
 
 
 def find_data_dir(explicit: Path | None = None) -> tuple[Path | None, str]:

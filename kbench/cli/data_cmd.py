@@ -1,6 +1,7 @@
-"""`kbench data list` and `kbench data fetch`: the sources recipes read, and where they come from.
+"""`kbench data list|root|fetch`: the sources recipes read, and where they come from.
 
 kbench data list
+kbench data root            # the data folder `kbench build` would use, for scripts
 kbench data fetch lama_trex lama_google_re lama_trex_autoprompt_splits wikidata_aliases_xfactr --to ~/kbench-data
 kbench build pipelines/lama-trex.toml --data-dir ~/kbench-data
 """
@@ -40,6 +41,20 @@ def list_sources(
         present = "yes" if root is not None and (root / src.name).exists() else "no"
         table.add_row(src.name, src.reference.license or "?", present, src.homepage, src.title)
     Console(width=max(Console().width, 160)).print(table)
+
+
+@data_app.command("root")
+def root(
+    data_dir: Optional[Path] = typer.Option(None, "--data-dir", help="An explicit data folder (checked, then printed)."),
+) -> None:
+    """Print the data folder `kbench build` would use (exit 2 when there is none), e.g. for scripts."""
+    from kbench.build.data_root import find_data_dir
+    from kbench.errors import UserError
+
+    folder, origin = find_data_dir(data_dir)
+    if folder is None or not folder.is_dir():
+        raise UserError(f"no data folder: {origin if folder is None else f'{folder} does not exist'}")
+    typer.echo(str(folder))
 
 
 def _fetch_root(explicit: Optional[Path]) -> Path:

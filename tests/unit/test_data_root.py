@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -81,9 +82,30 @@ def test_environment_variable_names_the_root(tmp_path, monkeypatch):
     assert result.stages[0].rows_out == 3
 
 
-def test_default_is_shared_data_beside_the_checkout():
-    checkout = Path(__file__).resolve().parents[2]
-    assert repository_default() == checkout.parent / "shared" / "data"
+def test_default_is_shared_data_beside_the_checkout(tmp_path):
+    checkout = tmp_path / "work" / "kbench"
+    checkout.mkdir(parents=True)
+    (checkout / "pyproject.toml").write_text("[project]\n")
+    assert repository_default(checkout) == tmp_path / "work" / "shared" / "data"
+    assert repository_default(tmp_path) is None   # not a checkout (an installed wheel): no default
+
+
+def test_a_clone_of_a_local_checkout_uses_the_data_beside_its_origin(tmp_path):
+    """`git clone /work/main /tmp/fresh`: /tmp/shared/data does not exist, /work/shared/data does."""
+    origin = tmp_path / "work" / "main"
+    origin.mkdir(parents=True)
+    (origin / "pyproject.toml").write_text("[project]\n")
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "init.defaultBranch=main"]
+    subprocess.run([*git, "init", "-q", str(origin)], check=True)
+    subprocess.run([*git, "-C", str(origin), "add", "."], check=True)
+    subprocess.run([*git, "-C", str(origin), "commit", "-qm", "x"], check=True)
+    clone = tmp_path / "elsewhere" / "fresh"
+    subprocess.run(["git", "clone", "-q", str(origin), str(clone)], check=True)
+    assert repository_default(clone) == tmp_path / "elsewhere" / "shared" / "data"   # the origin has no data either
+    write_data_root(tmp_path / "work" / "shared" / "data")
+    assert repository_default(clone) == (tmp_path / "work" / "shared" / "data").resolve()
+    write_data_root(tmp_path / "elsewhere" / "shared" / "data")
+    assert repository_default(clone) == tmp_path / "elsewhere" / "shared" / "data"   # data beside the clone wins
 
 
 def test_missing_folder_says_how_to_fetch_it(tmp_path):
