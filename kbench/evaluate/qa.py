@@ -118,11 +118,6 @@ def _item_rows(model, items: list[dict], built: list[Prompt], settings: QASettin
     return out
 
 
-def _x100(estimate: dict) -> dict:
-    """EM / F1 are reported x100, as the official script does (bounds scaled alike)."""
-    return {**estimate, **{k: None if estimate[k] is None else 100 * estimate[k] for k in ("value", "ci_low", "ci_high")}}
-
-
 def aggregate(items: list[dict], seed: int = u.BOOTSTRAP_SEED) -> dict:
     slices = {}
     for name in SLICES:
@@ -132,9 +127,9 @@ def aggregate(items: list[dict], seed: int = u.BOOTSTRAP_SEED) -> dict:
         else:
             rows = [r for r in items if r["category"] == name]
             em_key, f1_key = "em", "f1"
-        slices[name] = {
-            "em": _x100(u.mean([r[em_key] for r in rows], seed=seed)),
-            "f1": _x100(u.mean([r[f1_key] for r in rows], seed=seed)),
+        slices[name] = {  # fractions, like every kbench number (the official script prints them x100)
+            "em": u.proportion_of([bool(r[em_key]) for r in rows]),  # 0/1 per item: a Wilson interval
+            "f1": u.mean([r[f1_key] for r in rows], seed=seed),
         }
     edited = [r for r in items if r["category"] == "edited"]
     preference = {

@@ -12,6 +12,7 @@ from kbench.evaluate.qa import KnowledgeUpdateQA, QASettings, aggregate
 from kbench.evaluate.task import RunContext
 from kbench.metrics.qa import official_em, official_f1
 from kbench.models.loading import load_model
+from kbench.metrics.uncertainty import proportion
 from kbench.models.cached import CachedModel
 from kbench.models.result_cache import ResultCache
 from kbench.models.runner import ModelRunner
@@ -65,10 +66,11 @@ def test_aggregate_by_hand_and_ties_count_for_outdated():
     ]
     out = aggregate(items)
     unchanged = out["splits"]["unchanged"]
-    assert (unchanged["em"]["n"], unchanged["em"]["value"], unchanged["f1"]["value"]) == (2, 50.0, 75.0)
-    assert 0.0 <= unchanged["em"]["ci_low"] <= 50.0 <= unchanged["em"]["ci_high"] <= 100.0   # bootstrap, x100
+    assert (unchanged["em"]["n"], unchanged["em"]["value"], unchanged["f1"]["value"]) == (2, 0.5, 0.75)
+    assert unchanged["em"] == proportion(1, 2)   # EM is 0/1 per item: a Wilson interval, as a fraction
     assert out["splits"]["new"]["em"]["value"] is None and out["splits"]["new"]["em"]["n"] == 0
-    assert out["splits"]["outdated"]["em"]["value"] == 50.0 and out["splits"]["updated"]["f1"]["value"] == 50.0
+    assert out["splits"]["outdated"]["em"]["value"] == 0.5 and out["splits"]["updated"]["f1"]["value"] == 0.5
+    assert unchanged["em"]["interval"] == "wilson" and unchanged["f1"]["interval"] == "bootstrap"
     preference = out["edited_preference"]
     assert (preference["prefers_updated"]["n"], preference["prefers_updated"]["value"], preference["ties"]) == (2, 0.5, 1)
 
