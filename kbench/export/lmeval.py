@@ -17,7 +17,8 @@ copied into utils.py (`standalone`).
 LEFT statement datasets are a `multiple_choice` task over the continuations " True" and " False"
 (`target_delimiter: ""`, so the scored strings are exactly kbench's), reporting `acc` (margin > 0
 means true: kbench's headline `accuracy`, LEFT's per-statement accuracy) and `pair_acc` (kbench's
-`pair_choice_accuracy`: within each true/false pair the statement with the higher margin is called true).
+`pair_choice_accuracy`: within each true/false pair the statement with the higher margin is called true;
+the share of pairs called right).
 """
 
 from __future__ import annotations
@@ -95,8 +96,8 @@ def process_results(doc, results):
 
 def pair_calibrated_accuracy(items):
     """kbench's decision: each pair holds one true and one false statement; the one with the higher
-    margin is called true, the other false (a tie calls both false). Removes the model's overall
-    bias towards one answer word."""
+    margin is called true, the other false (a tie calls both false, so the pair is wrong). Removes
+    the model's overall bias towards one answer word. The share of pairs called right."""
     pairs = defaultdict(list)
     for pair_id, label, margin in items:
         pairs[pair_id].append((label, margin))
@@ -106,8 +107,8 @@ def pair_calibrated_accuracy(items):
         called_true = [margin == best for _, margin in members]
         if sum(called_true) > 1:
             called_true = [False] * len(members)
-        correct += sum(call == label for call, (label, _) in zip(called_true, members))
-    return correct / len(items)
+        correct += all(call == label for call, (label, _) in zip(called_true, members))
+    return correct / len(pairs)  # one outcome per pair, as kbench counts it
 '''
 
 

@@ -133,7 +133,7 @@ def test_left_exports_as_multiple_choice(built_left, tmp_path):
         assert [r.arguments for r in requests] == [(prompt_text(doc["statement"], None, 0), a) for a in (" True", " False")]
     utils = load_module(out / "utils.py", "exported_left_utils")
     # the pair with the higher margin is called true (pair a: both right); a tie calls both false (b: one right)
-    assert utils.pair_calibrated_accuracy([("a", True, -1.0), ("a", False, -2.0), ("b", True, 0.5), ("b", False, 0.5)]) == 0.75
+    assert utils.pair_calibrated_accuracy([("a", True, -1.0), ("a", False, -2.0), ("b", True, 0.5), ("b", False, 0.5)]) == 0.5   # pair a right; b tied, so wrong as a whole
     assert utils.process_results({"label": False, "pair_id": "a"}, [(-1.0, True), (-2.0, False)]) == {
         "acc": 0.0, "pair_acc": ("a", False, 1.0)}
 

@@ -58,7 +58,9 @@ def test_prior_per_statement_and_pair_choice_and_resumes(runner, left_dataset, t
         assert [r["pair_choice"] for r in pair] == [m == max(margins) for m in margins]
         assert pair[0]["correct_pair_choice"] == pair[1]["correct_pair_choice"]  # right or wrong as a whole
     assert overall["accuracy"]["k"] == sum(i["correct"] for i in items)
-    assert overall["pair_choice_accuracy"]["k"] == sum(i["correct_pair_choice"] for i in items)
+    pair_outcomes = {i["pair_id"]: i["correct_pair_choice"] for i in items}   # one per pair, not per statement
+    assert (overall["pair_choice_accuracy"]["k"], overall["pair_choice_accuracy"]["n"]) == (
+        sum(pair_outcomes.values()), len(pair_outcomes)) == (overall["pair_choice_accuracy"]["k"], len(items) // 2)
     again = run_truefalse(runner, left_dataset, out, TrueFalseSettings(limit=6))
     assert again["timing"]["items_computed"] == 0 and again["metrics"] == results["metrics"]
 
