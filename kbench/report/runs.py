@@ -120,9 +120,11 @@ class Run:
 
     @property
     def primary(self) -> str | None:
-        """The task's PRIMARY_METRIC when the headline has it, else the first headline metric."""
+        """The task's PRIMARY_METRIC when the headline has it (XTEVAL prefixes it with its setting:
+        `iid_usable_knowledge` before `ood_...`), else the first headline metric."""
         preferred = PRIMARY_METRIC.get(self.task)
-        return preferred if preferred in self.headline else next(iter(self.headline), None)
+        candidates = [preferred, *sorted(k for k in self.headline if preferred and k.endswith(f"_{preferred}"))]
+        return next((k for k in candidates if k in self.headline), next(iter(self.headline), None))
 
     def table(self, name: str) -> dict[str, dict[str, Any]]:
         """A flat table of `metrics[name]` ({} when absent or not flat, as KEE's per-bin tables)."""

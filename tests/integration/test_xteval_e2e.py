@@ -118,7 +118,10 @@ def test_xteval_runs_resumes_and_writes_valid_results(model_fixture, request, la
     assert iid["n_train"] + iid["n_test"] == n and iid["n_test"] == round(n * 0.4) == len(queries)
     assert all(q["n_candidates"] > 1 for q in queries)
     assert iid["chance_accuracy"] == pytest.approx(sum(1 / q["n_candidates"] for q in queries) / iid["n_test"])
-    assert results["headline"]["iid_downstream_accuracy"]["n"] == len(queries)
+    runs = metrics["settings"]["iid"]["runs"]   # a mean over runs (n = runs), not a pool of their queries
+    assert results["headline"]["iid_downstream_accuracy"]["n"] == len(runs)
+    assert results["headline"]["iid_downstream_accuracy"]["value"] == pytest.approx(
+        sum(r["downstream_accuracy"] for r in runs) / len(runs))
     ood, ood_queries = run_row(out, "ood/e0-s0-f0")
     test_rel = {q["relation"] for q in ood_queries}   # relation-disjoint: whole relations go to test
     assert 0 < len(test_rel) < len(RELATIONS) and ood["n_test"] == PER_RELATION * len(test_rel)

@@ -108,3 +108,12 @@ def test_handwritten_v2_fixture_beside_a_v1_run_of_the_same_task(shared_data, tm
     assert "<td>P19 · place of birth</td><td>3</td><td class=small title='n = 3'>" in html   # the v1 run's 3 facts
     assert "extraction: no paired comparison, smollm2-135m has no per-item table" in html
     assert "-6.02 <span class='ci'>[-6.31, -5.74]</span>" in html   # a bootstrap interval read as any Estimate
+
+
+def test_xteval_primary_metric_is_its_first_settings_usable_knowledge():
+    from kbench.report.runs import Run
+
+    estimate = {"value": 0.5, "n": 9, "ci_low": 0.2, "ci_high": 0.8, "interval": "bootstrap"}
+    headline = {k: estimate for k in ("acc_D", "gap1", "ood_usable_knowledge", "iid_usable_knowledge", "iid_gap2")}
+    assert Run(Path("r"), {"task": "xteval", "headline": headline}).primary == "iid_usable_knowledge"
+    assert Run(Path("r"), {"task": "extraction", "headline": {"maple_accuracy": estimate}}).primary == "maple_accuracy"
