@@ -11,8 +11,9 @@ Per item, through the model (`kbench.models.interface.LanguageModel`):
   NOT LAMA P@1.
 * protocol `lama` (Petroni et al., the strict protocol): only items whose object is one token of
   the model's vocabulary (and, with `common_vocab`, listed in that file; ranks are then taken
-  over those words only); `correct` = `exact` = the gold token ranked first. `lama_p_at_1` is the
-  macro mean over relations of distinct facts, and exists only under this protocol.
+  over those words only); `correct` = `exact` = the gold token ranked first (item rows), so the
+  numbers are `first_token_p1` and `lama_p_at_1`, the macro mean over relations of distinct facts,
+  which exists only under this protocol (no `maple_accuracy` / `exact_accuracy`: nothing is generated).
 
 Metrics are reported overall, per relation, per source (T-REx, Google-RE, ...), per frequency
 bin; every number is an Estimate with its n and 95% interval (`kbench.metrics.uncertainty`).
@@ -83,19 +84,21 @@ def lama_filter(rows: list[dict], prompts: list[Prompt], tokenizer, common_vocab
 
 
 def _estimates(rows: Sequence[dict], protocol: str) -> dict:
-    """Every number of one slice of items, each an Estimate."""
-    by_relation = _distinct_facts(rows)
+    """Every number of one slice of items, each an Estimate, named for the protocol it follows."""
     out = {
-        "maple_accuracy": u.proportion_of([r["correct"] for r in rows]),
-        "exact_accuracy": u.proportion_of([r["exact"] for r in rows]),
         "first_token_p1": u.proportion_of([r["gold_rank"] == 1 for r in rows]),
-        "first_token_p1_macro": u.macro_mean(by_relation),
         "mean_gold_logprob": u.mean([r["gold_logprob"] for r in rows]),
     }
     if protocol == "lama":
-        out["lama_p_at_1"] = u.macro_mean(by_relation)
-        del out["first_token_p1_macro"]
-    return out
+        # nothing is generated: a row's `correct` is its rank-1 hit, which first_token_p1 already counts
+        out["lama_p_at_1"] = u.macro_mean(_distinct_facts(rows))
+        return out
+    return {
+        "maple_accuracy": u.proportion_of([r["correct"] for r in rows]),
+        "exact_accuracy": u.proportion_of([r["exact"] for r in rows]),
+        **out,
+        "first_token_p1_macro": u.macro_mean(_distinct_facts(rows)),
+    }
 
 
 def _distinct_facts(rows: Sequence[dict]) -> dict[str, list[float]]:

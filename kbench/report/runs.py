@@ -27,7 +27,7 @@ V2 = "kbench.results.v2"
 # The number that stands for a run in charts, the summary and KoLA standardisation: one per task.
 # results.json is written with sorted keys, so the headline's order cannot say it.
 PRIMARY_METRIC = {
-    "extraction": "maple_accuracy",
+    "extraction": ("maple_accuracy", "lama_p_at_1"),  # the second under --protocol lama
     "kee": "accuracy",
     "truefalse": "accuracy",
     "qa": "updated_em",
@@ -122,8 +122,9 @@ class Run:
     def primary(self) -> str | None:
         """The task's PRIMARY_METRIC when the headline has it (XTEVAL prefixes it with its setting:
         `iid_usable_knowledge` before `ood_...`), else the first headline metric."""
-        preferred = PRIMARY_METRIC.get(self.task)
-        candidates = [preferred, *sorted(k for k in self.headline if preferred and k.endswith(f"_{preferred}"))]
+        preferred = PRIMARY_METRIC.get(self.task, ())
+        preferred = (preferred,) if isinstance(preferred, str) else preferred
+        candidates = [*preferred, *sorted(k for k in self.headline for p in preferred if k.endswith(f"_{p}"))]
         return next((k for k in candidates if k in self.headline), next(iter(self.headline), None))
 
     def table(self, name: str) -> dict[str, dict[str, Any]]:

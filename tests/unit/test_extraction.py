@@ -183,6 +183,8 @@ def test_lama_protocol_on_a_masked_lm(tiny_masked_dir, dataset, tmp_path):
     items = pl.read_parquet(tmp_path / "run/items.parquet")
     assert items["gold_rank"].max() <= 5  # ranked among the 5 vocabulary words only
     assert (items["correct"] == (items["gold_rank"] == 1)).all()
+    overall = results["metrics"]["overall"]   # nothing generated: no MAPLE / exact number under lama
+    assert "maple_accuracy" not in overall and "exact_accuracy" not in overall and "first_token_p1_macro" not in overall
     with pytest.raises(UserError, match="causal"):
         run_extraction(masked, ModelRunner(masked), dataset, tmp_path / "run2", ExtractionSettings())
 

@@ -117,3 +117,5 @@ def test_xteval_primary_metric_is_its_first_settings_usable_knowledge():
     headline = {k: estimate for k in ("acc_D", "gap1", "ood_usable_knowledge", "iid_usable_knowledge", "iid_gap2")}
     assert Run(Path("r"), {"task": "xteval", "headline": headline}).primary == "iid_usable_knowledge"
     assert Run(Path("r"), {"task": "extraction", "headline": {"maple_accuracy": estimate}}).primary == "maple_accuracy"
+    strict = {"first_token_p1": estimate, "lama_p_at_1": estimate}   # --protocol lama
+    assert Run(Path("r"), {"task": "extraction", "headline": strict}).primary == "lama_p_at_1"
