@@ -13,7 +13,6 @@ after `hang_seconds`, past the client's timeout), "cut" (promise the full body, 
 from __future__ import annotations
 
 import shutil
-import socket
 import subprocess
 import sys
 import threading
@@ -25,18 +24,14 @@ from pathlib import Path
 import pytest
 import requests
 
+from tests.launchers import free_port
+
 
 def oxigraph_binary() -> str:
     found = shutil.which("oxigraph") or str(Path(sys.executable).with_name("oxigraph"))
     if not Path(found).exists():
         pytest.fail("the `oxigraph` server binary is missing: pip install 'kbench[test]' (PyPI package oxigraph)")
     return found
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @contextmanager

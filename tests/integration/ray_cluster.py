@@ -12,27 +12,22 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+from tests.launchers import free_port
+
 RAY = Path(sys.executable).parent / "ray"
 ENV = {**os.environ, "RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0"}
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _own_ports() -> list[str]:
     ports = ["--node-manager-port", "--object-manager-port", "--metrics-export-port", "--dashboard-agent-listen-port",
              "--dashboard-agent-grpc-port", "--runtime-env-agent-port"]
-    return [arg for flag in ports for arg in (flag, str(_free_port()))]
+    return [arg for flag in ports for arg in (flag, str(free_port()))]
 
 
 class Node:
@@ -69,10 +64,10 @@ class Node:
 class TwoNodeCluster:
     def __init__(self):
         self.temp = Path(tempfile.mkdtemp(prefix="kbray", dir="/tmp"))  # short: Ray's socket paths must fit 107 bytes
-        port = _free_port()
+        port = free_port()
         self.address = f"127.0.0.1:{port}"
         self.head = Node(["--head", "--port", str(port), "--temp-dir", str(self.temp / "h"), "--include-dashboard",
-                          "false", "--ray-client-server-port", str(_free_port())], self.temp / "head.log")
+                          "false", "--ray-client-server-port", str(free_port())], self.temp / "head.log")
         deadline = time.monotonic() + 240
         self.head.wait_started(deadline)
         self.worker = Node(["--address", self.address, "--temp-dir", str(self.temp / "w")], self.temp / "worker.log")

@@ -5,17 +5,14 @@ The outputs must equal a single-process run's, byte for byte."""
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import polars as pl
 import pytest
 
-from tests.conftest import REPO_ROOT, run_kbench
+from tests.conftest import run_kbench
 from tests.fixtures_models import tiny_causal_dir  # noqa: F401
+from tests.launchers import accelerate_launch
 from tests.question_rows import question_row
 
 OBJECTS = ["Paris", "Berlin", "Rome", "Madrid", "Warsaw", "Ulm", "Japan", "Finland"]
@@ -30,14 +27,6 @@ def write_dataset(root: Path, n: int) -> Path:
     (root / "data" / "default").mkdir(parents=True)
     pl.DataFrame(rows).write_parquet(root / "data" / "default" / "test.parquet")
     return root
-
-
-def launch(args: list[str], env: dict) -> subprocess.CompletedProcess:
-    launcher = shutil.which("accelerate", path=os.path.dirname(sys.executable))
-    command = [launcher, "launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1",
-               "--mixed_precision", "no", "--dynamo_backend", "no", "-m", "kbench", *args]
-    return subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=REPO_ROOT,
-                          env={**os.environ, **env, "ACCELERATE_USE_CPU": "1"})
 
 
 def without_timing(path: Path) -> dict:
@@ -55,10 +44,12 @@ def test_two_processes_equal_one(task, n, extra, tiny_causal_dir, tmp_path):
     args = ["evaluate", task, "--dataset", str(dataset), "--model", str(tiny_causal_dir), *extra]
     single = run_kbench(*args, "--out", str(tmp_path / "single"), env={**ONE_THREAD, "KBENCH_CACHE": str(tmp_path / "c1")})
     assert single.returncode == 0, single.stderr[-3000:]
-    parallel = launch([*args, "--out", str(tmp_path / "parallel")], {**ONE_THREAD, "KBENCH_CACHE": str(tmp_path / "c2")})
+    parallel = accelerate_launch([*args, "--out", str(tmp_path / "parallel")], {**ONE_THREAD, "KBENCH_CACHE": str(tmp_path / "c2")})
     assert parallel.returncode == 0, parallel.stderr[-3000:]
-    journal = [json.loads(line) for line in (tmp_path / "parallel" / "journal.jsonl").read_text().splitlines()]
-    assert len(journal) >= 3   # several units, computed by two processes
+    units = {name: [json.loads(line)["unit"] for line in (tmp_path / name / "journal.jsonl").read_text().splitlines()]
+             for name in ("single", "parallel")}
+    # every unit exactly once: two processes that each thought they were alone would journal each twice
+    assert len(units["single"]) >= 3 and sorted(units["parallel"]) == sorted(units["single"])
     assert (tmp_path / "parallel" / "items.parquet").read_bytes() == (tmp_path / "single" / "items.parquet").read_bytes()
     assert without_timing(tmp_path / "parallel" / "results.json") == without_timing(tmp_path / "single" / "results.json")
 
@@ -70,7 +61,7 @@ def test_a_killed_parallel_run_resumes(tiny_causal_dir, tmp_path):
             "--out", str(tmp_path / "run")]
     reference = run_kbench(*args[:-1], str(tmp_path / "reference"), env={**ONE_THREAD, "KBENCH_CACHE": str(tmp_path / "c0")})
     assert reference.returncode == 0, reference.stderr[-3000:]
-    parallel = launch(args, {**ONE_THREAD, "KBENCH_CACHE": str(tmp_path / "c1")})
+    parallel = accelerate_launch(args, {**ONE_THREAD, "KBENCH_CACHE": str(tmp_path / "c1")})
     assert parallel.returncode == 0, parallel.stderr[-3000:]
     journal = tmp_path / "run" / "journal.jsonl"
     lines = journal.read_text().splitlines(keepends=True)

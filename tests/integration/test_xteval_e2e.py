@@ -183,18 +183,10 @@ def test_masked_lm_facts_with_multi_token_tails_leave_the_denominator(lama_folde
 def test_data_parallel_launch_on_two_cpu_processes(lama_folder, tiny_causal_dir, tmp_path):  # noqa: F811
     """The same command under a 2-process launcher (DDP over gloo on CPU): both processes train,
     the main one writes the run folder, results are valid."""
-    import os
-    import shutil
-    import subprocess
-    import sys
+    from tests.launchers import accelerate_launch
 
-    launcher = shutil.which("accelerate", path=os.path.dirname(sys.executable))
     out = tmp_path / "dp"
-    command = [launcher, "launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1",
-               "--mixed_precision", "no", "--dynamo_backend", "no", "-m", "kbench",
-               *_args(lama_folder, tiny_causal_dir, out, "--setting", "iid")]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "ACCELERATE_USE_CPU": "1", "OMP_NUM_THREADS": "1"})
+    done = accelerate_launch(_args(lama_folder, tiny_causal_dir, out, "--setting", "iid"), {"OMP_NUM_THREADS": "1"}, 300)
     assert done.returncode == 0, done.stderr[-3000:]
     check_envelope(out)
     unit, queries = run_row(out, "iid/e0-s0-f0")

@@ -19,7 +19,6 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-
 from conftest import REPO_ROOT, run_kbench
 from fixtures_models import tiny_causal_dir  # noqa: F401  (fixture)
 
@@ -96,6 +95,22 @@ def journal_items(run: Path) -> int:
     return sum(len(json.loads(line)["rows"]) for line in journal.read_bytes().split(b"\n") if line.endswith(b"}"))
 
 
+def journal_units(run: Path) -> int:
+    journal = run / "journal.jsonl"
+    return sum(line.endswith(b"}") for line in journal.read_bytes().split(b"\n")) if journal.exists() else 0
+
+
+def kill_after_first_unit(proc: subprocess.Popen, run: Path, extra_seconds: float, deadline: float = 300) -> None:
+    """SIGKILL `proc` `extra_seconds` after its journal holds a finished unit, so the kill always
+    lands between a saved unit and the end (a kill before the first unit would test nothing)."""
+    give_up = time.monotonic() + deadline
+    while journal_items(run) == 0:
+        if proc.poll() is not None or time.monotonic() > give_up:
+            pytest.fail("the run ended (or stalled) before journalling a unit")
+        time.sleep(0.02)
+    kill_after(proc, extra_seconds)
+
+
 def without_timing(results: dict) -> dict:
     return {k: v for k, v in results.items() if k != "timing"}
 
@@ -104,8 +119,8 @@ def without_timing(results: dict) -> dict:
 def test_extraction_killed_at_random_points_resumes_without_recomputing(seed, reference_build, cache_env, tmp_path,
                                                                         tiny_causal_dir):
     dataset, _ = reference_build
-    args = ["evaluate", "extraction", "--dataset", str(dataset), "--model", str(tiny_causal_dir), "--limit", "300",
-            "--batch-size", "16"]
+    args = ["evaluate", "extraction", "--dataset", str(dataset), "--model", str(tiny_causal_dir), "--limit", "700",
+            "--batch-size", "16"]   # 3 units of 256 items
     # Each run gets its own result cache, so "not recomputed" is decided by the run directory alone.
     reference_run = tmp_path / "reference"
     started = time.monotonic()
@@ -116,8 +131,10 @@ def test_extraction_killed_at_random_points_resumes_without_recomputing(seed, re
 
     rng = random.Random(seed)
     run = tmp_path / "killed"
-    kill_after(start([*args, "--out", str(run)], {"KBENCH_CACHE": str(tmp_path / "c1")}), rng.uniform(0.3, 1.0) * seconds)
+    proc = start([*args, "--out", str(run)], {"KBENCH_CACHE": str(tmp_path / "c1")})
+    kill_after_first_unit(proc, run, rng.uniform(0.0, 0.2) * seconds)   # anywhere within the next unit or so
     journalled = journal_items(run)
+    assert 0 < journalled < total, (journalled, total)
     done = run_kbench(*args, "--out", str(run), env={"KBENCH_CACHE": str(tmp_path / "c1")})
     assert done.returncode == 0, done.stderr
     results = json.loads((run / "results.json").read_text())
@@ -142,11 +159,15 @@ def test_kee_killed_at_random_points_resumes_bit_identical(seed, reference_build
     seconds = time.monotonic() - started
     rng = random.Random(seed)
     run = tmp_path / "killed"
-    for _ in range(2):
-        kill_after(start([*args, "--out", str(run)], {"KBENCH_CACHE": str(tmp_path / "c1")}), rng.uniform(0.3, 0.9) * seconds)
+    kill_after_first_unit(start([*args, "--out", str(run)], {"KBENCH_CACHE": str(tmp_path / "c1")}),
+                          run, rng.uniform(0.0, 0.3) * seconds)
+    kill_after(start([*args, "--out", str(run)], {"KBENCH_CACHE": str(tmp_path / "c1")}), rng.uniform(0.3, 0.9) * seconds)
+    units_journalled = journal_units(run)
     done = run_kbench(*args, "--out", str(run), env={"KBENCH_CACHE": str(tmp_path / "c1")})
     assert done.returncode == 0, done.stderr
     assert (run / "items.parquet").read_bytes() == (reference_run / "items.parquet").read_bytes()
     results = json.loads((run / "results.json").read_text())
+    timing = results["timing"]
+    assert 0 < units_journalled and timing["units_computed"] == timing["units_total"] - units_journalled
     reference = json.loads((reference_run / "results.json").read_text())
     assert without_timing(results) == without_timing(reference)
