@@ -42,6 +42,7 @@ from kbench.evaluate.prompts import truefalse_prompt as prompt_text
 from kbench.evaluate.task import TASKS, Plan, RunContext, Summary, Task, TaskSettings, Unit, chunks
 from kbench.io import iter_jsonl
 from kbench.metrics import uncertainty as u
+from kbench.metrics.pairs import pair_choice
 from kbench.paths import default_cache_dir
 
 ANSWERS = (" True", " False")
@@ -148,10 +149,7 @@ def judge_pairs(model, pairs: list[list[dict]], contexts: list[list[tuple]], max
         for _ in pair:
             margins.append(scores[2 * k][0] - scores[2 * k + 1][0])
             k += 1
-        best = max(margins)
-        winners = [m == best for m in margins]
-        if sum(winners) > 1:  # a tie calls both statements false
-            winners = [False] * len(pair)
+        winners = pair_choice(margins)
         start = k - len(pair)
         for j, row in enumerate(pair):
             i = start + j

@@ -30,7 +30,7 @@ from pathlib import Path
 from kbench import __version__
 from kbench.errors import UserError
 from kbench.export.items import EXTRACTION, MAX_NEW_TOKENS, TRUEFALSE_ANSWERS, ExportDocs
-from kbench.export.standalone import MATCHING_IMPORTS, matching_source
+from kbench.export.standalone import MATCHING_IMPORTS, matching_source, pair_choice_source
 from kbench.io import sha256_file, write_jsonl, write_text
 
 DATA_FILE = "data.jsonl"
@@ -103,10 +103,7 @@ def pair_calibrated_accuracy(items):
         pairs[pair_id].append((label, margin))
     correct = 0
     for members in pairs.values():
-        best = max(margin for _, margin in members)
-        called_true = [margin == best for _, margin in members]
-        if sum(called_true) > 1:
-            called_true = [False] * len(members)
+        called_true = pair_choice([margin for _, margin in members])
         correct += all(call == label for call, (label, _) in zip(called_true, members))
     return correct / len(pairs)  # one outcome per pair, as kbench counts it
 '''
@@ -124,7 +121,8 @@ def utils_source(docs: ExportDocs, case_sensitive: bool) -> str:
             f"{header}{MATCHING_IMPORTS}\nfrom pathlib import Path\n{load}\n\n{matching_source()}"
             + _EXTRACTION_SCORING.format(case_sensitive=case_sensitive)
         )
-    return f"{header}from collections import defaultdict\nfrom pathlib import Path\n{load}" + _TRUEFALSE_SCORING
+    imports = "from collections import defaultdict\nfrom pathlib import Path\n"
+    return f"{header}{imports}{load}\n\n{pair_choice_source()}" + _TRUEFALSE_SCORING
 
 
 def task_yaml(name: str, dataset: Path, docs: ExportDocs, settings: dict) -> str:
