@@ -36,7 +36,7 @@ from kbench.evaluate.prompts import Prompt, build_prompts
 from kbench.evaluate.task import TASKS, Plan, RunContext, Summary, Task, TaskSettings, Unit, chunks
 from kbench.io import write_parquet
 from kbench.metrics import uncertainty as u
-from kbench.metrics.matching import exact_match, maple_correct
+from kbench.metrics.matching import distinct_fact_hits, exact_match, maple_correct
 
 UNIT_ITEMS = 256  # items per work unit; the model batches inside a unit
 
@@ -102,11 +102,7 @@ def _estimates(rows: Sequence[dict], protocol: str) -> dict:
 
 
 def _distinct_facts(rows: Sequence[dict]) -> dict[str, list[float]]:
-    """Rank-1 hits per relation over distinct (subject, object) facts (a repeated fact counts once)."""
-    seen: dict[str, dict[tuple[str, str], float]] = defaultdict(dict)
-    for r in rows:
-        seen[r["relation"]].setdefault((r["subject"], r["object"]), float(r["gold_rank"] == 1))
-    return {rel: list(facts.values()) for rel, facts in seen.items()}
+    return distinct_fact_hits((r["relation"], r["subject"], r["object"], r["gold_rank"] == 1) for r in rows)
 
 
 def _grouped(rows: Sequence[dict], key) -> dict[str, list[dict]]:

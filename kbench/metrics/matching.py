@@ -7,8 +7,9 @@
   substring of everything).
 * `exact_match`: only the equality half of the rule. Reported beside `maple_correct` because
   substring matching counts "not Paris" as correct for "Paris".
-* `precision_at_1`: LAMA's P@1 - per relation, the mean over distinct (subject, object) facts;
-  overall, the unweighted (macro) mean over relations.
+* `distinct_fact_hits` / `precision_at_1`: LAMA's P@1 - per relation, the mean over distinct
+  (subject, object) facts; overall, the unweighted (macro) mean over relations (`evaluate
+  extraction --protocol lama` bootstraps it as `lama_p_at_1`).
 """
 
 from __future__ import annotations
@@ -36,12 +37,19 @@ def exact_match(prediction: str, answers: Sequence[str], *, case_sensitive: bool
     return any(a == pred for a in _valid(answers, case_sensitive))
 
 
+def distinct_fact_hits(rows: Iterable[tuple[str, str, str, bool]]) -> dict[str, list[float]]:
+    """rows: (relation, subject, object, hit). Per relation (in first-seen order), one 0/1 per
+    distinct (subject, object) fact: a fact seen twice counts once, by its first row."""
+    seen: dict[str, dict[tuple[str, str], float]] = {}
+    for relation, subject, obj, hit in rows:
+        seen.setdefault(relation, {}).setdefault((subject, obj), float(bool(hit)))
+    return {rel: list(facts.values()) for rel, facts in seen.items()}
+
+
 def precision_at_1(rows: Iterable[tuple[str, str, str, bool]]) -> dict:
-    """rows: (relation, subject, object, correct). A fact seen twice in a relation counts once
-    (its first row). Returns {"per_relation": {rel: P@1}, "facts": {rel: n}, "macro": mean}."""
-    seen: dict[str, dict[tuple[str, str], bool]] = {}
-    for relation, subject, obj, correct in rows:
-        seen.setdefault(relation, {}).setdefault((subject, obj), bool(correct))
-    per_relation = {rel: sum(facts.values()) / len(facts) for rel, facts in sorted(seen.items())}
+    """rows: (relation, subject, object, correct). Returns {"per_relation": {rel: P@1},
+    "facts": {rel: n}, "macro": mean} over distinct facts (`distinct_fact_hits`)."""
+    hits = dict(sorted(distinct_fact_hits(rows).items()))
+    per_relation = {rel: sum(h) / len(h) for rel, h in hits.items()}
     macro = sum(per_relation.values()) / len(per_relation) if per_relation else 0.0
-    return {"per_relation": per_relation, "facts": {rel: len(f) for rel, f in sorted(seen.items())}, "macro": macro}
+    return {"per_relation": per_relation, "facts": {rel: len(h) for rel, h in hits.items()}, "macro": macro}
