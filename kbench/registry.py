@@ -1,7 +1,7 @@
 """One registry helper for every pluggable kind: stages, techniques, frequency sources, QA
 scorers, packaged models and evaluation tasks.
 
-    TASKS = Registry("evaluation task", modules=("kbench.evaluate.tasks.extraction", ...))
+    TASKS = Registry("evaluation task", modules=("kbench.evaluate.extraction", ...))
 
     @TASKS.register("extraction")
     class Extraction: ...

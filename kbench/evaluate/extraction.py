@@ -18,7 +18,7 @@ Per item, through the model (`kbench.models.interface.LanguageModel`):
 Metrics are reported overall, per relation, per source (T-REx, Google-RE, ...), per frequency
 bin; every number is an Estimate with its n and 95% interval (`kbench.metrics.uncertainty`).
 Extra output: `known_facts.parquet`, the known-fact set D^theta (the dataset rows the model
-answered correctly, with its prediction and rank), the input of XTEVAL and KEE.
+answered correctly, with its prediction and rank), which XTEVAL reads with `--known-facts`.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """`kbench evaluate qa`: knowledge-update QA (EvolvingQA) on a dataset from `pipelines/evolving.toml`.
 
-Per item, through the batched `ModelRunner`: a greedy answer (stop at a newline, at most
+Per item, through the model (a `LanguageModel`, batched and cached): a greedy answer (stop at a newline, at most
 `max_new_tokens`), stripped, to the question in a prompt form of `kbench.evaluate.prompts`
 (`question`: an instruction + "Question: <q>\nAnswer:"; `chat`: the tokenizer's chat template),
 optionally after `fewshot` solved examples drawn from the Unchanged items (never the item's subject).

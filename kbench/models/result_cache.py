@@ -4,7 +4,7 @@ Contract:
 - `key(**parts)` hashes everything that changes an output (model identity - which already
   includes the dtype -, method, prompt, gold/answer, decoding parameters, seed, intervention,
   the source of the code that computed it and the kbench/torch/transformers versions: see
-  `ModelRunner._keys`) and nothing else: batch size, device and run directory never enter a
+  `CachedModel._keys`) and nothing else: batch size, device and run directory never enter a
   key, so a result computed once is reused by every later run of the same code.
 - `get_many(keys) -> {key: value}` returns only the stored, intact rows. A row whose checksum
   does not match its value (edited or corrupted on disk) is ignored with a warning, counted as

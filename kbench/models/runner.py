@@ -271,7 +271,7 @@ class ModelRunner:
             list(prompts), [len(e) for e in encoded], compute, decode=(max_new_tokens, k), packed=self.packs(intervention)
         )
 
-    # ------------------------------------------------------------------ caching and batching
+    # ------------------------------------------------------------------ batching
     def _computed(
         self,
         items: list,

@@ -5,15 +5,17 @@ score: its task's primary headline metric (`kbench.report.runs.PRIMARY_METRIC`).
 correlated numbers of one run (extraction's MAPLE, exact and rank-1 accuracies) would otherwise
 weigh as several tasks.
 
-  extraction  maple_accuracy   what the model knows: generated answer matches gold or an alias
+  extraction  maple_accuracy   what the model knows: generated answer matches gold or an alias (lama_p_at_1
+                               under --protocol lama)
   kee         accuracy         the greedy baseline's accuracy (techniques are compared in the KEE report)
-  truefalse   accuracy         calibrated pair accuracy; the task is named per setting and split
+  truefalse   accuracy         LEFT's per-statement accuracy; the task is named per setting and split
                                (truefalse:prior:dev), as the settings are different tasks
   qa          updated_em       EM against the new answer of edited facts: is the update known
   xteval      usable_knowledge share of facts both extracted and used downstream
 
-A task not listed (or a run without that metric) counts with its first headline metric. The
-model is the run's label (`kbench.report.runs`). Runs of several models and tasks form a model x
+A task not listed (or a run without that metric) counts with its first headline metric (a strict
+LAMA extraction run counts with `lama_p_at_1`, an XTEVAL run with its first setting's usable
+knowledge). The model is the run's model name (`kbench.report.runs`). Runs of several models and tasks form a model x
 task matrix; `kbench.metrics.standardize` turns it into scores in [0, 100] (population std per
 task, min-max over all z; see there for the zero-std rule). Two runs giving the same model the
 same task is an error: the matrix would be ambiguous.

@@ -1,1 +1,1 @@
-"""Clients for outside systems and source files: downloads, Wikidata SPARQL, frequency sources."""
+"""Clients for outside systems and source files: downloads, Wikidata SPARQL, pageviews, corpus indexes."""

@@ -21,8 +21,8 @@ per byte (4-5 for corpora up to 1 TB); 8 bytes per document of offsets. So ~5-7x
 size for the final index, and about as much again in temporary files while it is built. The REBEL
 sample (3 MB) needs ~15 MB. Memory: `mem_gb` bounds the indexer's batches.
 
-Also registers the frequency source `corpus_count` (an entity's frequency = the number of times
-its name occurs in the corpus), for `frequency_bin`.
+The frequency source `corpus_count` (an entity's frequency = the number of times its name occurs
+in the corpus, for `frequency_bin`) is built on it in `kbench/build/frequency/corpus.py`.
 
 Engine note: the u8 engine's vocabulary size is a byte, so it is opened with vocab_size 255 and
 eos id 254; byte 0xFE never occurs in UTF-8, and documents are separated by 0xFF by the indexer.

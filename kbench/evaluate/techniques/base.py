@@ -4,7 +4,7 @@ A technique answers benchmark items with the model and reports, for each item, i
 answer and the full-vocabulary rank of the gold answer's first token under its own
 intervention (the input of PRS). Contract of `Technique.run(context, items)`:
 
-- input: `KeeContext` (the batched `ModelRunner`, the fitting pool, the run folder for fitted
+- input: `KeeContext` (the model: a `WhiteBoxModel` behind the result cache, the fitting pool, the run folder for fitted
   artefacts) and the items to answer, in order;
 - output: one `TechniqueOutput` per item, in the same order;
 - all model calls go through the runner, so results are cached per item and a rerun recomputes
@@ -153,7 +153,7 @@ def greedy_answers(
     context: KeeContext, prompts: Sequence[str], items: Sequence[KeeItem], intervention=None, detail: Sequence[dict] | None = None
 ) -> list[TechniqueOutput]:
     """Greedy answers plus the gold first-token rank on the same prompts, under one intervention
-    (one prefill serves both: `ModelRunner.generate_and_rank`)."""
+    (one prefill serves both: `generate_and_rank`)."""
     results = context.runner.generate_and_rank(
         prompts, [context.gold(i) for i in items], MAX_ANSWER_TOKENS, ANSWER_STOP, intervention=intervention
     )

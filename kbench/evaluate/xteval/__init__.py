@@ -6,7 +6,8 @@
     documents.py     the document generator P(d | H, R, T) and the 8 input types
     crossencoder.py  the cross-encoder (fresh scalar head) and its InfoNCE fine-tuning
     inference.py     the retrieval test: distractors of every non-gold type, top-1 accuracy
-    pipeline.py      splits x seeds, per-unit checkpoints, results.json
+    task.py          the engine's Task: units (extraction seeds, split x fine-tune runs), rows, aggregate
+    pipeline.py      its settings (XtevalSettings) and the helpers the units call
     aggregate.py     mean and std as the paper takes them (acc_D over extraction seeds, the rest over runs)
     report.py        markdown table and the gap chart (PNG)
 The gap arithmetic lives in `kbench.metrics.gaps`.
