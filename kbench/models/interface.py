@@ -14,11 +14,31 @@ batches internally, so callers pass whole lists.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from kbench.registry import Registry
+
+
+@dataclass(frozen=True)
+class Intervention:
+    """A change to the model's computation for one runner call.
+
+    key: a complete description of the change (technique, layer, multiplier, vector hash...);
+        it enters every cache key, so two different interventions must have different keys.
+    hooks: `hooks(model)` returns a context manager that is entered around all forward passes
+        of the call, e.g. one registering forward hooks that add a steering vector.
+    logits_processor: `processor(input_ids, scores) -> scores` with input_ids [B, T] (left
+        padded with the pad id) and scores [B, V] float32; applied wherever the runner reads
+        next-token scores: before ranking, before scoring each answer token, at every decoding
+        step. A transformers `LogitsProcessorList` fits this signature.
+    """
+
+    key: str
+    hooks: Callable[[Any], contextlib.AbstractContextManager] | None = None
+    logits_processor: Callable[[Any, Any], Any] | None = None
 
 
 @runtime_checkable

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from kbench.errors import UserError
@@ -40,7 +39,7 @@ from kbench.io import stable_hash
 from kbench.models.cpu_allocator import keep_freed_memory
 from kbench.models.decoding import decode
 from kbench.models.encoding import PromptEncoder
-from kbench.models.interface import BACKENDS
+from kbench.models.interface import BACKENDS, Intervention
 from kbench.models.loading import LoadedModel
 from kbench.models.packing import last_token_logits, pack, packing_works, prompts_within
 from kbench.models.provenance import RUNNER_MODULES, source_hash
@@ -49,25 +48,6 @@ from kbench.models.ranking import gold_ranks
 CPU_TOKENS_PER_BATCH = 1024  # padded batches; measured on SmolLM2: 4096-token ones pad more and spill caches
 CPU_PACKED_TOKENS = 2048  # packed forward passes (no padding): 2048 ranked ~8% faster than 1024
 MAX_BATCH = 256
-
-
-@dataclass(frozen=True)
-class Intervention:
-    """A change to the model's computation for one runner call.
-
-    key: a complete description of the change (technique, layer, multiplier, vector hash...);
-        it enters every cache key, so two different interventions must have different keys.
-    hooks: `hooks(model)` returns a context manager that is entered around all forward passes
-        of the call, e.g. one registering forward hooks that add a steering vector.
-    logits_processor: `processor(input_ids, scores) -> scores` with input_ids [B, T] (left
-        padded with the pad id) and scores [B, V] float32; applied wherever the runner reads
-        next-token scores: before ranking, before scoring each answer token, at every decoding
-        step. A transformers `LogitsProcessorList` fits this signature.
-    """
-
-    key: str
-    hooks: Callable[[Any], contextlib.AbstractContextManager] | None = None
-    logits_processor: Callable[[Any, Any], Any] | None = None
 
 
 def _is_oom(exc: BaseException) -> bool:
@@ -280,31 +260,15 @@ class ModelRunner:
         decode: tuple[int, int] = (0, 1),
         packed: bool = False,
     ) -> list:
-        """The call's values in input order, each distinct item computed once. `lengths` are
-        prompt tokens per item; `decode` = (new tokens, rows per prompt); `packed`: `compute` runs
-        a packed forward pass (batches are cut by tokens)."""
+        """The call's values in input order, each distinct item computed once, in batches of the
+        pending items longest first; on out-of-memory a batch is halved and retried. `lengths` are
+        prompt tokens per item; `decode` = (new tokens, rows per prompt); `packed`: `compute` runs a
+        packed forward pass (batches are cut by tokens)."""
         first: dict[Any, int] = {}
         for i, item in enumerate(items):
             first.setdefault(item, i)
+        pending = sorted(first.values(), key=lambda i: -lengths[i])
         found: dict[int, Any] = {}
-
-        def store(batch: list[int], values: list) -> None:
-            found.update(zip(batch, values))
-
-        self._compute_missing(sorted(first.values(), key=lambda i: -lengths[i]), lengths, compute, store, decode, packed)
-        return [found[first[item]] for item in items]
-
-    def _compute_missing(
-        self,
-        pending: list[int],
-        lengths,
-        compute: Callable[[list[int]], list],
-        store: Callable[[list[int], list], None],
-        decode: tuple[int, int] = (0, 1),
-        packed: bool = False,
-    ) -> None:
-        """Run `compute` over `pending` (longest first) in batches, storing each batch as soon as
-        it finishes; on out-of-memory the batch is halved and retried."""
         while pending:
             size = self._batch_size(pending, lengths, decode, packed)
             batch = pending[:size]
@@ -318,8 +282,9 @@ class ModelRunner:
                 if self.device.type == "cuda":
                     self.torch.cuda.empty_cache()
                 continue
-            store(batch, values)
+            found.update(zip(batch, values))
             pending = pending[size:]
+        return [found[first[item]] for item in items]
 
     def _candidates(self, candidate_ids: Sequence[int] | None):
         """The candidate ids as a tensor (None: the full vocabulary)."""

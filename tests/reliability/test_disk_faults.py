@@ -73,7 +73,7 @@ def test_disk_full_exit_2_and_previous_outputs_untouched(tmpfs):
     assert "reused" in third.stderr
 
 
-def test_disk_full_in_a_chunked_stage_exit_2(tmpfs, tmp_path):
+def test_disk_full_in_a_chunked_stage_exit_2(tmpfs, tmp_path, shared_data):
     """The same through a row-wise stage's chunk writer: the aliases file is given by another path
     (a link to the same table), so `attach_aliases` is the first stage to recompute and write."""
     mount = tmpfs("3m")
@@ -81,7 +81,7 @@ def test_disk_full_in_a_chunked_stage_exit_2(tmpfs, tmp_path):
     assert run_kbench("build", RECIPE, "--out", str(out), *SMALL).returncode == 0
     before = snapshot(out)
     aliases = tmp_path / "aliases.txt"
-    aliases.symlink_to(REPO_ROOT.parent / "shared" / "data" / "wikidata_aliases_xfactr" / "TREx_en.txt")
+    aliases.symlink_to(shared_data / "wikidata_aliases_xfactr" / "TREx_en.txt")
     subprocess.run(["dd", "if=/dev/zero", f"of={mount / 'filler'}", "bs=4k"], capture_output=True)
     again = run_kbench("build", RECIPE, "--out", str(out), *SMALL, "--set", f'aliases.aliases_file="{aliases}"')
     assert again.returncode == 2, again.stderr

@@ -18,7 +18,8 @@ from kbench.models.interface import LanguageModel
 from kbench.models.loading import load_model
 from kbench.models.provenance import _direct_imports, code_hash
 from kbench.models.result_cache import ResultCache
-from kbench.models.runner import Intervention, ModelRunner
+from kbench.models.interface import Intervention
+from kbench.models.runner import ModelRunner
 from tests.fixtures_models import tiny_causal_dir  # noqa: F401
 from tests.unit.test_runner import GOLDS, PROMPTS, count_forwards
 
@@ -207,7 +208,7 @@ ITEMS = [KeeItem("q1", "What is the capital of France?", ("Paris",)),
 # the technique but not BOOST: the kind of bug a fix to a technique's code repairs.
 TECHNIQUE = '''
 from kbench.evaluate.techniques.base import Technique, greedy_answers
-from kbench.models.runner import Intervention
+from kbench.models.interface import Intervention
 
 BOOST = {boost}
 
@@ -271,9 +272,10 @@ def test_without_a_store_every_call_is_computed_and_counted(causal):
 
 def test_technique_code_covers_the_kbench_modules_it_uses():
     """A technique's hash covers its module and the modules that shape its model calls (base,
-    fitting, hooks, runner), not the registry, so a new technique does not invalidate others."""
+    fitting, hooks, the Intervention's interface), not the registry, so a new technique does not
+    invalidate others."""
     assert _direct_imports("kbench.evaluate.techniques.caa") == {
         "kbench.evaluate.techniques.base", "kbench.evaluate.techniques.fitting", "kbench.models.hooks",
-        "kbench.models.runner"}
+        "kbench.models.interface"}
     assert _direct_imports("kbench.evaluate.techniques.baseline") == {"kbench.evaluate.techniques.base"}
     assert code_hash("kbench.evaluate.techniques.baseline") != code_hash("kbench.evaluate.techniques.temperature")

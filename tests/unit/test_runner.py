@@ -11,7 +11,8 @@ import kbench.models.runner as runner_module
 from kbench.models import ranking
 from kbench.models.loading import load_model
 from kbench.models.packing import packing_works
-from kbench.models.runner import Intervention, ModelRunner
+from kbench.models.interface import Intervention
+from kbench.models.runner import ModelRunner
 from tests.fixtures_models import tiny_causal_dir, tiny_masked_dir  # noqa: F401
 
 PROMPTS = ["Paris is the capital of", "Marie Curie was born in", "The native language of Pablo Picasso is",

@@ -37,7 +37,7 @@ from kbench.evaluate.techniques.base import Technique, TechniqueParams, greedy_a
 from kbench.evaluate.techniques.fitting import forward_padded, real_token_mask
 from kbench.io import stable_hash
 from kbench.models import hooks
-from kbench.models.runner import Intervention
+from kbench.models.interface import Intervention
 
 ENTROPY_CACHE = 512  # prompts whose (vocab,) entropy stays in memory; others are recomputed
 

@@ -32,7 +32,7 @@ from kbench.evaluate.techniques.base import Technique, TechniqueParams, greedy_a
 from kbench.evaluate.techniques.fitting import FitStore, forward_padded, real_token_mask
 from kbench.io import stable_hash
 from kbench.models import hooks
-from kbench.models.runner import Intervention
+from kbench.models.interface import Intervention
 
 
 def retrieval_scores(

@@ -33,7 +33,7 @@ from kbench.evaluate.techniques.base import Technique, TechniqueParams, greedy_a
 from kbench.evaluate.techniques.fitting import FitStore, contrast_texts, fitting_plan, last_token_activations, split_pool
 from kbench.io import stable_hash
 from kbench.models import hooks
-from kbench.models.runner import Intervention
+from kbench.models.interface import Intervention
 
 REFERENCE_HEADS = 32 * 32  # Llama-7B, where ITI's K = 48 was chosen
 

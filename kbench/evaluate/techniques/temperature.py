@@ -23,7 +23,7 @@ from kbench.evaluate.techniques.base import (
 )
 from kbench.io import stable_hash
 from kbench.models.decoding import truncate
-from kbench.models.runner import Intervention
+from kbench.models.interface import Intervention
 
 SEED_B = 0
 
