@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import re
 from functools import cached_property
+from itertools import islice
 from pathlib import Path
 from typing import Any, Optional
 
@@ -43,8 +44,8 @@ from kbench.io import iter_jsonl, stable_hash
 QID = re.compile(r"^Q[1-9][0-9]*$")
 PID = re.compile(r"^P[1-9][0-9]*$")
 #: A relation id that is not Wikidata's own: `<source>:<name>` (Google-RE's `google_re:place_of_birth`).
-SOURCE_RELATION = re.compile(r"^[a-z][a-z0-9_]*:[a-z0-9_]+$")
 GOOGLE_RE_PREFIX = "google_re:"
+GOOGLE_RE_RELATION = re.compile(r"^google_re:[a-z0-9_]+$")
 _RELATION_FILE = re.compile(r"^(P[1-9][0-9]*)\.jsonl$")
 
 COLUMNS = {
@@ -129,7 +130,7 @@ class LoadLama(Stage):
         @classmethod
         def _pids(cls, v: Optional[list[str]]) -> Optional[list[str]]:
             for rid in v or []:
-                if not (PID.match(rid) or rid.startswith(GOOGLE_RE_PREFIX) and SOURCE_RELATION.match(rid)):
+                if not (PID.match(rid) or GOOGLE_RE_RELATION.match(rid)):
                     raise ValueError(
                         f"not a Wikidata property id (P19) or a Google-RE relation (google_re:place_of_birth): {rid!r}"
                     )
@@ -139,7 +140,7 @@ class LoadLama(Stage):
         @classmethod
         def _names(cls, v: dict[str, GoogleRERelation]) -> dict[str, GoogleRERelation]:
             for name in v:
-                if not SOURCE_RELATION.match(GOOGLE_RE_PREFIX + name):
+                if not GOOGLE_RE_RELATION.match(GOOGLE_RE_PREFIX + name):
                     raise ValueError(
                         f"Google-RE relation name {name!r} may only use a-z, 0-9 and _ (it becomes google_re:{name})"
                     )
@@ -285,11 +286,7 @@ class LoadLama(Stage):
 
         for relation, path in self._trex_files:
             meta = template_for(relation, path)
-            for n, (lineno, obj) in enumerate(
-                iter_jsonl(path, required=("uuid", "sub_uri", "sub_label", "obj_uri", "obj_label"))
-            ):
-                if limit is not None and n >= limit:
-                    break
+            for lineno, obj in islice(iter_jsonl(path, required=("uuid", "sub_uri", "sub_label", "obj_uri", "obj_label")), limit):
                 if obj.get("predicate_id", relation) != relation:
                     raise InputError(
                         path, f"predicate_id {obj['predicate_id']!r} does not match the file's relation {relation}", line=lineno
@@ -313,9 +310,7 @@ class LoadLama(Stage):
         for name, path in self._google_re_files:
             spec = self.params.google_re_relations[name]
             meta = {"template": spec.template, "label": spec.label}
-            for n, (lineno, obj) in enumerate(iter_jsonl(path, required=("uuid", "sub_label", "obj_label"))):
-                if limit is not None and n >= limit:
-                    break
+            for lineno, obj in islice(iter_jsonl(path, required=("uuid", "sub_label", "obj_label")), limit):
                 _append(
                     rows,
                     path,
@@ -336,9 +331,7 @@ class LoadLama(Stage):
 
         for relation, split, path in self._autoprompt_files:
             meta = template_for(relation, path)
-            for n, (lineno, obj) in enumerate(iter_jsonl(path, required=("sub_uri", "sub_label", "obj_uri", "obj_label"))):
-                if limit is not None and n >= limit:
-                    break
+            for lineno, obj in islice(iter_jsonl(path, required=("sub_uri", "sub_label", "obj_uri", "obj_label")), limit):
                 fact_id = "autoprompt-" + stable_hash([relation, split, obj["sub_uri"], obj["obj_uri"]])[:24]
                 _append(
                     rows,
