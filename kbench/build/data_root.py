@@ -73,8 +73,10 @@ def repository_default(checkout: Path | None = None) -> Path | None:
     if not (checkout / "pyproject.toml").is_file():
         return None
     beside = checkout.parent / "shared" / "data"
-    origin = _local_origin(checkout)
-    if not beside.is_dir() and origin is not None and (origin.parent / "shared" / "data").is_dir():
+    if beside.is_dir():
+        return beside
+    origin = _local_origin(checkout)  # only now: it runs git
+    if origin is not None and (origin.parent / "shared" / "data").is_dir():
         return origin.parent / "shared" / "data"
     return beside
 
