@@ -16,3 +16,8 @@ def model_cache_dir() -> Path:
     """Converted model weights; `KBENCH_MODEL_CACHE` overrides it."""
     override = os.environ.get("KBENCH_MODEL_CACHE")
     return Path(override).expanduser().resolve() if override else default_cache_dir() / "models"
+
+
+def result_cache_path(cache_dir: Path | None = None) -> Path:
+    """The result cache of model outputs: `results.sqlite` in the cache folder."""
+    return (cache_dir or default_cache_dir()) / "results.sqlite"

@@ -22,13 +22,13 @@ CACHE_DIR = typer.Option(None, "--cache-dir", help="The cache folder (default: $
 
 
 def _path(cache_dir: Optional[Path]) -> Path:
-    from kbench.build.context import default_cache_dir
     from kbench.errors import UserError
+    from kbench.paths import result_cache_path
 
-    folder = cache_dir.expanduser().resolve() if cache_dir else default_cache_dir()
-    if folder.exists() and not folder.is_dir():
-        raise UserError(f"--cache-dir {folder}: not a folder")
-    return folder / "results.sqlite"
+    path = result_cache_path(cache_dir.expanduser().resolve() if cache_dir else None)
+    if path.parent.exists() and not path.parent.is_dir():
+        raise UserError(f"--cache-dir {path.parent}: not a folder")
+    return path
 
 
 def _open(cache_dir: Optional[Path]):

@@ -129,11 +129,11 @@ def open_model(spec: ModelSpec, cache=None):
     shared `$KBENCH_CACHE/results.sqlite`, or no store at all when `spec.use_cache` is off."""
     from kbench.models.cached import CachedModel
     from kbench.models.result_cache import ResultCache
-    from kbench.paths import default_cache_dir
+    from kbench.paths import result_cache_path
 
     inner = BACKENDS.get(spec.backend)(spec)
     if not spec.use_cache:
         cache = None
     elif cache is None:
-        cache = ResultCache(default_cache_dir() / "results.sqlite")
+        cache = ResultCache(result_cache_path())
     return CachedModel(inner, cache)
