@@ -159,7 +159,7 @@ def _top1_accuracy(encoder: CrossEncoder, rows: Sequence[Candidates], cfg: Finet
 
 
 def finetune(
-    loaded, train_facts: Sequence[Triple], generator: DocumentGenerator, cfg: FinetuneConfig, seed: int, progress=None
+    loaded, train_facts: Sequence[Triple], generator: DocumentGenerator, cfg: FinetuneConfig, seed: int
 ) -> tuple[CrossEncoder, dict]:
     """Fine-tune a fresh cross-encoder; returns it holding the best epoch's weights, and a log."""
     from accelerate import Accelerator
@@ -216,8 +216,6 @@ def finetune(
                 epoch_loss += float(loss.detach()) * len(batch)
             optimizer.step()
             scheduler.step()
-            if progress is not None:
-                progress()
         losses.append(epoch_loss / max(1, len(rows)))
         encoder.model = accelerator.unwrap_model(model)
         val_acc = _top1_accuracy(encoder, val_rows, cfg)

@@ -45,7 +45,7 @@ def readable_rows(loaded, rows: Sequence[dict], criterion: str) -> tuple[list[tu
     return readable, unreadable
 
 
-def _batched_hits(loaded, probes, batch_size: int, vectors=None, progress: Callable[[int], None] | None = None) -> list[bool]:
+def _batched_hits(loaded, probes, batch_size: int, vectors=None) -> list[bool]:
     import torch
 
     hits: list[bool] = []
@@ -53,23 +53,17 @@ def _batched_hits(loaded, probes, batch_size: int, vectors=None, progress: Calla
         for start in range(0, len(probes), batch_size):
             chunk = probes[start : start + batch_size]
             hits += run_probes(loaded.model, chunk, loaded.tokenizer.pad_token_id, vectors)[1].tolist()
-            if progress is not None:
-                progress(len(chunk))
     return hits
 
 
-def discrete_known(
-    loaded, rows: Sequence[dict], criterion: str, batch_size: int = 32, progress: Callable[[int], None] | None = None
-) -> Extraction:
+def discrete_known(loaded, rows: Sequence[dict], criterion: str, batch_size: int = 32) -> Extraction:
     """D^theta with the dataset's cloze prompts (one template per fact, as `evaluate extraction`)."""
     readable, unreadable = readable_rows(loaded, rows, criterion)
     column = "prompt_masked" if loaded.kind == "masked" else "prompt_cloze"
     probes = prompt_probes(
         loaded.tokenizer, loaded.kind, [str(r[column]) for r, _ in readable], [targets for _, targets in readable]
     )
-    if progress is not None and unreadable:
-        progress(len(unreadable))
-    hits = _batched_hits(loaded, probes, batch_size, None, progress)
+    hits = _batched_hits(loaded, probes, batch_size)
     return Extraction([str(r["id"]) for (r, _), hit in zip(readable, hits) if hit], unreadable)
 
 
@@ -82,14 +76,11 @@ def soft_known(
     seed: int,
     criterion: str,
     batch_size: int = 32,
-    progress: Callable[[int], None] | None = None,
     write: bool = True,
 ) -> Extraction:
     """D^theta with the relation's soft prompt (trained, or reused from `save_dir`). A relation's
     vectors never see its own facts of D: their subjects are excluded from the training pairs."""
     readable, unreadable = readable_rows(loaded, rows, criterion)
-    if progress is not None and unreadable:
-        progress(len(unreadable))
     by_relation: dict[str, list[tuple[dict, list[int]]]] = defaultdict(list)
     for row, targets in readable:
         by_relation[row["relation"]].append((row, targets))
@@ -115,14 +106,12 @@ def soft_known(
         )
         if vectors is None:
             untrained += [str(r["id"]) for r, _ in group]
-            if progress is not None:
-                progress(len(group))
             continue
         probes = [
             soft_probe(loaded.tokenizer, loaded.kind, str(r["subject"]), targets, cfg.n_before, cfg.n_after)
             for r, targets in group
         ]
-        hits = _batched_hits(loaded, probes, batch_size, vectors, progress)
+        hits = _batched_hits(loaded, probes, batch_size, vectors)
         known += [str(r["id"]) for (r, _), hit in zip(group, hits) if hit]
     return Extraction(known, unreadable, untrained)
 

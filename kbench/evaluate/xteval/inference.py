@@ -14,7 +14,7 @@ Under `accelerate launch`, queries are split between processes and the results g
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 from kbench.evaluate.xteval.crossencoder import Candidates, CrossEncoder, FinetuneConfig
 from kbench.evaluate.xteval.documents import GOLD, INPUT_TYPES, DocumentGenerator, Triple
@@ -48,7 +48,6 @@ def evaluate_retrieval(
     per_type: int,
     seed: int,
     cfg: FinetuneConfig,
-    progress: Callable[[], None] | None = None,
 ) -> list[dict]:
     """One row per test fact: the query, whether the gold ranked first, the gold's rank among the
     candidates (a near miss and a far miss differ even when accuracy is 0), candidate counts."""
@@ -77,8 +76,6 @@ def evaluate_retrieval(
                     "distractors": counts,
                 }
             )
-            if progress is not None:
-                progress()
     if accelerator.num_processes > 1:
         rows = gather_object(rows)
     return sorted(rows, key=lambda r: r["index"])

@@ -97,7 +97,6 @@ def train_relation(
     dev_pairs,
     cfg: SoftPromptConfig,
     seed: int,
-    progress: Callable[[], None] | None = None,
     template: str | None = None,
 ) -> tuple:
     """Train one relation's vectors on (head, gold ids) pairs (`target_pairs`); returns (best
@@ -161,8 +160,6 @@ def train_relation(
             optimizer.step()
             scheduler.step()
             epoch_loss += float(loss.detach()) * len(chunk)
-            if progress is not None:
-                progress()
         losses.append(epoch_loss / max(1, len(order)))
         vectors = accelerator.unwrap_model(prompt).vectors.detach()
         dev_acc = _accuracy(loaded, dev_pairs, vectors, cfg)
@@ -206,7 +203,6 @@ def load_or_train(
     save_dir: Path,
     cfg: SoftPromptConfig,
     seed: int,
-    progress: Callable[[], None] | None = None,
     write: bool = True,
     template: str | None = None,
     criterion: str = "first-token",
@@ -232,7 +228,7 @@ def load_or_train(
     dev_pairs = target_pairs(loaded, dev_raw, criterion, exclude_heads)
     if not train_pairs or not dev_pairs:
         return None  # nothing to train on: the caller leaves the relation's facts out of D
-    vectors, log = train_relation(loaded, train_pairs, dev_pairs, cfg, seed, progress, template)
+    vectors, log = train_relation(loaded, train_pairs, dev_pairs, cfg, seed, template)
     if write:
         with atomic_path(path) as tmp:
             save_file(
