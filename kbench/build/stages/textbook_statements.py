@@ -263,21 +263,7 @@ class TextbookStatements(Stage):
                 continue
             true_text, false_text, form = _pair_form(row["question"], options[index], wrong)
             overlap = word_overlap(true_text, false_text)
-            base = {
-                k: row[k]
-                for k in (
-                    "book",
-                    "license",
-                    "chapter",
-                    "chapter_title",
-                    "section",
-                    "section_title",
-                    "split",
-                    "question",
-                    "paragraphs",
-                    "paragraph_ids",
-                )
-            }
+            base = {k: row[k] for k in CARRIED}
             for label, text, option in ((True, true_text, options[index]), (False, false_text, wrong)):
                 kept.append(
                     {
@@ -293,11 +279,16 @@ class TextbookStatements(Stage):
                     }
                 )
         write_json(self.ctx.output_path(STATS_FILE), statement_stats(kept, rejected))
-        kept_frame = (
-            pl.DataFrame(kept, schema=_output_schema(pl, table)) if kept else pl.DataFrame(schema=_output_schema(pl, table))
-        )
+        kept_frame = pl.DataFrame(kept, schema=_output_schema(pl, table))
         rejected_frame = pl.DataFrame(rejected, schema={**table.collect_schema(), "reason": pl.String}) if rejected else None
         return StageOutput(kept=kept_frame, rejected=rejected_frame)
+
+
+# The question's columns every statement carries.
+CARRIED = (
+    "book", "license", "chapter", "chapter_title", "section", "section_title", "split", "question", "paragraphs",
+    "paragraph_ids",
+)  # fmt: skip
 
 
 def _output_schema(pl, table) -> dict:
@@ -312,20 +303,7 @@ def _output_schema(pl, table) -> dict:
         "form": pl.String,
         "word_overlap": pl.Float64,
     }
-    for name in (
-        "book",
-        "license",
-        "chapter",
-        "chapter_title",
-        "section",
-        "section_title",
-        "split",
-        "question",
-        "paragraphs",
-        "paragraph_ids",
-    ):
-        schema[name] = source[name]
-    return schema
+    return {**schema, **{name: source[name] for name in CARRIED}}
 
 
 def statement_stats(kept: list[dict], rejected: list[dict]) -> dict:
