@@ -26,8 +26,8 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def build(recipe_path: Path, out: Path, cache: Path):
-    from kbench.build.recipe import load_recipe
-    from kbench.build.runner import run_recipe
+    from kbench.construct.recipe import load_recipe
+    from kbench.construct.runner import run_recipe
 
     recipe = load_recipe(recipe_path)
     started, cpu_started = time.perf_counter(), time.process_time()

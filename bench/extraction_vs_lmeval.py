@@ -128,7 +128,7 @@ def main() -> None:
     parser.add_argument("--data-dir", type=Path, default=None,
                         help="the data root (default: as for `kbench build`: $KBENCH_DATA_DIR, else ../shared/data)")
     args = parser.parse_args()
-    from kbench.build.data_root import find_data_dir
+    from kbench.construct.data_root import find_data_dir
 
     data_dir, origin = find_data_dir(args.data_dir)
     if data_dir is None:

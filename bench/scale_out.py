@@ -4,7 +4,7 @@
 The recipe is the MAPLE front and tail, every stage row-wise: `clean_documents` -> `load_annotated_triplets`
 -> `link_wikidata` -> `quality_filters` -> `triplets_to_facts` -> `to_questions`, over N documents
 (default 1,000,000) in the REBEL format, each a few sentences with one annotated triple. Each run
-is `kbench.build.runner.run_recipe` with `RayExecutor(workers=W)` (an in-process Ray with W CPUs,
+is `kbench.construct.runner.run_recipe` with `RayExecutor(workers=W)` (an in-process Ray with W CPUs,
 `--shard-rows` rows per shard), in a fresh subprocess, and the link index is built beforehand in
 its own process (as in bench/stream_memory.py). It prints the wall time per stage, then
 
@@ -122,9 +122,9 @@ def run_build(folder: Path, workers: int, shard_rows: int) -> dict:
     """In a fresh process: the recipe on an in-process Ray with `workers` CPUs; the measurements."""
     import shutil
 
-    from kbench.build.executors.ray import RayExecutor
-    from kbench.build.recipe import load_recipe
-    from kbench.build.runner import run_recipe
+    from kbench.construct.executors.ray import RayExecutor
+    from kbench.construct.recipe import load_recipe
+    from kbench.construct.runner import run_recipe
 
     shutil.rmtree(folder / "run", ignore_errors=True)
     executor = RayExecutor(workers=workers, shard_rows=shard_rows)

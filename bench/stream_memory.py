@@ -1,7 +1,7 @@
 """Streaming benchmark: the row-wise MAPLE stages, through the build runner, on a synthetic triplet table.
 
 Runs the recipe `load_triplets` -> `link_wikidata` -> `quality_filters` -> `triplets_to_facts` ->
-`to_questions` with `kbench.build.runner.run_recipe` (the code path of `kbench build`) over 100k
+`to_questions` with `kbench.construct.runner.run_recipe` (the code path of `kbench build`) over 100k
 and 1M synthetic triplets, each size in a fresh subprocess, and prints rows/s and peak RSS per
 size and
 
@@ -9,7 +9,7 @@ size and
 
 A ratio near 1 means memory stays flat as the table grows 10x. These stages are row-wise, so the
 runner reads each one's input `CHUNK_ROWS` (20,000) rows at a time and appends each chunk's output
-(see kbench/build/runner.py): peak memory is set by the chunk size, not the table's length. Stages
+(see kbench/construct/runner.py): peak memory is set by the chunk size, not the table's length. Stages
 that must see every row at once (`frequency_bin`'s ranking, `relation_cap`'s sampling, ...) are not
 part of this claim. The link index is built beforehand in its own process, so its (size-independent)
 cost does not flatter the ratio.
@@ -115,8 +115,8 @@ def build_link_index(folder: Path) -> None:
 
 def run_build(folder: Path) -> dict:
     """In a fresh process: the recipe through the build runner; returns the measurements."""
-    from kbench.build.recipe import load_recipe
-    from kbench.build.runner import run_recipe
+    from kbench.construct.recipe import load_recipe
+    from kbench.construct.runner import run_recipe
 
     recipe = load_recipe(folder / "bench.toml")
     rss_before = peak_rss_mb()

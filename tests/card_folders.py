@@ -1,7 +1,7 @@
 """A small built dataset folder, laid out exactly as `kbench build` writes one, from real LAMA rows.
 
 Used by the card, publish and report tests until they can build through a real recipe. The
-manifest and stats have the keys `kbench.build.runner` writes.
+manifest and stats have the keys `kbench.construct.runner` writes.
 """
 
 from __future__ import annotations

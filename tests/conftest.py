@@ -16,7 +16,7 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 def shared_data() -> Path:
     """The real source data, found as `kbench build` finds it ($KBENCH_DATA_DIR, else ../shared/data
     beside the checkout or beside the checkout it was cloned from); never copied into the repo."""
-    from kbench.build.data_root import ENV_VAR, find_data_dir
+    from kbench.construct.data_root import ENV_VAR, find_data_dir
 
     folder, origin = find_data_dir()
     if folder is None or not folder.is_dir():

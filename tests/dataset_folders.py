@@ -18,8 +18,8 @@ SNAPSHOT_NEW = SNAPSHOT_OLD[:2] + [
 
 
 def _build(recipe: Path, out: Path) -> Path:
-    from kbench.build.recipe import load_recipe
-    from kbench.build.runner import run_recipe
+    from kbench.construct.recipe import load_recipe
+    from kbench.construct.runner import run_recipe
 
     run_recipe(load_recipe(recipe), out)
     return out

@@ -44,9 +44,9 @@ def build(
     """Build a dataset from a recipe. Rerunning the same command resumes finished stages."""
     from rich.console import Console
 
-    from kbench.build.executors import make_executor
-    from kbench.build.recipe import load_recipe
-    from kbench.build.runner import run_recipe
+    from kbench.construct.executors import make_executor
+    from kbench.construct.recipe import load_recipe
+    from kbench.construct.runner import run_recipe
 
     console = Console(stderr=True)
     parsed = load_recipe(recipe, set_)
@@ -73,6 +73,6 @@ def build(
 @app.command()
 def inspect(run_dir: Path = typer.Argument(..., help="A built dataset folder.")) -> None:
     """Print a built dataset's stats: rows per stage, drops by reason, per-relation and per-bin counts."""
-    from kbench.build.inspect import inspect_dataset
+    from kbench.construct.inspect import inspect_dataset
 
     inspect_dataset(run_dir)

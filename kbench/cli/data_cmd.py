@@ -30,7 +30,7 @@ def list_sources(
     from rich.console import Console
     from rich.table import Table
 
-    from kbench.build.data_root import find_data_dir
+    from kbench.construct.data_root import find_data_dir
     from kbench.sources.catalog import catalog
 
     root, origin = find_data_dir(data_dir)
@@ -48,7 +48,7 @@ def root(
     data_dir: Optional[Path] = typer.Option(None, "--data-dir", help="An explicit data folder (checked, then printed)."),
 ) -> None:
     """Print the data folder `kbench build` would use (exit 2 when there is none), e.g. for scripts."""
-    from kbench.build.data_root import find_data_dir
+    from kbench.construct.data_root import find_data_dir
     from kbench.errors import UserError
 
     folder, origin = find_data_dir(data_dir)
@@ -58,7 +58,7 @@ def root(
 
 
 def _fetch_root(explicit: Optional[Path]) -> Path:
-    from kbench.build.data_root import ENV_VAR, repository_default
+    from kbench.construct.data_root import ENV_VAR, repository_default
     from kbench.errors import UserError
 
     if explicit is not None:

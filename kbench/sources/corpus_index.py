@@ -22,7 +22,7 @@ size for the final index, and about as much again in temporary files while it is
 sample (3 MB) needs ~15 MB. Memory: `mem_gb` bounds the indexer's batches.
 
 The frequency source `corpus_count` (an entity's frequency = the number of times its name occurs
-in the corpus, for `frequency_bin`) is built on it in `kbench/build/frequency/corpus.py`.
+in the corpus, for `frequency_bin`) is built on it in `kbench/construct/frequency/corpus.py`.
 
 Engine note: the u8 engine's vocabulary size is a byte, so it is opened with vocab_size 255 and
 eos id 254; byte 0xFE never occurs in UTF-8, and documents are separated by 0xFF by the indexer.

@@ -21,7 +21,7 @@ descriptive User-Agent and to stay under ~100 requests/s):
     whose stored key does not match is ignored and fetched again. Rerunning after an interrupt
     only asks for the articles not yet cached.
 
-The `pageviews` frequency source (`kbench.build.frequency.pageviews`) uses this client.
+The `pageviews` frequency source (`kbench.construct.frequency.pageviews`) uses this client.
 """
 
 from __future__ import annotations

@@ -14,9 +14,9 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from kbench.build.context import StageContext
-from kbench.build.stages.single_answer import SingleAnswer
-from kbench.build.stages.verify_wikidata import VerifyWikidata
+from kbench.construct.context import StageContext
+from kbench.construct.stages.single_answer import SingleAnswer
+from kbench.construct.stages.verify_wikidata import VerifyWikidata
 from kbench.sources import sparql_client
 from kbench.sources.sparql_client import EmbeddedTransport, HttpTransport, SparqlClient
 from kbench.sources.wikidata import ENTITY, WikidataClient, label_lookup_query

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kbench.build.recipe import load_recipe
+from kbench.construct.recipe import load_recipe
 from kbench.cli.main import main
 from kbench.errors import InputError, UserError
 from kbench.io import iter_jsonl

@@ -14,8 +14,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from kbench.build.recipe import load_recipe
-from kbench.build.runner import run_recipe
+from kbench.construct.recipe import load_recipe
+from kbench.construct.runner import run_recipe
 from kbench.errors import UserError
 from kbench.io import stable_hash
 from kbench.sources import sparql_client

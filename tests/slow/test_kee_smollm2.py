@@ -12,7 +12,7 @@ import json
 import polars as pl
 import pytest
 
-from kbench.build.stages.to_questions import load_question_templates
+from kbench.construct.stages.to_questions import load_question_templates
 from kbench.evaluate.engine import evaluate_task
 from kbench.evaluate.kee import KeeSettings
 from kbench.models.loading import load_model

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from kbench.build.context import StageContext
-from kbench.build.data_root import ENV_VAR, find_data_dir, repository_default
-from kbench.build.recipe import load_recipe
-from kbench.build.runner import run_recipe
+from kbench.construct.context import StageContext
+from kbench.construct.data_root import ENV_VAR, find_data_dir, repository_default
+from kbench.construct.recipe import load_recipe
+from kbench.construct.runner import run_recipe
 from kbench.errors import InputError, UserError
 
 FACTS = [

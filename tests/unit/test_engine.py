@@ -8,11 +8,11 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from kbench.build.context import StageContext
-from kbench.build.recipe import load_recipe
-from kbench.build.runner import run_recipe
+from kbench.construct.context import StageContext
+from kbench.construct.recipe import load_recipe
+from kbench.construct.runner import run_recipe
 from kbench.dataset import run_lock
-from kbench.build.stage import Stage, StageOutput, StageParams, filter_with_reason, register_stage
+from kbench.construct.stage import Stage, StageOutput, StageParams, filter_with_reason, register_stage
 from kbench.errors import InputError, UserError
 from kbench.io import iter_jsonl
 

@@ -7,8 +7,8 @@ import json
 import polars as pl
 import pytest
 
-from kbench.build.recipe import load_recipe
-from kbench.build.runner import run_recipe
+from kbench.construct.recipe import load_recipe
+from kbench.construct.runner import run_recipe
 from kbench.errors import InputError
 from kbench.sources.snapshots import derive_lama_snapshots, diff_snapshots, read_snapshot
 

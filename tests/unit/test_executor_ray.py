@@ -21,11 +21,11 @@ ray = pytest.importorskip("ray")
 from test_stage_extract_rebel import SENTENCE, tiny_rebel  # noqa: E402,F401  (tiny_rebel: a fixture)
 from test_stream_chunks import outputs, stats, write_inputs  # noqa: E402
 
-from kbench.build import runner  # noqa: E402
-from kbench.build.executors.ray import RayExecutor  # noqa: E402
-from kbench.build.recipe import load_recipe  # noqa: E402
-from kbench.build.runner import run_recipe  # noqa: E402
-from kbench.build.stage import Stage, StageOutput, StageParams, register_stage  # noqa: E402
+from kbench.construct import runner  # noqa: E402
+from kbench.construct.executors.ray import RayExecutor  # noqa: E402
+from kbench.construct.recipe import load_recipe  # noqa: E402
+from kbench.construct.runner import run_recipe  # noqa: E402
+from kbench.construct.stage import Stage, StageOutput, StageParams, register_stage  # noqa: E402
 from kbench.errors import InputError, UserError  # noqa: E402
 
 
@@ -138,7 +138,7 @@ def test_a_bug_in_a_stage_fails_the_build_at_once(tmp_path, monkeypatch):
 
 
 def test_options_are_checked(tmp_path):
-    from kbench.build.executors import make_executor
+    from kbench.construct.executors import make_executor
 
     with pytest.raises(UserError, match="--workers must be at least 1"):
         RayExecutor(workers=0)
@@ -198,8 +198,8 @@ def test_the_local_executor_never_imports_ray(tmp_path):
     import subprocess
 
     recipe = write_inputs(tmp_path, 10)
-    code = ("import sys; from pathlib import Path; from kbench.build.recipe import load_recipe; "
-            "from kbench.build.executors import make_executor; from kbench.build.runner import run_recipe; "
+    code = ("import sys; from pathlib import Path; from kbench.construct.recipe import load_recipe; "
+            "from kbench.construct.executors import make_executor; from kbench.construct.runner import run_recipe; "
             f"run_recipe(load_recipe(Path({str(recipe)!r})), Path({str(tmp_path / 'run')!r}), "
             f"cache_dir=Path({str(tmp_path / 'cache')!r}), executor=make_executor('local')); "
             "print('ray' in sys.modules)")

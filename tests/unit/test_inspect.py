@@ -8,9 +8,9 @@ import polars as pl
 import pytest
 from rich.console import Console
 
-from kbench.build.inspect import inspect_dataset
-from kbench.build.recipe import load_recipe
-from kbench.build.runner import run_recipe
+from kbench.construct.inspect import inspect_dataset
+from kbench.construct.recipe import load_recipe
+from kbench.construct.runner import run_recipe
 from kbench.errors import UserError
 
 FACTS = [

@@ -22,7 +22,7 @@ def test_wheel_carries_the_schemas_and_templates(tmp_path):
     schemas = {p.name for p in SCHEMA_DIR.glob("*.json")}
     assert "question.v1.json" in schemas and "results.kee.v1.json" in schemas
     assert {f"kbench/schemas/{name}" for name in schemas} <= names
-    assert "kbench/build/question_templates.json" in names
+    assert "kbench/construct/question_templates.json" in names
     assert "kbench/sources/pinned_sha256.json" in names   # `kbench data fetch` checksums
     cards = {p.name for p in template_dir().glob("*.md")}
     assert "lama.md" in cards and {f"kbench/data_cards/{name}" for name in cards} <= names

@@ -6,9 +6,9 @@ import polars as pl
 import pytest
 from werkzeug import Response
 
-from kbench.build.context import StageContext
+from kbench.construct.context import StageContext
 from kbench.errors import UserError
-from kbench.build.frequency import make_source
+from kbench.construct.frequency import make_source
 from kbench.sources.pageviews import PageviewsClient, month_window
 
 PREFIX = "/api/rest_v1/metrics/pageviews/per-article/en.wikipedia/all-access/user"
@@ -114,7 +114,7 @@ ENTITY_ROWS = [  # the labels are not the article titles: only the sitelinks giv
 
 
 def test_titles_from_sitelinks_in_the_store_and_missing_articles_in_frequency_bin(tmp_path, httpserver):
-    from kbench.build.stages.frequency_bin import FrequencyBin
+    from kbench.construct.stages.frequency_bin import FrequencyBin
 
     for title, views in (("Douglas_Adams", 900), ("Bob_(musician)", 50), ("Zed", 7)):
         httpserver.expect_request(f"{PREFIX}/{title}/monthly/2021030100/2022020100").respond_with_json(
@@ -149,7 +149,7 @@ def test_titles_from_sitelinks_in_the_store_and_missing_articles_in_frequency_bi
 
 
 def test_a_build_against_another_sparql_endpoint_does_not_reuse_the_frequencies(tmp_path):
-    from kbench.build.stages.frequency_bin import FrequencyBin
+    from kbench.construct.stages.frequency_bin import FrequencyBin
 
     ctx = StageContext(recipe_path=tmp_path / "r.toml", run_dir=tmp_path, seed=0, options={"sparql_endpoint": "http://wd.example/sparql"})
     with_sitelinks = FrequencyBin(FrequencyBin.Params(source="pageviews", options={"wikidata": {"store": "wd.nt"}}), ctx)

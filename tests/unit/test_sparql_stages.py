@@ -9,9 +9,9 @@ import polars as pl
 import pytest
 from pydantic import ValidationError
 
-from kbench.build.context import StageContext
-from kbench.build.stages.single_answer import SingleAnswer
-from kbench.build.stages.verify_wikidata import VerifyWikidata
+from kbench.construct.context import StageContext
+from kbench.construct.stages.single_answer import SingleAnswer
+from kbench.construct.stages.verify_wikidata import VerifyWikidata
 from kbench.errors import InputError
 from kbench.sources import sparql_client
 from kbench.sources.wikidata_store import SubsetInputs, write_lama_subset

@@ -5,8 +5,8 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from kbench.build.context import StageContext
-from kbench.build.stages.attach_aliases import AttachAliases
+from kbench.construct.context import StageContext
+from kbench.construct.stages.attach_aliases import AttachAliases
 from kbench.errors import InputError
 
 

@@ -7,8 +7,8 @@ import json
 import polars as pl
 import pytest
 
-from kbench.build.context import StageContext
-from kbench.build.stage import stage_registry
+from kbench.construct.context import StageContext
+from kbench.construct.stage import stage_registry
 from kbench.errors import InputError
 
 

@@ -6,8 +6,8 @@ import json
 
 import polars as pl
 
-from kbench.build.context import StageContext
-from kbench.build.stage import stage_registry
+from kbench.construct.context import StageContext
+from kbench.construct.stage import stage_registry
 from kbench.sources.corpus_index import CorpusIndex, build_index
 
 CORPUS = [
@@ -65,7 +65,7 @@ def test_same_document(tmp_path):
 
 
 def test_corpus_count_frequency_source(tmp_path):
-    from kbench.build.frequency import make_source
+    from kbench.construct.frequency import make_source
 
     _corpus(tmp_path)
     ctx = StageContext(recipe_path=tmp_path / "r.toml", run_dir=tmp_path / "run", seed=0, cache_dir=tmp_path / "cache")

@@ -5,8 +5,8 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from kbench.build.context import StageContext
-from kbench.build.stage import stage_registry
+from kbench.construct.context import StageContext
+from kbench.construct.stage import stage_registry
 from kbench.errors import InputError
 
 WD, WDT = "http://www.wikidata.org/entity/", "http://www.wikidata.org/prop/direct/"
@@ -54,7 +54,7 @@ def test_without_subclasses_and_optional_domain(tmp_path):
 
 
 def test_bad_mapping_names_file_and_key(tmp_path):
-    from kbench.build.stages.domain_taxonomy import load_domain_mapping
+    from kbench.construct.stages.domain_taxonomy import load_domain_mapping
 
     bad = tmp_path / "d.toml"
     bad.write_text('[domains]\nscience = ["Q1"]\nlaw = ["Q1"]\n', encoding="utf-8")
@@ -68,7 +68,7 @@ def test_bad_mapping_names_file_and_key(tmp_path):
 def test_shipped_mapping_has_ten_domains(tmp_path):
     from pathlib import Path
 
-    from kbench.build.stages.domain_taxonomy import load_domain_mapping
+    from kbench.construct.stages.domain_taxonomy import load_domain_mapping
 
     shipped = Path(__file__).resolve().parents[2] / "pipelines" / "mappings" / "maple-domains.toml"
     domains = load_domain_mapping(shipped, 10)

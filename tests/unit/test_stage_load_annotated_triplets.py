@@ -6,8 +6,8 @@ import json
 
 import polars as pl
 
-from kbench.build.context import StageContext
-from kbench.build.stage import stage_registry
+from kbench.construct.context import StageContext
+from kbench.construct.stage import stage_registry
 
 TEXT = "Trinity Peninsula is in Graham Land. It was mapped in 1913."
 

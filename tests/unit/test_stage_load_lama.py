@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from kbench.build.context import StageContext
-from kbench.build.stages.load_lama import LoadLama
+from kbench.construct.context import StageContext
+from kbench.construct.stages.load_lama import LoadLama
 from kbench.errors import InputError, UserError
 
 RELATIONS = [

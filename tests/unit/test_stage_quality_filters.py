@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import polars as pl
 
-from kbench.build.context import StageContext
-from kbench.build.stage import stage_registry
+from kbench.construct.context import StageContext
+from kbench.construct.stage import stage_registry
 
 
 def _run(tmp_path, rows, **params):

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import polars as pl
 
-from kbench.build.context import StageContext
-from kbench.build.stages.relation_cap import RelationCap, seeded_key
+from kbench.construct.context import StageContext
+from kbench.construct.stages.relation_cap import RelationCap, seeded_key
 
 
 def run(tmp_path, rows, pipeline_seed=0, **params):

@@ -7,9 +7,9 @@ import json
 import polars as pl
 import pytest
 
-from kbench.build.recipe import load_recipe
-from kbench.build.runner import run_recipe
-from kbench.build.stages.textbook_statements import fill_blanks, is_meta_option, make_statement, pick_wrong_option, word_overlap
+from kbench.construct.recipe import load_recipe
+from kbench.construct.runner import run_recipe
+from kbench.construct.stages.textbook_statements import fill_blanks, is_meta_option, make_statement, pick_wrong_option, word_overlap
 
 BOOKS = ("openstax_us_history", "openstax_american_government_3e")
 

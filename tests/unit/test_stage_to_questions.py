@@ -7,8 +7,8 @@ import json
 import polars as pl
 import pytest
 
-from kbench.build.context import StageContext
-from kbench.build.stages.to_questions import ToQuestions, load_question_templates
+from kbench.construct.context import StageContext
+from kbench.construct.stages.to_questions import ToQuestions, load_question_templates
 from kbench.io import load_schema
 from kbench.errors import InputError
 

@@ -7,10 +7,10 @@ import json
 import polars as pl
 import pytest
 
-from kbench.build.context import StageContext
-from kbench.build.stage import stage_registry
+from kbench.construct.context import StageContext
+from kbench.construct.stage import stage_registry
 from kbench.errors import InputError
-from kbench.build.frequency import make_source
+from kbench.construct.frequency import make_source
 
 
 def _ctx(tmp_path):

@@ -5,8 +5,8 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from kbench.build.context import StageContext
-from kbench.build.stages.write_dataset import WriteDataset, front_matter
+from kbench.construct.context import StageContext
+from kbench.construct.stages.write_dataset import WriteDataset, front_matter
 from kbench.dataset import dataset_configs
 from kbench.errors import UserError
 

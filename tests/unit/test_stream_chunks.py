@@ -14,10 +14,10 @@ import polars as pl
 import pyarrow.parquet as pq
 import pytest
 
-from kbench.build import runner
-from kbench.build.recipe import load_recipe
-from kbench.build.runner import run_recipe
-from kbench.build.stage import Stage, StageOutput, register_stage, stage_registry
+from kbench.construct import runner
+from kbench.construct.recipe import load_recipe
+from kbench.construct.runner import run_recipe
+from kbench.construct.stage import Stage, StageOutput, register_stage, stage_registry
 from kbench.errors import InputError
 
 ROW_WISE = ["link_wikidata", "quality_filters", "triplets_to_facts", "attach_aliases", "to_questions"]

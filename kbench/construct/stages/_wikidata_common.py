@@ -1,0 +1,175 @@
+"""What the Wikidata stages share: where the data comes from, and opening the client for a run.
+
+Exactly one data source per stage:
+  * `ctx.options["sparql_endpoint"]` (from `kbench build --sparql-endpoint URL`): HTTP, and the
+    store settings below are not used;
+  * `store = "file.nt"` (or `.ttl`): the embedded store built from that file;
+  * `[stages.subset_from]` with the LAMA input locations: kbench writes the Wikidata-shaped subset
+    itself (cached by the inputs' sha256) and builds the embedded store from it, so a fresh
+    machine needs no manual step.
+Results from an HTTP endpoint are cached under `<cache>/sparql/` unless `cache = false`; the
+embedded store is local and answers faster than the cache files can be written, so its answers
+are not cached (and a finished stage is never rerun anyway: the runner's resume markers).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from kbench.construct.context import StageContext
+from kbench.construct.stage import StageParams
+from kbench.errors import UserError
+from kbench.io import stable_hash
+from kbench.sources.wikidata import DEFAULT_BATCH_SIZE, WikidataClient
+
+SUBSET_WRITER_VERSION = 2
+
+
+class SubsetFrom(BaseModel):
+    """LAMA input locations (relative to the recipe file) from which the subset is written."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    trex_dir: Optional[str] = None
+    relations: Optional[str] = None
+    google_re_dir: Optional[str] = None
+    autoprompt_dir: Optional[str] = None
+    aliases: Optional[str] = None
+    #: REBEL-format documents instead of LAMA inputs (`kbench.sources.rebel_subset`).
+    rebel_documents: Optional[str] = None
+
+
+class WikidataParams(StageParams):
+    store: Optional[str] = None
+    subset_from: Optional[SubsetFrom] = None
+    batch_size: int = Field(DEFAULT_BATCH_SIZE, ge=1, le=1000)
+    cache: bool = True
+    #: HTTP only: seconds per request; attempts per query before the build stops with an error;
+    #: the first wait between attempts in seconds, doubled each time (a `Retry-After` wins).
+    http_timeout: float = Field(60.0, gt=0)
+    http_attempts: int = Field(5, ge=1, le=20)
+    http_backoff: float = Field(1.0, ge=0, le=60)
+
+    @model_validator(mode="after")
+    def _one_source(self):
+        if (self.store is None) == (self.subset_from is None):
+            raise ValueError("set exactly one of `store` (an N-Triples/Turtle file) or `subset_from` (LAMA inputs)")
+        return self
+
+
+def endpoint_option(ctx: StageContext) -> dict:
+    """The run option that changes a Wikidata stage's output (see `Stage.run_options`)."""
+    endpoint = ctx.options.get("sparql_endpoint")
+    return {"sparql_endpoint": str(endpoint)} if endpoint else {}
+
+
+def subset_inputs(params: WikidataParams, ctx: StageContext):
+    from kbench.sources.wikidata_store import SubsetInputs
+
+    s = params.subset_from
+    assert s is not None
+    resolve = lambda value: ctx.resolve(value) if value else None  # noqa: E731
+    return SubsetInputs(
+        trex_dir=resolve(s.trex_dir),
+        relations=resolve(s.relations),
+        google_re_dir=resolve(s.google_re_dir),
+        autoprompt_dir=resolve(s.autoprompt_dir),
+        aliases=resolve(s.aliases),
+    )
+
+
+def wikidata_input_files(params: WikidataParams, ctx: StageContext) -> list[Path]:
+    if params.store is not None:
+        return [ctx.resolve(params.store)]
+    if params.subset_from.rebel_documents:
+        from kbench.sources.documents import document_files
+
+        return document_files(ctx.resolve(params.subset_from.rebel_documents))
+    return subset_inputs(params, ctx).files()
+
+
+def _subset_file(params: WikidataParams, ctx: StageContext) -> Path:
+    """The subset N-Triples for these inputs, written once into the cache."""
+    from kbench.io import sha256_file
+    from kbench.sources.wikidata_store import write_lama_subset
+
+    if params.subset_from.rebel_documents:
+        from kbench.sources.rebel_subset import cached_rebel_subset
+
+        return cached_rebel_subset(ctx.resolve(params.subset_from.rebel_documents), ctx.cache_dir)
+    inputs = subset_inputs(params, ctx)
+    key = stable_hash(
+        {
+            "writer": SUBSET_WRITER_VERSION,
+            "files": [[p.name, sha256_file(p)] for p in inputs.files()],
+            "settings": params.subset_from.model_dump(),
+        }
+    )
+    target = ctx.cache_dir / "wikidata" / "subsets" / f"{key}.nt"
+    if not target.exists():
+        write_lama_subset(inputs, target)
+    return target
+
+
+def open_wikidata(params: WikidataParams, ctx: StageContext, on_batch=None) -> WikidataClient:
+    """The client this stage should use: HTTP when an endpoint is given, else the embedded store."""
+    from kbench.sources.sparql_cache import QueryCache
+    from kbench.sources.sparql_client import EmbeddedTransport, HttpTransport, SparqlClient
+
+    endpoint = ctx.options.get("sparql_endpoint")
+    if endpoint:
+        transport = HttpTransport(
+            str(endpoint), timeout=params.http_timeout, max_attempts=params.http_attempts, backoff=params.http_backoff
+        )
+    else:
+        from kbench.sources.wikidata_store import open_cached_store
+
+        rdf_file = ctx.resolve(params.store) if params.store is not None else _subset_file(params, ctx)
+        if not rdf_file.is_file():
+            raise UserError(f"Wikidata store file {rdf_file} does not exist")
+        store, identity = open_cached_store(rdf_file, ctx.cache_dir)
+        transport = EmbeddedTransport(store, identity)
+    cache = QueryCache(ctx.cache_dir / "sparql") if params.cache and endpoint else None
+    return WikidataClient(SparqlClient(transport, cache), batch_size=params.batch_size, on_batch=on_batch)
+
+
+def property_column(table) -> str:
+    """The column holding each row's Wikidata property: `wikidata_property` where the table has it
+    (LAMA: Google-RE's relations have ids of their own, `google_re:place_of_birth`, and P19 here),
+    else `relation`."""
+    return "wikidata_property" if "wikidata_property" in table.collect_schema().names() else "relation"
+
+
+def present(column: str):
+    """Polars: the cell holds a non-blank value."""
+    import polars as pl
+
+    return (pl.col(column).cast(pl.Utf8).str.strip_chars().str.len_chars() > 0).fill_null(False)
+
+
+def matches(column: str, pattern: str):
+    """Polars: the whole cell matches `pattern` (the same regex `is_valid_id` uses)."""
+    import polars as pl
+
+    return pl.col(column).cast(pl.Utf8).str.contains(f"^{pattern}$").fill_null(False)
+
+
+class progress:
+    """A rich progress bar over ids looked up (on stderr; silent when stderr is not a terminal)."""
+
+    def __init__(self, description: str, total: int):
+        from rich.console import Console
+        from rich.progress import Progress
+
+        console = Console(stderr=True)
+        self._progress = Progress(console=console, transient=True, disable=not console.is_terminal)
+        self._task = self._progress.add_task(description, total=total)
+
+    def __enter__(self):
+        self._progress.start()
+        return lambda n: self._progress.advance(self._task, n)
+
+    def __exit__(self, *exc_info):
+        self._progress.stop()
