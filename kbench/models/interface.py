@@ -17,9 +17,40 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from enum import Enum
 from typing import Any, Protocol, runtime_checkable
 
+from kbench.errors import UserError
 from kbench.registry import Registry
+
+
+class Capability(str, Enum):
+    """What a backend can do beyond the text contract. Every backend generates; the rest differ.
+
+    A task or technique declares the capabilities it needs (`needs`); `require` refuses a model
+    that lacks one before any work starts.
+    """
+
+    GENERATE = "generate"  # greedy and seeded sampling, with stop strings (`generate`, `sample`)
+    LOGLIKELIHOOD = "loglikelihood"  # continuation log-probs, teacher-forced (`score_answers`)
+    RANK_EXACT = "rank_exact"  # first-token rank over the full vocabulary or over candidates
+    RANK_TOP_K = "rank_top_k"  # first-token rank known only within the top k a server returns
+    WHITE_BOX = "white_box"  # layer/head layout, activations, interventions (steering, head masks, logits processors)
+    TRAIN = "train"  # gradients through the network: soft prompts, fine-tuning (xteval, `kbench read`)
+
+
+def require(model, needed, who: str) -> None:
+    """Refuse `model` for `who` (a task or technique, e.g. "technique caa") when it lacks one of
+    `needed`: one line naming the capability and the backends that have it (exit code 2)."""
+    have = set(getattr(model, "capabilities", ()))
+    for capability in needed:
+        capability = Capability(capability)
+        if capability not in have:
+            offering = [name for name, caps in BACKEND_CAPABILITIES.items() if capability in caps]
+            raise UserError(
+                f"{who} needs the capability {capability.value!r}, which model {model.name!r} "
+                f"(backend {getattr(model, 'backend', '?')}) lacks; backends that have it: {', '.join(offering) or 'none'}"
+            )
 
 
 @dataclass(frozen=True)
@@ -49,6 +80,8 @@ class LanguageModel(Protocol):
     dtype: str
     tokenizer: Any  # a transformers tokenizer (prompt building needs chat templates and vocabularies)
     code: str  # a hash of the source that computes outputs: changed code never reuses cached ones
+    backend: str  # the BACKENDS name that opened it ("hf", ...)
+    capabilities: frozenset[Capability]  # what this model can do (a served model: what its server's probe found)
 
     def describe(self) -> dict:
         """The envelope's `model` block: name, identity, kind, dtype, weights provenance."""
@@ -58,7 +91,11 @@ class LanguageModel(Protocol):
     ) -> list[tuple[int, float]]:
         """(rank, logprob) of each gold's first token at the prompt's next position (the mask
         position for masked LMs). rank = 1 + the number of tokens scored strictly higher, over
-        the full vocabulary or over `candidate_ids`; logprob is over the full vocabulary."""
+        the full vocabulary or over `candidate_ids`; logprob is over the full vocabulary.
+        A backend with `RANK_TOP_K` but not `RANK_EXACT` (a server's `top_logprobs`) knows a
+        rank only within its top k: rank is None (meaning "> k") and logprob None when the
+        gold's first token is not among them; it refuses `candidate_ids`. A backend with
+        neither raises `UserError`: the caller checks `capabilities` first."""
 
     def score_answers(
         self, prompts: Sequence[str], answers: Sequence[str], *, intervention=None
@@ -122,6 +159,8 @@ class ModelSpec:
 
 
 BACKENDS: Registry = Registry("model backend", modules=("kbench.models.runner",))
+#: The most each backend can offer (a served model may offer less: its probe decides); for error messages.
+BACKEND_CAPABILITIES: dict[str, frozenset[Capability]] = {"hf": frozenset(Capability)}
 
 
 def open_model(spec: ModelSpec, cache=None):

@@ -39,7 +39,7 @@ from kbench.io import stable_hash
 from kbench.models.cpu_allocator import keep_freed_memory
 from kbench.models.decoding import decode
 from kbench.models.encoding import PromptEncoder
-from kbench.models.interface import BACKENDS, Intervention
+from kbench.models.interface import BACKENDS, Capability, Intervention
 from kbench.models.loading import LoadedModel
 from kbench.models.packing import last_token_logits, pack, packing_works, prompts_within
 from kbench.models.provenance import RUNNER_MODULES, source_hash
@@ -87,6 +87,14 @@ class ModelRunner:
     @property
     def dtype(self) -> str:
         return self.loaded.dtype
+
+    backend = "hf"
+
+    @property
+    def capabilities(self) -> frozenset[Capability]:
+        if self.kind == "masked":  # a masked LM ranks at its mask; it neither generates nor scores continuations
+            return frozenset(Capability) - {Capability.GENERATE, Capability.LOGLIKELIHOOD}
+        return frozenset(Capability)
 
     def describe(self) -> dict:
         from kbench.models.provenance import weights_provenance
