@@ -42,7 +42,8 @@ def progress(description: str, total: int, unit: str = "items") -> Iterator[Call
     if console.is_terminal:
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-        bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(), console=console, transient=True)
+        columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
+        bar = Progress(*columns, console=console, transient=True)
         task = bar.add_task(description, total=total)
         bar.start()
     else:

@@ -17,14 +17,14 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 from typing import Any, Protocol, runtime_checkable
 
 from kbench.errors import UserError
 from kbench.registry import Registry
 
 
-class Capability(str, Enum):
+class Capability(StrEnum):
     """What a backend can do beyond the text contract. Every backend generates; the rest differ.
 
     A task or technique declares the capabilities it needs (`needs`); `require` refuses a model
