@@ -59,7 +59,7 @@ class GenerationOnly:
 
 
 @pytest.fixture
-def standin(tiny_causal_dir):
+def standin(tiny_causal_dir):  # noqa: F811
     from transformers import AutoTokenizer
 
     return GenerationOnly(AutoTokenizer.from_pretrained(str(tiny_causal_dir)))
@@ -119,7 +119,7 @@ def test_kee_refuses_a_technique_whose_needs_the_model_lacks(standin, tmp_path):
         evaluate_task("kee", standin, tmp_path / "no-such-dataset", tmp_path / "run", {"techniques": ("baseline", "caa")})
 
 
-def test_cli_refuses_a_masked_lm_for_truefalse_with_exit_2(tiny_masked_dir, dataset, tmp_path):
+def test_cli_refuses_a_masked_lm_for_truefalse_with_exit_2(tiny_masked_dir, dataset, tmp_path):  # noqa: F811
     done = run_kbench("evaluate", "truefalse", "--dataset", str(dataset), "--model", str(tiny_masked_dir),
                       "--out", str(tmp_path / "run"))
     assert done.returncode == 2 and "Traceback" not in done.stderr
@@ -128,7 +128,7 @@ def test_cli_refuses_a_masked_lm_for_truefalse_with_exit_2(tiny_masked_dir, data
     assert not (tmp_path / "run" / "journal.jsonl").exists()
 
 
-def test_results_record_the_capabilities_of_an_in_process_model(tiny_causal_dir, dataset, tmp_path):
+def test_results_record_the_capabilities_of_an_in_process_model(tiny_causal_dir, dataset, tmp_path):  # noqa: F811
     from kbench.models.loading import load_model
     from kbench.models.runner import ModelRunner
 

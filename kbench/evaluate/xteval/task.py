@@ -28,7 +28,6 @@ from pathlib import Path
 from kbench.errors import UserError
 from kbench.evaluate.task import TASKS, Plan, RunContext, Summary, Task, Unit
 from kbench.evaluate.xteval.aggregate import aggregate_setting
-from kbench.evaluate.xteval.crossencoder import finetune
 from kbench.evaluate.xteval.documents import Triple, load_templates
 from kbench.evaluate.xteval.extraction import Extraction, discrete_known, read_known_facts, soft_known
 from kbench.evaluate.xteval.inference import evaluate_retrieval
@@ -38,6 +37,7 @@ from kbench.io import stable_hash
 from kbench.metrics import uncertainty as u
 from kbench.metrics.gaps import gap_figures
 from kbench.models.interface import Capability
+from kbench.models.training import trainer
 
 EXTRACTION = "extraction"
 
@@ -99,15 +99,15 @@ class Xteval(Task):
 
     def _extraction(self, ctx: RunContext, state: XtevalPlan, seed: int) -> list[dict]:
         s: XtevalSettings = ctx.settings
-        loaded = ctx.model.loaded
+        network = trainer(ctx.model, "task xteval")
         if s.known_facts is not None:
             found = Extraction(read_known_facts(Path(s.known_facts), set(state.by_id)), [])
         elif s.extraction == "discrete":
-            found = discrete_known(loaded, state.rows, s.top1, s.probe_batch_size)
+            found = discrete_known(network, state.rows, s.top1, s.probe_batch_size)
         else:
             pairs = split_dir_pairs(Path(s.prompt_train_dir)) if s.prompt_train_dir else self._dataset_pairs(ctx)
             found = soft_known(
-                loaded,
+                network,
                 state.rows,
                 pairs,
                 ctx.run_dir / "softprompts" / f"seed-{seed}",
@@ -159,7 +159,7 @@ class Xteval(Task):
             raise UserError(f"the {setting} split left no test facts; use more facts (--limit)")
         train_generator, test_generator = downstream_generators(setting, facts, train, state.templates)
         seed = int(stable_hash([e, sp, f])[:8], 16)
-        encoder, log = finetune(ctx.model.loaded, train, train_generator, s.finetune, seed)
+        encoder, log = trainer(ctx.model, "task xteval").finetune_cross_encoder(train, train_generator, s.finetune, seed)
         queries = evaluate_retrieval(encoder, test, test_generator, s.distractors_per_type, seed, s.finetune)
         del encoder
         key = f"{setting}/e{e}-s{sp}-f{f}"
