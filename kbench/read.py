@@ -10,7 +10,7 @@ AdamW (lr, no weight decay), `batch_size` blocks per step, blocks shuffled per e
 at most `max_steps` optimizer steps in all.
 
 Checkpoint (`out`): the model (safetensors) and tokenizer via `save_pretrained`, so
-`load_model(out)` opens it, plus `read.json` (base model identity, text sha256, settings, mean
+`--model out` opens it, plus `read.json` (base model identity, text sha256, settings, mean
 loss per epoch), written last: a folder with `read.json` is complete.
 
 Resume by epoch: after each epoch the model, the AdamW moments (a safetensors file, no pickle)
@@ -18,20 +18,26 @@ and `progress.json` go to `out/.kbench-read/epoch-<n>/`, renamed into place when
 rerun with the same settings continues after the last finished epoch, and a rerun with more
 `epochs` extends the training; other changed settings are a `UserError`. An epoch cut short by
 `max_steps` counts as finished (a later run with more epochs starts the next one).
+
+The network itself (loss, AdamW, saving weights and moments) is `kbench.models.training.reading`.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shutil
 import time
-from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from kbench.errors import InputError, UserError
 from kbench.io import atomic_path, iter_jsonl, sha256_file, stable_hash, write_json
+from kbench.models.training.reading import OPTIMIZER_FILE, Reader
+from kbench.progress import progress as progress_bar
+
+LOG = logging.getLogger(__name__)
 
 STATE_DIR = ".kbench-read"
 TEXT_SUFFIXES = (".txt", ".md", ".jsonl")
@@ -114,40 +120,11 @@ def _last_epoch(out: Path, key: str) -> tuple[int, Path | None, dict]:
     return best
 
 
-def _save_optimizer(optimizer, model, path: Path) -> None:
-    from safetensors.torch import save_file
-
-    names = {id(p): n for n, p in model.named_parameters()}
-    tensors = {}
-    for group in optimizer.param_groups:
-        for p in group["params"]:
-            state = optimizer.state.get(p)
-            if state:
-                for k, v in state.items():
-                    tensors[f"{names[id(p)]}::{k}"] = v.detach().reshape(-1).clone() if k == "step" else v.detach().contiguous()
-    with atomic_path(path) as tmp:
-        save_file(tensors, str(tmp))
-
-
-def _load_optimizer(optimizer, model, path: Path) -> None:
-    from safetensors.torch import load_file
-
-    tensors = load_file(str(path))
-    for name, p in model.named_parameters():
-        state = {k.split("::", 1)[1]: v for k, v in tensors.items() if k.split("::", 1)[0] == name}
-        if state:
-            if "step" in state:
-                state["step"] = state["step"].reshape(())
-            optimizer.state[p] = state
-
-
-def _save_epoch(model, tokenizer, optimizer, out: Path, progress: dict) -> Path:
+def _save_epoch(reader: Reader, out: Path, progress: dict) -> Path:
     state = _state_dir(out)
     tmp = state / f"epoch-{progress['epoch']:04d}.tmp{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
-    model.save_pretrained(tmp, safe_serialization=True)
-    tokenizer.save_pretrained(tmp)
-    _save_optimizer(optimizer, model, tmp / "optimizer.safetensors")
+    reader.save_epoch(tmp)
     write_json(tmp / "progress.json", progress)
     final = state / f"epoch-{progress['epoch']:04d}"
     shutil.rmtree(final, ignore_errors=True)
@@ -158,66 +135,50 @@ def _save_epoch(model, tokenizer, optimizer, out: Path, progress: dict) -> Path:
     return final
 
 
-def read_text(settings: ReadSettings, on_step: Callable[[int, int, float], None] | None = None) -> dict:
+def read_text(settings: ReadSettings) -> dict:
     """Train, checkpoint per epoch, write the final checkpoint; return the `read.json` content.
-    `on_step(step, total_steps, loss)` is called after each optimizer step."""
-    import torch
-
-    from kbench.models.loading import load_model
-
+    Progress (steps, with an ETA) through `kbench.progress`; each finished epoch is logged."""
     if settings.epochs < 1 or settings.seq_len < 2 or settings.batch_size < 1 or settings.lr <= 0:
         raise UserError("--epochs, --batch-size must be >= 1, --seq-len >= 2 and --lr > 0")
     if settings.max_steps is not None and settings.max_steps < 1:
         raise UserError(f"--max-steps must be >= 1, got {settings.max_steps}")
     out = Path(settings.out)
     files = text_files(Path(settings.text))
-    base = load_model(settings.model)
-    if base.kind != "causal":
-        raise UserError(f"kbench read trains causal LMs; {settings.model} is a {base.kind} LM")
+    reader = Reader(settings.model)
+    if reader.kind != "causal":
+        raise UserError(f"kbench read trains causal LMs; {settings.model} is a {reader.kind} LM")
     key = stable_hash(
         {
-            "base": base.identity,
+            "base": reader.identity,
             "files": [sha256_file(f) for f in files],
             **{k: v for k, v in asdict(settings).items() if k not in ("out", "text", "model", "epochs", "max_steps")},
         }
     )
     done_epochs, folder, progress = _last_epoch(out, key)
-    loaded = load_model(str(folder)) if folder is not None else base
-    model, tokenizer = loaded.model, loaded.tokenizer
-    blocks = token_blocks(tokenizer, read_documents(files, settings.only), settings.seq_len)
+    reader.start(settings.lr, resume_from=folder)
+    blocks = token_blocks(reader.tokenizer, read_documents(files, settings.only), settings.seq_len)
     steps_per_epoch = -(-len(blocks) // settings.batch_size)
     total_steps = min(steps_per_epoch * settings.epochs, settings.max_steps or 10**12)
     step, losses = progress.get("step", 0), progress.get("epoch_losses", [])
+    if done_epochs:
+        LOG.info("%s: resuming after epoch %d (step %d of %d)", out, done_epochs, step, total_steps)
 
-    model.train()
-    optimizer = torch.optim.AdamW(model.parameters(), lr=settings.lr, weight_decay=0.0)
-    if folder is not None:
-        _load_optimizer(optimizer, model, folder / "optimizer.safetensors")
     started = time.perf_counter()
-    for epoch in range(done_epochs + 1, settings.epochs + 1):
-        if step >= total_steps:
-            break
-        order = torch.randperm(len(blocks), generator=torch.Generator().manual_seed(settings.seed * 1000 + epoch)).tolist()
-        epoch_loss, epoch_steps = 0.0, 0
-        for start in range(0, len(order), settings.batch_size):
+    with progress_bar(f"reading {Path(settings.text).name}", total=total_steps - step, unit="steps") as advance:
+        for epoch in range(done_epochs + 1, settings.epochs + 1):
             if step >= total_steps:
                 break
-            batch = torch.tensor([blocks[i] for i in order[start : start + settings.batch_size]], device=model.device)
-            loss = model(input_ids=batch, labels=batch).loss
-            loss.backward()
-            optimizer.step()
-            optimizer.zero_grad(set_to_none=True)
-            step += 1
-            loss_value = loss.detach().item()
-            epoch_loss, epoch_steps = epoch_loss + loss_value, epoch_steps + 1
-            if on_step is not None:
-                on_step(step, total_steps, loss_value)
-        losses.append(epoch_loss / max(epoch_steps, 1))
-        folder = _save_epoch(model, tokenizer, optimizer, out, {"key": key, "epoch": epoch, "step": step, "epoch_losses": losses})
+            order_seed = settings.seed * 1000 + epoch  # blocks shuffled per epoch
+            step, epoch_loss = reader.train_epoch(
+                blocks, order_seed, settings.batch_size, step, total_steps, on_step=lambda _: advance(1)
+            )
+            losses.append(epoch_loss)
+            folder = _save_epoch(reader, out, {"key": key, "epoch": epoch, "step": step, "epoch_losses": losses})
+            LOG.info("epoch %d: mean loss %.4f (step %d of %d); checkpoint %s", epoch, epoch_loss, step, total_steps, folder)
 
     record = {
         "kbench_read_version": 1,
-        "base_model": {"name": settings.model, "identity": base.identity},
+        "base_model": {"name": settings.model, "identity": reader.identity},
         "text_files": [str(f) for f in files],
         "text_sha256": [sha256_file(f) for f in files],
         "blocks": len(blocks),
@@ -227,7 +188,7 @@ def read_text(settings: ReadSettings, on_step: Callable[[int, int, float], None]
         "seconds_this_run": round(time.perf_counter() - started, 3),
     }
     for item in sorted(folder.iterdir()) if folder is not None else []:
-        if item.is_file() and item.name not in ("optimizer.safetensors", "progress.json"):
+        if item.is_file() and item.name not in (OPTIMIZER_FILE, "progress.json"):
             with atomic_path(out / item.name) as tmp:
                 shutil.copyfile(item, tmp)
     write_json(out / "read.json", record)

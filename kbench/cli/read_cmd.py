@@ -25,7 +25,6 @@ def read(
 ) -> None:
     """Continue pre-training a model on text; rerunning resumes after the last finished epoch."""
     from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
     from kbench.errors import UserError
     from kbench.read import ReadSettings, read_text
@@ -48,19 +47,8 @@ def read(
         seed=seed,
         only=filters,
     )
+    record = read_text(settings)  # shows its own progress (steps, ETA) and logs each epoch's loss
     console = Console(stderr=True)
-    columns = [
-        TextColumn("reading"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("loss {task.fields[loss]}"),
-        TimeRemainingColumn(),
-    ]
-    with Progress(*columns, console=console) as bar:
-        task = bar.add_task("steps", total=None, loss="-")
-        record = read_text(
-            settings, on_step=lambda step, total, loss: bar.update(task, completed=step, total=total, loss=f"{loss:.3f}")
-        )
     losses = ", ".join(f"{x:.3f}" for x in record["epoch_losses"])
     console.print(
         f"checkpoint written to {out} ({record['steps']} steps on {record['blocks']} blocks; mean loss per epoch: {losses})"

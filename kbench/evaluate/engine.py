@@ -32,6 +32,8 @@ from pathlib import Path
 from kbench.errors import UserError
 from kbench.evaluate.task import Plan, RunContext, Task
 from kbench.io import load_schema, read_json, write_json, write_jsonl, write_parquet
+from kbench.models.cached import CachedModel
+from kbench.models.interface import require
 
 SCHEMA = "kbench.results.v2"
 ENVELOPE_SCHEMA = "results.v2.json"
@@ -151,24 +153,40 @@ class RunDirectory:
             write_json(path, self.config)
 
 
-def environment(model) -> dict:
+def environment(model: CachedModel) -> dict:
     from kbench.models.provenance import environment as describe
 
     return describe(model)
 
 
+def check_capabilities(task: Task, ctx: RunContext) -> None:
+    """Refuse a model (and each extra model) lacking what the task or one of its techniques needs:
+    a `UserError` naming who needs what, before any item is loaded."""
+    for who, needed in task.needs(ctx.settings).items():
+        require(ctx.model, sorted(needed), who)
+        for role, model in ctx.models.items():
+            require(model, sorted(needed), f"{who} (the {role} model)")
+
+
+def model_block(model: CachedModel) -> dict:
+    """The envelope's `model` block: the backend's description plus what it can do."""
+    return {**model.describe(), "backend": model.backend, "capabilities": sorted(c.value for c in model.capabilities)}
+
+
 def evaluate(task: Task, ctx: RunContext, progress: Callable[[int, int], None] | None = None) -> dict | None:
-    """Plan, compute the missing units, aggregate, write. Returns the results on the main process
-    (None on the others under `accelerate launch`)."""
+    """Check capabilities, plan, compute the missing units, aggregate, write. Returns the results
+    on the main process (None on the others under `accelerate launch`)."""
+    check_capabilities(task, ctx)
     procs = processes()
     plan: Plan = task.plan(ctx)
+    state = plan.state
     keys = [u.key for u in plan.units]
     if len(set(keys)) != len(keys):
         raise AssertionError(f"{task.name}: the plan repeats a unit key")
-    model_block = ctx.model.describe()
+    model = model_block(ctx.model)
     config = {
         "task": task.name,
-        "model": model_block["identity"],
+        "model": model["identity"],
         "dataset": plan.dataset.get("sha256"),
         "settings": ctx.settings.model_dump(mode="json"),
         **plan.depends_on,
@@ -183,17 +201,17 @@ def evaluate(task: Task, ctx: RunContext, progress: Callable[[int, int], None] |
         cache_before = ctx.model.cache_stats()
         for index, unit in enumerate(plan.units):
             if unit.key in done:
-                task.restore(ctx, unit, done[unit.key])
+                state = task.restore(ctx, state, unit, done[unit.key])
             elif task.collective:
-                rows = task.score(ctx, unit)  # every process takes part
+                rows = task.score(ctx, state, unit)  # every process takes part
                 if procs.is_main:
                     run.journal.append(unit.key, rows)
                 procs.barrier()
-                task.restore(ctx, unit, run.journal.read()[unit.key])  # the main process's rows, everywhere
+                state = task.restore(ctx, state, unit, run.journal.read()[unit.key])  # the main process's rows, everywhere
             elif index % procs.world == procs.rank:
-                rows = task.score(ctx, unit)
+                rows = task.score(ctx, state, unit)
                 run.journal.append(unit.key, rows)
-                task.restore(ctx, unit, rows)
+                state = task.restore(ctx, state, unit, rows)
             else:
                 continue
             if progress is not None and unit.key not in done:
@@ -211,12 +229,12 @@ def evaluate(task: Task, ctx: RunContext, progress: Callable[[int, int], None] |
         rows = [row for key in keys for row in units[key]]
         seconds = time.perf_counter() - started
         computed = sum(len(u.items) for _, u in todo)
-        summary = task.aggregate(ctx, rows)
+        summary = task.aggregate(ctx, state, rows)
         validate(summary.metrics, task.metrics_schema, f"{task.name} metrics")
         results = {
             "schema": SCHEMA,
             "task": task.name,
-            "model": model_block,
+            "model": model,
             "dataset": plan.dataset,
             "settings": ctx.settings.model_dump(mode="json"),
             "environment": environment(ctx.model),
@@ -236,7 +254,7 @@ def evaluate(task: Task, ctx: RunContext, progress: Callable[[int, int], None] |
         }
         results = json.loads(json.dumps(results))  # tuples -> lists, int keys -> strings, as readers see it
         validate(results, ENVELOPE_SCHEMA)
-        task.finish(ctx, rows, results)
+        task.finish(ctx, state, rows, results)
         write_items(ctx.run_dir, rows)
         write_json(ctx.run_dir / "results.json", results)
     return results

@@ -15,6 +15,13 @@ Per item, through the model (`kbench.models.interface.LanguageModel`):
   numbers are `first_token_p1` and `lama_p_at_1`, the macro mean over relations of distinct facts,
   which exists only under this protocol (no `maple_accuracy` / `exact_accuracy`: nothing is generated).
 
+Ranks come from the backend (`kbench.models.interface.Capability`): with RANK_EXACT every rank
+metric is computed; with only RANK_TOP_K (a server's `top_logprobs`) a rank is known within the
+top k, so the P@1 figures stay exact (rank 1 is always within it) while `mean_gold_logprob` is
+undefined; with neither (a generation-only server) the MAPLE protocol still generates and judges
+answers, and every rank metric is an undefined Estimate with the reason (`metrics.ranks`).
+Nothing is approximated.
+
 Metrics are reported overall, per relation, per source (T-REx, Google-RE, ...), per frequency
 bin; every number is an Estimate with its n and 95% interval (`kbench.metrics.uncertainty`).
 Extra output: `known_facts.parquet`, the known-fact set D^theta (the dataset rows the model
@@ -25,6 +32,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
@@ -37,8 +45,14 @@ from kbench.evaluate.task import TASKS, Plan, RunContext, Summary, Task, TaskSet
 from kbench.io import write_parquet
 from kbench.metrics import uncertainty as u
 from kbench.metrics.matching import distinct_fact_hits, exact_match, maple_correct
+from kbench.models.interface import Capability
 
 UNIT_ITEMS = 256  # items per work unit; the model batches inside a unit
+#: why a rank metric is undefined, by what the backend knows of ranks
+UNDEFINED = {
+    "none": "the backend gives no first-token ranks (generation only)",
+    "top_k": "the backend ranks only within the server's top k: the gold's log-prob beyond it is unknown",
+}
 
 
 class ExtractionSettings(TaskSettings):
@@ -83,21 +97,39 @@ def lama_filter(rows: list[dict], prompts: list[Prompt], tokenizer, common_vocab
     return kept_rows, kept_prompts, drops, candidates
 
 
-def _estimates(rows: Sequence[dict], protocol: str) -> dict:
-    """Every number of one slice of items, each an Estimate, named for the protocol it follows."""
+def rank_knowledge(model) -> str:
+    """What the model's backend knows of first-token ranks: "exact", "top_k" or "none"."""
+    if Capability.RANK_EXACT in model.capabilities:
+        return "exact"
+    return "top_k" if Capability.RANK_TOP_K in model.capabilities else "none"
+
+
+@dataclass(frozen=True)
+class ExtractionPlan:
+    rows: list[dict]  # the dataset rows evaluated, in plan order
+    drops: dict[str, int]  # what the LAMA protocol's filter dropped, by reason
+    candidates: list[int] | None  # the common vocabulary's token ids (None: the full vocabulary)
+    stop: list[str]
+    ranks: str  # rank_knowledge(model)
+
+
+def _estimates(rows: Sequence[dict], protocol: str, ranks: str) -> dict:
+    """Every number of one slice of items, each an Estimate, named for the protocol it follows;
+    a rank metric the backend cannot give is undefined, with the reason."""
+    p1_undefined = u.undefined(UNDEFINED["none"]) if ranks == "none" else None
     out = {
-        "first_token_p1": u.proportion_of([r["gold_rank"] == 1 for r in rows]),
-        "mean_gold_logprob": u.mean([r["gold_logprob"] for r in rows]),
+        "first_token_p1": p1_undefined or u.proportion_of([r["gold_rank"] == 1 for r in rows]),
+        "mean_gold_logprob": u.mean([r["gold_logprob"] for r in rows]) if ranks == "exact" else u.undefined(UNDEFINED[ranks]),
     }
     if protocol == "lama":
         # nothing is generated: a row's `correct` is its rank-1 hit, which first_token_p1 already counts
-        out["lama_p_at_1"] = u.macro_mean(_distinct_facts(rows))
+        out["lama_p_at_1"] = p1_undefined or u.macro_mean(_distinct_facts(rows))
         return out
     return {
         "maple_accuracy": u.proportion_of([r["correct"] for r in rows]),
         "exact_accuracy": u.proportion_of([r["exact"] for r in rows]),
         **out,
-        "first_token_p1_macro": u.macro_mean(_distinct_facts(rows)),
+        "first_token_p1_macro": p1_undefined or u.macro_mean(_distinct_facts(rows)),
     }
 
 
@@ -118,32 +150,43 @@ class Extraction(Task):
     Settings = ExtractionSettings
     metrics_schema = "results.extraction.v2.json"
 
+    def needs(self, settings: ExtractionSettings) -> dict[str, frozenset[Capability]]:
+        """MAPLE generates (ranks when the backend has them); LAMA ranks, exactly over a common
+        vocabulary, else within any top k (rank 1 is all P@1 needs)."""
+        if settings.protocol == "maple":
+            needed = Capability.GENERATE
+        else:
+            needed = Capability.RANK_EXACT if settings.common_vocab else Capability.RANK_TOP_K
+        return {f"task extraction (--protocol {settings.protocol})": frozenset({needed})}
+
     def plan(self, ctx: RunContext) -> Plan:
         s: ExtractionSettings = ctx.settings
         model = ctx.model
-        if s.protocol == "maple" and model.kind != "causal":
-            raise UserError("the maple protocol generates answers and needs a causal LM; use --protocol lama for masked LMs")
         split = open_split(ctx.dataset, s.split, s.config, schema="question.v1.json")
         rows = seeded_sample(split.rows, s.limit, s.seed)
         train_rows = open_split(ctx.dataset, "train", split.config, schema="question.v1.json").rows if s.fewshot else []
         prompts = build_prompts(rows, s.prompt, model.tokenizer, model.kind, s.fewshot, train_rows, s.seed, stop=s.stop)
-        self.drops, self.candidates = {}, None
+        drops, candidates = {}, None
         if s.protocol == "lama":
-            rows, prompts, self.drops, self.candidates = lama_filter(rows, prompts, model.tokenizer, s.common_vocab)
-        self.rows = rows
-        self.stop = list(prompts[0].stop) if prompts else []
-        return Plan(units=chunks(list(zip(rows, prompts)), UNIT_ITEMS), dataset=split.describe(), depends_on={"stop": self.stop})
+            rows, prompts, drops, candidates = lama_filter(rows, prompts, model.tokenizer, s.common_vocab)
+        stop = list(prompts[0].stop) if prompts else []
+        state = ExtractionPlan(rows=rows, drops=drops, candidates=candidates, stop=stop, ranks=rank_knowledge(model))
+        units = chunks(list(zip(rows, prompts)), UNIT_ITEMS)
+        return Plan(units=units, dataset=split.describe(), depends_on={"stop": stop}, state=state)
 
-    def score(self, ctx: RunContext, unit: Unit) -> list[dict]:
+    def score(self, ctx: RunContext, state: ExtractionPlan, unit: Unit) -> list[dict]:
         s: ExtractionSettings = ctx.settings
         rows, prompts = [r for r, _ in unit.items], [p for _, p in unit.items]
         texts, golds = [p.text for p in prompts], [p.gold for p in prompts]
-        if s.protocol == "maple":
-            # the ranking reuses the generation's prefill
-            both = ctx.model.generate_and_rank(texts, golds, s.max_new_tokens, stop=self.stop, candidate_ids=self.candidates)
-            predictions, ranks = [t for t, _, _ in both], [(r, lp) for _, r, lp in both]
+        if s.protocol == "lama":
+            predictions, ranks = [None] * len(rows), ctx.model.rank_first_token(texts, golds, candidate_ids=state.candidates)
+        elif state.ranks == "none":  # a generation-only backend: answers without ranks
+            predictions = ctx.model.generate(texts, s.max_new_tokens, stop=state.stop)
+            ranks = [(None, None)] * len(rows)
         else:
-            predictions, ranks = [None] * len(rows), ctx.model.rank_first_token(texts, golds, candidate_ids=self.candidates)
+            # the ranking reuses the generation's prefill
+            both = ctx.model.generate_and_rank(texts, golds, s.max_new_tokens, stop=state.stop, candidate_ids=state.candidates)
+            predictions, ranks = [t for t, _, _ in both], [(r, lp) for _, r, lp in both]
         out = []
         for row, prompt, (rank, logprob), prediction in zip(rows, prompts, ranks, predictions):
             if prediction is None:
@@ -166,15 +209,15 @@ class Extraction(Task):
                     "prediction": prediction,
                     "correct": bool(correct),
                     "exact": bool(exact),
-                    "gold_rank": int(rank),
-                    "gold_logprob": float(logprob),
+                    "gold_rank": None if rank is None else int(rank),  # None: unknown (beyond top k, or no ranks)
+                    "gold_logprob": None if logprob is None else float(logprob),
                 }
             )
         return out
 
-    def aggregate(self, ctx: RunContext, rows: list[dict]) -> Summary:
-        protocol = ctx.settings.protocol
-        overall = _estimates(rows, protocol)
+    def aggregate(self, ctx: RunContext, state: ExtractionPlan, rows: list[dict]) -> Summary:
+        protocol, ranks = ctx.settings.protocol, state.ranks
+        overall = _estimates(rows, protocol, ranks)
         headline_keys = (
             ["lama_p_at_1", "first_token_p1"]
             if protocol == "lama"
@@ -182,15 +225,17 @@ class Extraction(Task):
         )
         metrics = {
             "protocol": protocol,
-            "protocol_drops": self.drops,
-            "stop": self.stop,
+            "protocol_drops": state.drops,
+            "stop": state.stop,
+            "ranks": ranks,
             "overall": overall,
-            "per_relation": {rel: _estimates(rs, protocol) for rel, rs in _grouped(rows, lambda r: r["relation"]).items()},
+            "per_relation": {rel: _estimates(rs, protocol, ranks) for rel, rs in _grouped(rows, lambda r: r["relation"]).items()},
             "per_source": {
-                src: _estimates(rs, protocol) for src, rs in _grouped(rows, lambda r: r.get("source") or "unknown").items()
+                src: _estimates(rs, protocol, ranks) for src, rs in _grouped(rows, lambda r: r.get("source") or "unknown").items()
             },
             "per_frequency_bin": {
-                b: _estimates(rs, protocol) for b, rs in _grouped(rows, lambda r: r.get("frequency_bin") or "unbinned").items()
+                b: _estimates(rs, protocol, ranks)
+                for b, rs in _grouped(rows, lambda r: r.get("frequency_bin") or "unbinned").items()
             },
             "relation_labels": {r["relation"]: r.get("relation_label") or "" for r in rows},
             "known_facts": {
@@ -201,14 +246,14 @@ class Extraction(Task):
         }
         return Summary(headline={k: overall[k] for k in headline_keys}, metrics=metrics)
 
-    def finish(self, ctx: RunContext, rows: list[dict], results: dict) -> None:
+    def finish(self, ctx: RunContext, state: ExtractionPlan, rows: list[dict], results: dict) -> None:
         """known_facts.parquet: the dataset rows the model answered correctly (D^theta)."""
         import polars as pl
 
         by_id = {r["id"]: r for r in rows}
         known = [
             {**row, "prediction": by_id[row["id"]]["prediction"], "gold_rank": by_id[row["id"]]["gold_rank"], "correct": True}
-            for row in self.rows
+            for row in state.rows
             if by_id[row["id"]]["correct"]
         ]
         frame = (

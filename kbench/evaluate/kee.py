@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
@@ -29,19 +30,22 @@ from pydantic import Field, field_validator, model_validator
 from kbench.dataset import has_split, open_split, seeded_sample
 from kbench.errors import UserError
 from kbench.evaluate.task import TASKS, Plan, RunContext, Summary, Task, TaskSettings, Unit, chunks
-from kbench.evaluate.techniques import get_technique, known_techniques
+from kbench.evaluate.techniques import TECHNIQUES, get_technique, known_techniques
 from kbench.evaluate.techniques.base import ANSWER_STOP, MAX_ANSWER_TOKENS, KeeContext, KeeItem, clean_answer, use_chat
 from kbench.evaluate.techniques.settings import fit_records, resolve, technique_overrides
 from kbench.evaluate.techniques.temperature import sampling_intervention
 from kbench.metrics import kee as metrics
 from kbench.metrics import uncertainty as u
 from kbench.metrics.matching import exact_match, maple_correct
+from kbench.models.interface import Capability
 from kbench.models.provenance import code_hash
 
 SEED_A = 42
 PARTITION = "partition"
 FITTING_SPLITS = ("train", "dev")
 UNIT_ITEMS = 64
+#: what a technique class that declares no `needs` may use (everything but training)
+UNDECLARED_NEEDS = frozenset({Capability.GENERATE, Capability.RANK_EXACT, Capability.WHITE_BOX})
 
 
 class KeeSettings(TaskSettings):
@@ -216,67 +220,84 @@ def _stability(techniques: Sequence[str], by_tech, partitions, ids, k: int, swee
     return out
 
 
+@dataclass(frozen=True)
+class KeePlan:
+    technique_params: dict[str, dict]  # per technique its validated parameters
+    items: list[KeeItem]  # the evaluated items, in plan order
+    pool_split: str | None  # the split CAA / ITI fit on (None: two folds of the items)
+    context: KeeContext  # what every technique runs with
+
+
 @TASKS.register("kee")
 class KnowledgeElicitation(Task):
     name = "kee"
     Settings = KeeSettings
     metrics_schema = "results.kee.v2.json"
 
+    def needs(self, settings: KeeSettings) -> dict[str, frozenset[Capability]]:
+        """Each chosen technique's declared needs (its class's `needs`); the partition samples."""
+        out = {"task kee (the shallow/deep partition)": frozenset({Capability.GENERATE})}
+        for name in settings.techniques:
+            out[f"technique {name}"] = frozenset(getattr(TECHNIQUES.get(name)[0], "needs", UNDECLARED_NEEDS))
+        return out
+
     def plan(self, ctx: RunContext) -> Plan:
         s: KeeSettings = ctx.settings
         if ctx.model.kind != "causal":
             raise UserError("kee generates answers and needs a causal LM")
-        self.technique_params = resolve(
+        technique_params = resolve(
             s.techniques, s.recite_runs, s.top_k, s.top_p, s.technique_params, ctx.model.model
         )  # checked before any unit runs
         split = open_split(ctx.dataset, s.split, s.config, schema="question.v1.json")
         rows = seeded_sample(split.rows, s.limit, s.seed)
         if not rows:
             raise UserError(f"{split.path}: the split has no items")
-        self.items = [to_item(r) for r in rows]
-        self.pool_split = next(
-            (name for name in FITTING_SPLITS if name != s.split and has_split(ctx.dataset, name, split.config)), None
-        )
+        items = [to_item(r) for r in rows]
+        fitting = [name for name in FITTING_SPLITS if name != s.split and has_split(ctx.dataset, name, split.config)]
+        pool_split = fitting[0] if fitting else None
         train_items: list[KeeItem] = []
-        if self.pool_split is not None:
-            pool_rows = seeded_sample(open_split(ctx.dataset, self.pool_split, split.config).rows, s.fit_pool_limit, s.seed)
+        if pool_split is not None:
+            pool_rows = seeded_sample(open_split(ctx.dataset, pool_split, split.config).rows, s.fit_pool_limit, s.seed)
             train_items = [to_item(r) for r in pool_rows]
-        self.context = KeeContext(
+        context = KeeContext(
             runner=ctx.model,
             fit_dir=ctx.run_dir / "fits",
             train_items=train_items,
             seed=s.seed,
             chat=use_chat(ctx.model.tokenizer, s.prompt),
-            evaluated_items=self.items,
+            evaluated_items=items,
         )
-        self.stages = [*s.techniques, *(f"{PARTITION}@{t}" for t in s.temperatures)]
-        units = [unit for stage in self.stages for unit in chunks(self.items, UNIT_ITEMS, prefix=f"{stage}/")]
-        return Plan(units=units, dataset=split.describe())
+        units = [unit for name in s.techniques for unit in chunks(items, UNIT_ITEMS, f"{name}/", {"technique": name})]
+        units += [
+            unit for t in s.temperatures for unit in chunks(items, UNIT_ITEMS, f"{PARTITION}@{t}/", {"partition_temperature": t})
+        ]
+        state = KeePlan(technique_params=technique_params, items=items, pool_split=pool_split, context=context)
+        return Plan(units=units, dataset=split.describe(), state=state)
 
-    def score(self, ctx: RunContext, unit: Unit) -> list[dict]:
+    def score(self, ctx: RunContext, state: KeePlan, unit: Unit) -> list[dict]:
         s: KeeSettings = ctx.settings
-        stage = unit.key.rsplit("/", 1)[0]
-        if stage.startswith(PARTITION):
-            temperature = float(stage.split("@")[1])
+        if "partition_temperature" in unit.meta:
+            temperature = unit.meta["partition_temperature"]
             return _partition_rows(
-                self.context,
+                state.context,
                 unit.items,
                 temperature,
                 s.sweep_max,
                 s.case_sensitive,
                 sampling_intervention(temperature, s.top_k, s.top_p),
             )
-        technique = get_technique(stage, **_technique_params(stage, s))
+        name = unit.meta["technique"]
+        technique = get_technique(name, **_technique_params(name, s))
         # the technique's own code enters every cache key of its calls: a fixed technique never
         # gets the old technique's outputs back
-        with self.context.runner.produced_by(code_hash(type(technique).__module__)):
-            outputs = technique.run(self.context, unit.items)
-        return _output_rows(stage, unit.items, outputs, s.case_sensitive)
+        with state.context.runner.produced_by(code_hash(type(technique).__module__)):
+            outputs = technique.run(state.context, unit.items)
+        return _output_rows(name, unit.items, outputs, s.case_sensitive)
 
-    def aggregate(self, ctx: RunContext, rows: list[dict]) -> Summary:
+    def aggregate(self, ctx: RunContext, state: KeePlan, rows: list[dict]) -> Summary:
         s: KeeSettings = ctx.settings
         by_id = {r["id"]: r for r in rows}
-        items = self.items
+        items = state.items
         by_tech = {name: {i.id: by_id[f"{name}::{i.id}"] for i in items} for name in s.techniques}
         partitions = {t: {i.id: by_id[f"{PARTITION}@{t}::{i.id}"]["sample_correct"] for i in items} for t in s.temperatures}
         ids = [i.id for i in items]
@@ -286,13 +307,13 @@ class KnowledgeElicitation(Task):
         overall = _summary(s.techniques, by_tech, partitions, ids, s.k)
         result = {
             "techniques": list(s.techniques),
-            "technique_params": self.technique_params,
+            "technique_params": state.technique_params,
             "technique_details": {
-                n: {"params": self.technique_params[n], "fitted": fit_records(by_tech[n].values())} for n in s.techniques
+                n: {"params": state.technique_params[n], "fitted": fit_records(by_tech[n].values())} for n in s.techniques
             },
             "seed_a": SEED_A,
-            "prompt_form": "chat" if self.context.chat else "question",
-            "fitting_pool": f"{self.pool_split} split" if self.pool_split else "two folds of the items",
+            "prompt_form": "chat" if state.context.chat else "question",
+            "fitting_pool": f"{state.pool_split} split" if state.pool_split else "two folds of the items",
             "per_technique": overall,
             "per_frequency_bin": {
                 b: _summary(s.techniques, by_tech, partitions, b_ids, s.k) for b, b_ids in sorted(bins.items())

@@ -35,6 +35,7 @@ from kbench.evaluate.prompts import Prompt, build_prompts
 from kbench.evaluate.task import TASKS, Plan, RunContext, Summary, Task, TaskSettings, Unit, chunks
 from kbench.metrics import uncertainty as u
 from kbench.metrics.qa import get_scorer
+from kbench.models.interface import Capability
 
 CATEGORIES = ("unchanged", "new", "edited")
 SLICES = ("unchanged", "new", "outdated", "updated")
@@ -145,6 +146,10 @@ class KnowledgeUpdateQA(Task):
     Settings = QASettings
     metrics_schema = "results.qa.v2.json"
 
+    def needs(self, settings: QASettings) -> dict[str, frozenset[Capability]]:
+        # answers are generated; an edited item's two answers are compared by log-likelihood
+        return {"task qa": frozenset({Capability.GENERATE, Capability.LOGLIKELIHOOD})}
+
     def plan(self, ctx: RunContext) -> Plan:
         s: QASettings = ctx.settings
         if ctx.model.kind != "causal":
@@ -163,10 +168,10 @@ class KnowledgeUpdateQA(Task):
         }
         return Plan(units=chunks(list(zip(items, prompts)), UNIT_ITEMS), dataset=dataset)
 
-    def score(self, ctx: RunContext, unit: Unit) -> list[dict]:
+    def score(self, ctx: RunContext, state: None, unit: Unit) -> list[dict]:
         return _item_rows(ctx.model, [r for r, _ in unit.items], [p for _, p in unit.items], ctx.settings)
 
-    def aggregate(self, ctx: RunContext, rows: list[dict]) -> Summary:
+    def aggregate(self, ctx: RunContext, state: None, rows: list[dict]) -> Summary:
         summary = aggregate(rows, seed=ctx.settings.seed)
         splits = summary["splits"]
         headline = {

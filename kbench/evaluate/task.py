@@ -1,24 +1,31 @@
 """The one shape of an evaluation task (in the spirit of inspect_ai's `Task`).
 
-A task is a class registered in `TASKS`, with four parts:
+A task is a class registered in `TASKS`, with these parts:
 
     @TASKS.register("extraction")
     class Extraction(Task):
         Settings = ExtractionSettings          # pydantic, extra="forbid": every option, with its default
         metrics_schema = "results.extraction.v2.json"
 
-        def plan(self, ctx) -> Plan            # load items from the dataset split; cut them into units
-        def score(self, ctx, unit) -> rows     # run the model over one unit; one row per item
-        def aggregate(self, ctx, rows) -> Summary   # rows (plan order) -> headline + metrics
-        def finish(self, ctx, rows, results)   # optional: extra files (known facts, plots)
+        def needs(self, settings) -> {who: capabilities}   # what the model must offer (checked first)
+        def plan(self, ctx) -> Plan                    # load items; cut them into units; Plan.state
+        def score(self, ctx, state, unit) -> rows      # run the model over one unit; one row per item
+        def aggregate(self, ctx, state, rows) -> Summary   # rows (plan order) -> headline + metrics
+        def finish(self, ctx, state, rows, results)    # optional: extra files (known facts, plots)
 
 Contracts:
+- `needs(settings)` names, per task or technique ("task truefalse", "technique caa"), the
+  `Capability`s it needs from the model under those settings; the engine refuses a model that
+  lacks one before it loads a single item (`kbench.models.interface.require`, exit code 2).
 - `plan` is a pure function of the dataset, the settings and the model: the units it returns
   (and their order) never depend on what a previous, interrupted run already computed. This is
-  what makes a resumed run bit-identical to an uninterrupted one.
-- `score(ctx, unit)` returns one dict per unit item, each with a unique "id", and must depend only
-  on the unit and the units before it (handed over by `restore`), never on time; the engine
-  journals the unit as a whole.
+  what makes a resumed run bit-identical to an uninterrupted one. What later steps need from the
+  plan (the sampled rows, fitted contexts, candidate ids) travels as `Plan.state`, a value the
+  engine hands to every later call; a task keeps nothing on `self`.
+- `score(ctx, state, unit)` returns one dict per unit item, each with a unique "id", and must depend
+  only on the unit and the units before it (handed over by `restore`, which returns the state the
+  next units see), never on time; the engine journals the unit as a whole. A unit carries what
+  `score` needs to know about it in `meta` (KEE's stage), never encoded in its key.
 - `aggregate` sees every row in plan order and returns `Summary(headline, metrics)`: headline is
   a few named Estimates (`kbench.metrics.uncertainty`) a table shows; metrics is task-specific
   and checked against `schemas/<metrics_schema>`.
@@ -29,12 +36,15 @@ data-parallel sharding and atomic writes; a task never touches them.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from kbench.models.cached import CachedModel
+from kbench.models.interface import Capability, LanguageModel
 from kbench.registry import Registry
 
 TASKS: Registry[type[Task]] = Registry(
@@ -62,10 +72,12 @@ class TaskSettings(BaseModel):
 
 @dataclass(frozen=True)
 class Unit:
-    """A fixed piece of work: `key` is unique within the plan and names the unit in the journal."""
+    """A fixed piece of work: `key` is unique within the plan and names the unit in the journal;
+    `meta` is what the task needs to know about the unit (e.g. {"stage": "caa"})."""
 
     key: str
     items: list[Any]
+    meta: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -73,6 +85,7 @@ class Plan:
     units: list[Unit]
     dataset: dict  # the envelope's `dataset` block (path, config, split, sha256)
     depends_on: dict = field(default_factory=dict)  # anything else the rows depend on (enters config.json)
+    state: Any = None  # the task's own plan value (a frozen dataclass), handed to score/restore/aggregate/finish
 
 
 @dataclass
@@ -87,24 +100,25 @@ class RunContext:
 
     settings: TaskSettings
     dataset: Path
-    model: Any  # a `kbench.models.cached.CachedModel` (a bare `LanguageModel` is wrapped, without a store)
+    model: CachedModel  # a bare `LanguageModel` given here is wrapped, without a store
     run_dir: Path
-    models: dict[str, Any] = field(default_factory=dict)  # extra models (closed-book: "base")
+    models: dict[str, CachedModel] = field(default_factory=dict)  # extra models (closed-book: "base")
 
     def __post_init__(self) -> None:
         # Tasks count cache hits and key by their code (`produced_by`) through the wrapper.
-        from kbench.models.cached import CachedModel
-
-        def wrapped(model):
+        def wrapped(model: CachedModel | LanguageModel) -> CachedModel:
             return model if isinstance(model, CachedModel) else CachedModel(model, None)
 
         self.model = wrapped(self.model)
         self.models = {role: wrapped(model) for role, model in self.models.items()}
 
 
-def chunks(items: list, size: int, prefix: str = "") -> list[Unit]:
+def chunks(items: list, size: int, prefix: str = "", meta: Mapping[str, Any] | None = None) -> list[Unit]:
     """Fixed units of `size` items in plan order: the first unit holds items 0..size-1."""
-    return [Unit(key=f"{prefix}{start // size:05d}", items=items[start : start + size]) for start in range(0, len(items), size)]
+    return [
+        Unit(key=f"{prefix}{start // size:05d}", items=items[start : start + size], meta=dict(meta or {}))
+        for start in range(0, len(items), size)
+    ]
 
 
 class Task:
@@ -115,18 +129,24 @@ class Task:
     #: part in every unit (the task trains with DDP inside `score`), the main process journals it.
     collective: ClassVar[bool] = False
 
+    def needs(self, settings: TaskSettings) -> dict[str, frozenset[Capability]]:
+        """{who: the capabilities it needs}; by default the task generates."""
+        return {f"task {self.name}": frozenset({Capability.GENERATE})}
+
     def plan(self, ctx: RunContext) -> Plan:
         raise NotImplementedError
 
-    def score(self, ctx: RunContext, unit: Unit) -> list[dict]:
+    def score(self, ctx: RunContext, state: Any, unit: Unit) -> list[dict]:
         raise NotImplementedError
 
-    def aggregate(self, ctx: RunContext, rows: list[dict]) -> Summary:
+    def aggregate(self, ctx: RunContext, state: Any, rows: list[dict]) -> Summary:
         raise NotImplementedError
 
-    def restore(self, ctx: RunContext, unit: Unit, rows: list[dict]) -> None:
+    def restore(self, ctx: RunContext, state: Any, unit: Unit, rows: list[dict]) -> Any:
         """Called with each finished unit's rows (journalled before, or just computed), in plan
-        order, for tasks whose later units read earlier ones (XTEVAL's D^theta); nothing by default."""
+        order; returns the state later units see, for tasks whose later units read earlier ones
+        (XTEVAL's D^theta). By default the state is unchanged."""
+        return state
 
-    def finish(self, ctx: RunContext, rows: list[dict], results: dict) -> None:
+    def finish(self, ctx: RunContext, state: Any, rows: list[dict], results: dict) -> None:
         """Extra files beside results.json (written atomically); nothing by default."""

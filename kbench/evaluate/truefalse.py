@@ -43,6 +43,7 @@ from kbench.evaluate.task import TASKS, Plan, RunContext, Summary, Task, TaskSet
 from kbench.io import iter_jsonl
 from kbench.metrics import uncertainty as u
 from kbench.metrics.pairs import pair_choice
+from kbench.models.interface import Capability
 from kbench.paths import default_cache_dir
 
 ANSWERS = (" True", " False")
@@ -209,19 +210,23 @@ class TrueFalse(Task):
     Settings = TrueFalseSettings
     metrics_schema = "results.truefalse.v2.json"
 
+    def needs(self, settings: TrueFalseSettings) -> dict[str, frozenset[Capability]]:
+        return {"task truefalse": frozenset({Capability.LOGLIKELIHOOD})}  # the answer forms' summed log-probs
+
     def plan(self, ctx: RunContext) -> Plan:
         s: TrueFalseSettings = ctx.settings
         split = open_split(ctx.dataset, s.split, s.config, schema="statement.v1.json", hint=HINT)
         pairs = first_pairs(split.rows, s.limit)
-        self.contexts = Contexts(s, ctx.dataset, default_cache_dir())
         depends = {"base_model": ctx.models["base"].identity} if "base" in ctx.models else {}
-        return Plan(units=chunks(pairs, UNIT_PAIRS), dataset=split.describe(), depends_on=depends)
+        # the state: the passage finder (it fills its embedding indexes as chapters come up)
+        contexts = Contexts(s, ctx.dataset, default_cache_dir())
+        return Plan(units=chunks(pairs, UNIT_PAIRS), dataset=split.describe(), depends_on=depends, state=contexts)
 
-    def score(self, ctx: RunContext, unit: Unit) -> list[dict]:
+    def score(self, ctx: RunContext, state: Contexts, unit: Unit) -> list[dict]:
         s: TrueFalseSettings = ctx.settings
         chunk = unit.items
         flat = [r for pair in chunk for r in pair]
-        found = self.contexts.for_rows(flat)
+        found = state.for_rows(flat)
         grouped, k = [], 0
         for pair in chunk:
             grouped.append(found[k : k + len(pair)])
@@ -241,7 +246,7 @@ class TrueFalse(Task):
             rows.append(item)
         return rows
 
-    def aggregate(self, ctx: RunContext, rows: list[dict]) -> Summary:
+    def aggregate(self, ctx: RunContext, state: Contexts, rows: list[dict]) -> Summary:
         s: TrueFalseSettings = ctx.settings
         summary = aggregate(rows, s.setting == "closed-book")
         metrics = {

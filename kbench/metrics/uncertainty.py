@@ -60,6 +60,11 @@ def proportion_of(flags: Sequence[bool]) -> dict:
     return proportion(sum(bool(f) for f in flags), len(flags))
 
 
+def undefined(reason: str) -> dict:
+    """An Estimate the model's backend cannot give (no exact ranks, no log-probs): never approximated."""
+    return {"value": None, "n": 0, "ci_low": None, "ci_high": None, "interval": "none", "undefined": reason}
+
+
 def _percentile(sorted_values: Sequence[float], q: float) -> float:
     """Linear interpolation between order statistics (numpy's default 'linear' method)."""
     position = q * (len(sorted_values) - 1)
@@ -151,7 +156,10 @@ def is_small(estimate: Mapping) -> bool:
 
 
 def format_estimate(estimate: Mapping | None, digits: int = 3, percent: bool = False) -> str:
-    """'0.420 [0.351, 0.492]' for tables; 'undefined' for n = 0; '*' marks n < 30."""
+    """'0.420 [0.351, 0.492]' for tables; 'undefined' for n = 0 (with the reason when there is one);
+    '*' marks n < 30."""
+    if estimate and estimate.get("undefined"):
+        return f"undefined ({estimate['undefined']})"
     if not estimate or estimate.get("value") is None:
         return "undefined"
     scale = 100 if percent else 1

@@ -43,6 +43,8 @@ def require(model, needed, who: str) -> None:
     """Refuse `model` for `who` (a task or technique, e.g. "technique caa") when it lacks one of
     `needed`: one line naming the capability and the backends that have it (exit code 2)."""
     have = set(getattr(model, "capabilities", ()))
+    if Capability.RANK_EXACT in have:  # an exact rank is known within any top k too
+        have.add(Capability.RANK_TOP_K)
     for capability in needed:
         capability = Capability(capability)
         if capability not in have:

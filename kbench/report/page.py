@@ -57,6 +57,8 @@ def cell(value: Any) -> str:
     """One <td>: an Estimate with its interval (or ± std over seeds) and the small-n mark."""
     if not is_estimate(value):
         return f"<td>{escape(fmt(value))}</td>"
+    if value.get("undefined"):
+        return f"<td title='{escape(value['undefined'])}'>undefined ({escape(value['undefined'])})</td>"
     if value.get("value") is None:
         return "<td title='undefined: no items'>undefined</td>"
     text = escape(fmt(float(value["value"])))

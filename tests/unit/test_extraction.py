@@ -185,6 +185,6 @@ def test_lama_protocol_on_a_masked_lm(tiny_masked_dir, dataset, tmp_path):
     assert (items["correct"] == (items["gold_rank"] == 1)).all()
     overall = results["metrics"]["overall"]   # nothing generated: no MAPLE / exact number under lama
     assert "maple_accuracy" not in overall and "exact_accuracy" not in overall and "first_token_p1_macro" not in overall
-    with pytest.raises(UserError, match="causal"):
+    with pytest.raises(UserError, match="extraction .--protocol maple. needs the capability 'generate'"):  # a masked LM
         run_extraction(masked, ModelRunner(masked), dataset, tmp_path / "run2", ExtractionSettings())
 

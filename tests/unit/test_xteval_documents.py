@@ -110,7 +110,7 @@ def test_iid_and_ood_splits():
 def test_ood_training_documents_never_show_a_held_out_relation():
     """Every training document (gold, hard negatives, validation rows, every epoch) of an OOD
     split names only train relations: no held-out template, head or tail reaches training."""
-    from kbench.evaluate.xteval.crossencoder import training_candidates
+    from kbench.models.training.crossencoder import training_candidates
     from kbench.evaluate.xteval.pipeline import downstream_generators, split_facts
 
     relations = [f"P{i}" for i in range(1, 6)]

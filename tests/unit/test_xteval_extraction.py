@@ -9,10 +9,11 @@ import torch
 
 from kbench.evaluate.xteval.aggregate import aggregate_setting
 from kbench.evaluate.xteval.extraction import discrete_known
-from kbench.evaluate.xteval.probes import answer_targets, prompt_probes, run_probes
 from kbench.metrics.gaps import gap_figures
 from kbench.models.loading import load_model
 from kbench.models.runner import ModelRunner
+from kbench.models.training import Trainer
+from kbench.models.training.probes import answer_targets, prompt_probes, run_probes
 from tests.fixtures_models import tiny_causal_dir, tiny_masked_dir  # noqa: F401
 
 FACTS = [("Paris", "is the capital of", "France"), ("Berlin", "is the capital of", "Germany"),
@@ -57,7 +58,7 @@ def test_discrete_probes_agree_with_the_runners_first_token_rank(fixture, reques
     ranked = ModelRunner(loaded).rank_first_token(prompts, golds)
     assert [-float(x) for x in loss] == pytest.approx([lp for _, lp in ranked], abs=1e-4)
     assert hit.tolist() == [rank == 1 for rank, _ in ranked]
-    extraction = discrete_known(loaded, rows, "first-token")
+    extraction = discrete_known(Trainer(loaded), rows, "first-token")
     assert extraction.known == [r["id"] for r, h in zip(rows, hit.tolist()) if h] and extraction.unreadable == []
 
 
@@ -72,15 +73,15 @@ def test_full_answer_is_stricter_than_first_token(tiny_causal_dir):  # noqa: F81
     for a, b in zip(first, full):
         assert b.logit_positions[0] == a.logit_positions[0] and b.target_ids[0] == a.target_ids[0]
     assert any(len(b.target_ids) > 1 for b in full)
-    known_first = set(discrete_known(loaded, rows, "first-token").known)
-    assert set(discrete_known(loaded, rows, "full-answer").known) <= known_first
+    known_first = set(discrete_known(Trainer(loaded), rows, "first-token").known)
+    assert set(discrete_known(Trainer(loaded), rows, "full-answer").known) <= known_first
 
 
 def test_masked_facts_with_multi_token_tails_are_not_probed(tiny_masked_dir):  # noqa: F811
     loaded = load_model(str(tiny_masked_dir))
     rows = _rows() + [{"id": "multi", "relation": "was born in", "subject": "Dante", "object": "Paris Berlin",
                                 "prompt_cloze": "Dante was born in", "prompt_masked": "Dante was born in [MASK] ."}]
-    extraction = discrete_known(loaded, rows, "first-token")
+    extraction = discrete_known(Trainer(loaded), rows, "first-token")
     assert extraction.unreadable == ["multi"] and "multi" not in extraction.known
 
 
@@ -110,7 +111,7 @@ def test_acc_d_std_is_over_extraction_seeds_and_downstream_std_over_runs():
 
 def test_relations_without_soft_prompt_data_leave_d(tiny_causal_dir, tmp_path):  # noqa: F811
     from kbench.evaluate.xteval.extraction import soft_known
-    from kbench.evaluate.xteval.softprompt import SoftPromptConfig
+    from kbench.models.training.softprompt import SoftPromptConfig
 
     loaded = load_model(str(tiny_causal_dir))
     rows = _rows()
@@ -119,7 +120,7 @@ def test_relations_without_soft_prompt_data_leave_d(tiny_causal_dir, tmp_path): 
     def pairs(relation):   # only one relation has train/dev facts (like T-REx vs Google-RE)
         return ([("Madrid", "Spain"), ("Paris", "France")], [("Madrid", "Spain")]) if relation == trained else ([], [])
 
-    extraction = soft_known(loaded, rows, pairs, tmp_path, SoftPromptConfig(epochs=1), 0, "first-token")
+    extraction = soft_known(Trainer(loaded), rows, pairs, tmp_path, SoftPromptConfig(epochs=1), 0, "first-token")
     assert sorted(extraction.untrained) == sorted(r["id"] for r in rows if r["relation"] != trained)
     assert not set(extraction.known) & set(extraction.untrained) and extraction.unreadable == []
     assert [p.stem for p in tmp_path.glob("*.safetensors")] == [trained]

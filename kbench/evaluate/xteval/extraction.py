@@ -1,9 +1,10 @@
 """Step 1 of XTEVAL: D^theta, the facts of D the model predicts at top-1, zero-shot.
 
 Three sources, one output (`Extraction`: the ids of the known facts, and the facts that cannot
-be probed at all); "predicts at top-1" is defined in `probes.py` for both kinds of prompt:
+be probed at all); "predicts at top-1" is defined in `kbench.models.training.probes` for both
+kinds of prompt; the probes run through the model's `kbench.models.training.Trainer`:
 - "soft" (the paper's default): per-relation OptiPrompt vectors around the head
-  (`softprompt.py`), trained on train/dev facts of the relation that are not in D (AutoPrompt
+  (`kbench.models.training.softprompt`), trained on train/dev facts of the relation that are not in D (AutoPrompt
   splits, or the dataset's train/dev splits);
 - "discrete": the dataset's own cloze prompts (`prompt_cloze` for causal LMs, `prompt_masked`
   for masked LMs), the prompts `kbench evaluate extraction` reads;
@@ -22,8 +23,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kbench.errors import InputError
-from kbench.evaluate.xteval.probes import answer_targets, prompt_probes, run_probes, soft_probe
-from kbench.evaluate.xteval.softprompt import SoftPromptConfig, load_or_train
+from kbench.models.training import Trainer
+from kbench.models.training.probes import answer_targets, prompt_probes, soft_probe
+from kbench.models.training.softprompt import SoftPromptConfig
 
 
 @dataclass
@@ -33,11 +35,11 @@ class Extraction:
     untrained: list[str] = field(default_factory=list)  # ids left out of D: no soft prompt for the relation
 
 
-def readable_rows(loaded, rows: Sequence[dict], criterion: str) -> tuple[list[tuple[dict, list[int]]], list[str]]:
+def readable_rows(trainer: Trainer, rows: Sequence[dict], criterion: str) -> tuple[list[tuple[dict, list[int]]], list[str]]:
     """(row, gold ids) of the facts the top-1 criterion can read, and the ids of the others."""
     readable, unreadable = [], []
     for r in rows:
-        targets = answer_targets(loaded.tokenizer, loaded.kind, str(r["object"]), criterion)
+        targets = answer_targets(trainer.tokenizer, trainer.kind, str(r["object"]), criterion)
         if targets is None:
             unreadable.append(str(r["id"]))
         else:
@@ -45,30 +47,19 @@ def readable_rows(loaded, rows: Sequence[dict], criterion: str) -> tuple[list[tu
     return readable, unreadable
 
 
-def _batched_hits(loaded, probes, batch_size: int, vectors=None) -> list[bool]:
-    import torch
-
-    hits: list[bool] = []
-    with torch.no_grad():
-        for start in range(0, len(probes), batch_size):
-            chunk = probes[start : start + batch_size]
-            hits += run_probes(loaded.model, chunk, loaded.tokenizer.pad_token_id, vectors)[1].tolist()
-    return hits
-
-
-def discrete_known(loaded, rows: Sequence[dict], criterion: str, batch_size: int = 32) -> Extraction:
+def discrete_known(trainer: Trainer, rows: Sequence[dict], criterion: str, batch_size: int = 32) -> Extraction:
     """D^theta with the dataset's cloze prompts (one template per fact, as `evaluate extraction`)."""
-    readable, unreadable = readable_rows(loaded, rows, criterion)
-    column = "prompt_masked" if loaded.kind == "masked" else "prompt_cloze"
+    readable, unreadable = readable_rows(trainer, rows, criterion)
+    column = "prompt_masked" if trainer.kind == "masked" else "prompt_cloze"
     probes = prompt_probes(
-        loaded.tokenizer, loaded.kind, [str(r[column]) for r, _ in readable], [targets for _, targets in readable]
+        trainer.tokenizer, trainer.kind, [str(r[column]) for r, _ in readable], [targets for _, targets in readable]
     )
-    hits = _batched_hits(loaded, probes, batch_size)
+    hits = trainer.probe_hits(probes, batch_size)
     return Extraction([str(r["id"]) for (r, _), hit in zip(readable, hits) if hit], unreadable)
 
 
 def soft_known(
-    loaded,
+    trainer: Trainer,
     rows: Sequence[dict],
     pairs: Callable[[str], tuple[list, list]],
     save_dir: Path,
@@ -80,7 +71,7 @@ def soft_known(
 ) -> Extraction:
     """D^theta with the relation's soft prompt (trained, or reused from `save_dir`). A relation's
     vectors never see its own facts of D: their subjects are excluded from the training pairs."""
-    readable, unreadable = readable_rows(loaded, rows, criterion)
+    readable, unreadable = readable_rows(trainer, rows, criterion)
     by_relation: dict[str, list[tuple[dict, list[int]]]] = defaultdict(list)
     for row, targets in readable:
         by_relation[row["relation"]].append((row, targets))
@@ -92,8 +83,7 @@ def soft_known(
     for relation in sorted(by_relation):
         group = by_relation[relation]
         template = next((r["template"] for r, _ in group if r.get("template")), None)
-        vectors = load_or_train(
-            loaded,
+        vectors = trainer.soft_prompt(
             relation,
             pairs,
             save_dir,
@@ -108,10 +98,10 @@ def soft_known(
             untrained += [str(r["id"]) for r, _ in group]
             continue
         probes = [
-            soft_probe(loaded.tokenizer, loaded.kind, str(r["subject"]), targets, cfg.n_before, cfg.n_after)
+            soft_probe(trainer.tokenizer, trainer.kind, str(r["subject"]), targets, cfg.n_before, cfg.n_after)
             for r, targets in group
         ]
-        hits = _batched_hits(loaded, probes, batch_size, vectors)
+        hits = trainer.probe_hits(probes, batch_size, vectors)
         known += [str(r["id"]) for (r, _), hit in zip(group, hits) if hit]
     return Extraction(known, unreadable, untrained)
 

@@ -24,9 +24,9 @@ from pydantic import Field
 
 from kbench.errors import UserError
 from kbench.evaluate.task import TaskSettings
-from kbench.evaluate.xteval.crossencoder import FinetuneConfig
 from kbench.evaluate.xteval.documents import DocumentGenerator, Triple
-from kbench.evaluate.xteval.softprompt import SoftPromptConfig
+from kbench.models.training.crossencoder import FinetuneConfig
+from kbench.models.training.softprompt import SoftPromptConfig
 
 
 class XtevalSettings(TaskSettings):

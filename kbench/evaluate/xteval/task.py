@@ -20,13 +20,14 @@ pooled over the runs' test queries) and usable knowledge and Gap 2 (mean over ru
 
 from __future__ import annotations
 
+import dataclasses
 from collections import defaultdict
+from dataclasses import dataclass
 from pathlib import Path
 
 from kbench.errors import UserError
 from kbench.evaluate.task import TASKS, Plan, RunContext, Summary, Task, Unit
 from kbench.evaluate.xteval.aggregate import aggregate_setting
-from kbench.evaluate.xteval.crossencoder import finetune
 from kbench.evaluate.xteval.documents import Triple, load_templates
 from kbench.evaluate.xteval.extraction import Extraction, discrete_known, read_known_facts, soft_known
 from kbench.evaluate.xteval.inference import evaluate_retrieval
@@ -35,8 +36,19 @@ from kbench.evaluate.xteval.softprompt import split_dir_pairs
 from kbench.io import stable_hash
 from kbench.metrics import uncertainty as u
 from kbench.metrics.gaps import gap_figures
+from kbench.models.interface import Capability
+from kbench.models.training import trainer
 
 EXTRACTION = "extraction"
+
+
+@dataclass(frozen=True)
+class XtevalPlan:
+    rows: list[dict]  # the facts D, in plan order
+    by_id: dict[str, dict]
+    seeds: int  # extraction seeds
+    templates: dict[str, list[str]]  # per relation the downstream document templates
+    extractions: dict[int, dict[str, str]] = dataclasses.field(default_factory=dict)  # per seed {fact id: status}, by restore
 
 
 @TASKS.register("xteval")
@@ -46,22 +58,24 @@ class Xteval(Task):
     metrics_schema = "results.xteval.v2.json"
     collective = True
 
+    def needs(self, settings: XtevalSettings) -> dict[str, frozenset[Capability]]:
+        # top-1 probes over the full vocabulary; soft prompts and the cross-encoder train
+        return {"task xteval": frozenset({Capability.RANK_EXACT, Capability.TRAIN})}
+
     def plan(self, ctx: RunContext) -> Plan:
         from kbench.dataset import open_split
 
         s: XtevalSettings = ctx.settings
-        self._settings = s
         split = open_split(ctx.dataset, s.split, s.config)
-        self.rows = load_facts(ctx.dataset, s.split, s.limit, s.seed, s.config)
-        if not self.rows:
+        rows = load_facts(ctx.dataset, s.split, s.limit, s.seed, s.config)
+        if not rows:
             raise UserError(f"{ctx.dataset}: the {s.split} split is empty")
-        self.by_id = {str(r["id"]): r for r in self.rows}
-        self.extractions: dict[int, dict] = {}
-        self.seeds = 1 if (s.extraction == "discrete" or s.known_facts) else s.extraction_seeds
-        units = [Unit(f"{EXTRACTION}/e{e}", [e]) for e in range(self.seeds)]
+        seeds = 1 if (s.extraction == "discrete" or s.known_facts) else s.extraction_seeds
+        state = XtevalPlan(rows=rows, by_id={str(r["id"]): r for r in rows}, seeds=seeds, templates=_templates(rows, s))
+        units = [Unit(f"{EXTRACTION}/e{e}", [e], {"extraction_seed": e}) for e in range(seeds)]
         units += [
             Unit(f"{setting}/e{e}-s{sp}-f{f}", [(setting, e, sp, f)])
-            for e in range(self.seeds)
+            for e in range(seeds)
             for setting in s.settings
             for sp in range(s.split_seeds)
             for f in range(s.finetune_seeds)
@@ -69,30 +83,32 @@ class Xteval(Task):
         from kbench.io import sha256_file
 
         depends = {"known_facts": sha256_file(s.known_facts) if s.known_facts else None}
-        return Plan(units=units, dataset=split.describe(), depends_on=depends)
+        return Plan(units=units, dataset=split.describe(), depends_on=depends, state=state)
 
     # ------------------------------------------------------------------ units
-    def score(self, ctx: RunContext, unit: Unit) -> list[dict]:
-        if unit.key.startswith(EXTRACTION):
-            return self._extraction(ctx, unit.items[0])
-        return self._downstream(ctx, *unit.items[0])
+    def score(self, ctx: RunContext, state: XtevalPlan, unit: Unit) -> list[dict]:
+        if "extraction_seed" in unit.meta:
+            return self._extraction(ctx, state, unit.meta["extraction_seed"])
+        return self._downstream(ctx, state, *unit.items[0])
 
-    def restore(self, ctx: RunContext, unit: Unit, rows: list[dict]) -> None:
-        if unit.key.startswith(EXTRACTION):
-            self.extractions[unit.items[0]] = {r["fact_id"]: r["status"] for r in rows}
+    def restore(self, ctx: RunContext, state: XtevalPlan, unit: Unit, rows: list[dict]) -> XtevalPlan:
+        if "extraction_seed" not in unit.meta:
+            return state
+        found = {r["fact_id"]: r["status"] for r in rows}
+        return dataclasses.replace(state, extractions={**state.extractions, unit.meta["extraction_seed"]: found})
 
-    def _extraction(self, ctx: RunContext, seed: int) -> list[dict]:
+    def _extraction(self, ctx: RunContext, state: XtevalPlan, seed: int) -> list[dict]:
         s: XtevalSettings = ctx.settings
-        loaded = ctx.model.loaded
+        network = trainer(ctx.model, "task xteval")
         if s.known_facts is not None:
-            found = Extraction(read_known_facts(Path(s.known_facts), set(self.by_id)), [])
+            found = Extraction(read_known_facts(Path(s.known_facts), set(state.by_id)), [])
         elif s.extraction == "discrete":
-            found = discrete_known(loaded, self.rows, s.top1, s.probe_batch_size)
+            found = discrete_known(network, state.rows, s.top1, s.probe_batch_size)
         else:
             pairs = split_dir_pairs(Path(s.prompt_train_dir)) if s.prompt_train_dir else self._dataset_pairs(ctx)
             found = soft_known(
-                loaded,
-                self.rows,
+                network,
+                state.rows,
                 pairs,
                 ctx.run_dir / "softprompts" / f"seed-{seed}",
                 s.softprompt,
@@ -101,13 +117,13 @@ class Xteval(Task):
                 s.probe_batch_size,
                 write=_is_main(),
             )
-        status = {i: "unknown" for i in self.by_id}
+        status = {i: "unknown" for i in state.by_id}
         status.update({i: "unreadable" for i in found.unreadable})
         status.update({i: "untrained" for i in found.untrained})
         status.update({i: "known" for i in found.known})
         if not any(v in ("known", "unknown") for v in status.values()):
             raise UserError(
-                f"none of the {len(self.rows)} facts can be probed: {len(found.unreadable)} have tails a "
+                f"none of the {len(state.rows)} facts can be probed: {len(found.unreadable)} have tails a "
                 f"masked LM cannot read at one mask, {len(found.untrained)} belong to relations without "
                 "soft-prompt train/dev facts"
             )
@@ -124,16 +140,15 @@ class Xteval(Task):
                 "status": status[fact_id],
                 "correct": status[fact_id] == "known",
             }
-            for fact_id, row in self.by_id.items()
+            for fact_id, row in state.by_id.items()
         ]
 
-    def _downstream(self, ctx: RunContext, setting: str, e: int, sp: int, f: int) -> list[dict]:
+    def _downstream(self, ctx: RunContext, state: XtevalPlan, setting: str, e: int, sp: int, f: int) -> list[dict]:
         s: XtevalSettings = ctx.settings
-        known = [i for i, v in self.extractions[e].items() if v == "known"]
-        probed = sum(v in ("known", "unknown") for v in self.extractions[e].values())
-        facts = [
-            Triple(str(self.by_id[i]["subject"]), str(self.by_id[i]["relation"]), str(self.by_id[i]["object"])) for i in known
-        ]
+        known = [i for i, v in state.extractions[e].items() if v == "known"]
+        probed = sum(v in ("known", "unknown") for v in state.extractions[e].values())
+        by_id = state.by_id
+        facts = [Triple(str(by_id[i]["subject"]), str(by_id[i]["relation"]), str(by_id[i]["object"])) for i in known]
         if len(facts) < 3:
             raise UserError(
                 f"D^theta holds {len(facts)} fact(s) (acc_D = {len(facts) / probed:.3f}); the downstream "
@@ -142,9 +157,9 @@ class Xteval(Task):
         train, test = split_facts(facts, setting, sp, s.train_fraction)
         if not test:
             raise UserError(f"the {setting} split left no test facts; use more facts (--limit)")
-        train_generator, test_generator = downstream_generators(setting, facts, train, self._templates())
+        train_generator, test_generator = downstream_generators(setting, facts, train, state.templates)
         seed = int(stable_hash([e, sp, f])[:8], 16)
-        encoder, log = finetune(ctx.model.loaded, train, train_generator, s.finetune, seed)
+        encoder, log = trainer(ctx.model, "task xteval").finetune_cross_encoder(train, train_generator, s.finetune, seed)
         queries = evaluate_retrieval(encoder, test, test_generator, s.distractors_per_type, seed, s.finetune)
         del encoder
         key = f"{setting}/e{e}-s{sp}-f{f}"
@@ -173,11 +188,11 @@ class Xteval(Task):
         return [run, *rows]
 
     # ------------------------------------------------------------------ results
-    def aggregate(self, ctx: RunContext, rows: list[dict]) -> Summary:
+    def aggregate(self, ctx: RunContext, state: XtevalPlan, rows: list[dict]) -> Summary:
         s: XtevalSettings = ctx.settings
         extraction_rows = [r for r in rows if r["kind"] == "extraction"]
         log, acc_d = [], {}
-        for e in range(self.seeds):
+        for e in range(state.seeds):
             statuses = [r["status"] for r in extraction_rows if r["extraction_seed"] == e]
             probed = sum(v in ("known", "unknown") for v in statuses)
             acc_d[e] = statuses.count("known") / probed
@@ -221,7 +236,7 @@ class Xteval(Task):
             headline[f"{setting}_usable_knowledge"] = u.mean([x["usable_knowledge"] for x in figures], seed=s.seed)
             headline[f"{setting}_gap2"] = u.mean([x["gap2"] for x in figures], seed=s.seed)
         metrics = {
-            "n_facts": len(self.rows),
+            "n_facts": len(state.rows),
             "extraction": {
                 "method": "known-facts file" if s.known_facts else s.extraction,
                 "criterion": self._criterion(ctx),
@@ -241,7 +256,7 @@ class Xteval(Task):
         }
         return Summary(headline=headline, metrics=metrics)
 
-    def finish(self, ctx: RunContext, rows: list[dict], results: dict) -> None:
+    def finish(self, ctx: RunContext, state: XtevalPlan, rows: list[dict], results: dict) -> None:
         from kbench.evaluate.xteval.report import write_report
 
         write_report(ctx.run_dir, results)
@@ -284,19 +299,16 @@ class Xteval(Task):
 
         return pairs
 
-    def _templates(self) -> dict[str, list[str]]:
-        if not hasattr(self, "_template_cache"):
-            own: dict[str, list[str]] = defaultdict(list)
-            for r in self.rows:
-                if r.get("template") and r["template"] not in own[r["relation"]]:
-                    own[r["relation"]].append(r["template"])
-            s = self._settings
-            self._template_cache = (
-                dict(own)
-                if s.templates_dir is None
-                else load_templates(Path(s.templates_dir), own, None if s.template_variants == ("all",) else s.template_variants)
-            )
-        return self._template_cache
+
+def _templates(rows: list[dict], s: XtevalSettings) -> dict[str, list[str]]:
+    """Per relation the downstream document templates: the dataset's own, or `--templates-dir`'s."""
+    own: dict[str, list[str]] = defaultdict(list)
+    for r in rows:
+        if r.get("template") and r["template"] not in own[r["relation"]]:
+            own[r["relation"]].append(r["template"])
+    if s.templates_dir is None:
+        return dict(own)
+    return load_templates(Path(s.templates_dir), own, None if s.template_variants == ("all",) else s.template_variants)
 
 
 def _is_main() -> bool:

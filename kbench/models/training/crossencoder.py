@@ -14,11 +14,13 @@ process trains on its own shard of the queries and DDP all-reduces the gradients
 change. Tested on CPU (tests/integration/test_xteval_e2e.py) with
 `ACCELERATE_USE_CPU=1 accelerate launch --multi_gpu --num_processes 2 -m kbench evaluate xteval ...`
 (DDP over gloo; `accelerate launch --cpu` itself always starts a single process).
+Reached through `kbench.models.training.Trainer` (the model's network stays inside kbench/models/).
 """
 
 from __future__ import annotations
 
 import copy
+import logging
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -27,6 +29,9 @@ import torch
 from pydantic import BaseModel, ConfigDict, Field
 
 from kbench.evaluate.xteval.documents import GOLD, TRAIN_NEGATIVE_TYPES, DocumentGenerator, Triple
+from kbench.progress import progress
+
+LOG = logging.getLogger(__name__)
 
 
 class FinetuneConfig(BaseModel):
@@ -199,29 +204,38 @@ def finetune(
     best = {"epoch": -1, "val_accuracy": -1.0}
     best_state = None
     losses = []
-    for epoch in range(cfg.epochs):
-        epoch_rng = random.Random(f"{seed}-epoch-{epoch}")  # resampled negatives every epoch
-        order = list(shard)
-        epoch_rng.shuffle(order)
-        rows = training_candidates(order, generator, cfg.negatives_per_type, epoch_rng)
-        model.train()
-        epoch_loss = 0.0
-        for start in range(0, len(rows), cfg.batch_size):
-            batch = rows[start : start + cfg.batch_size]
-            optimizer.zero_grad()
-            for m in range(0, len(batch), cfg.micro_batch_size):
-                micro = batch[m : m + cfg.micro_batch_size]
-                loss = info_nce(_batch_scores(encoder, model, micro, cfg.max_length)) * (len(micro) / len(batch))
-                accelerator.backward(loss)
-                epoch_loss += float(loss.detach()) * len(batch)
-            optimizer.step()
-            scheduler.step()
-        losses.append(epoch_loss / max(1, len(rows)))
-        encoder.model = accelerator.unwrap_model(model)
-        val_acc = _top1_accuracy(encoder, val_rows, cfg)
-        if val_acc > best["val_accuracy"]:
-            best = {"epoch": epoch, "val_accuracy": val_acc}
-            best_state = {k: v.detach().to("cpu", copy=True) for k, v in encoder.model.state_dict().items()}
+    with progress(f"cross-encoder (seed {seed})", total=total_steps, unit="steps") as advance:
+        for epoch in range(cfg.epochs):
+            epoch_rng = random.Random(f"{seed}-epoch-{epoch}")  # resampled negatives every epoch
+            order = list(shard)
+            epoch_rng.shuffle(order)
+            rows = training_candidates(order, generator, cfg.negatives_per_type, epoch_rng)
+            model.train()
+            epoch_loss = 0.0
+            for start in range(0, len(rows), cfg.batch_size):
+                batch = rows[start : start + cfg.batch_size]
+                optimizer.zero_grad()
+                for m in range(0, len(batch), cfg.micro_batch_size):
+                    micro = batch[m : m + cfg.micro_batch_size]
+                    loss = info_nce(_batch_scores(encoder, model, micro, cfg.max_length)) * (len(micro) / len(batch))
+                    accelerator.backward(loss)
+                    epoch_loss += float(loss.detach()) * len(batch)
+                optimizer.step()
+                scheduler.step()
+                advance(1)
+            losses.append(epoch_loss / max(1, len(rows)))
+            encoder.model = accelerator.unwrap_model(model)
+            val_acc = _top1_accuracy(encoder, val_rows, cfg)
+            if val_acc > best["val_accuracy"]:
+                best = {"epoch": epoch, "val_accuracy": val_acc}
+                best_state = {k: v.detach().to("cpu", copy=True) for k, v in encoder.model.state_dict().items()}
+    LOG.info(
+        "cross-encoder (seed %d): best validation accuracy %.3f at epoch %d of %d",
+        seed,
+        best["val_accuracy"],
+        best["epoch"] + 1,
+        cfg.epochs,
+    )
     encoder.model.load_state_dict(best_state)
     encoder.model.eval()
     return encoder, {

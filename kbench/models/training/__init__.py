@@ -1,0 +1,71 @@
+"""Training and top-1 probing through an in-process model's network (`Capability.TRAIN`).
+
+    from kbench.models.training import trainer
+    train = trainer(ctx.model, "task xteval")      # refuses a model without TRAIN (exit code 2)
+    hits = train.probe_hits(probes, batch_size=32)  # teacher-forced top-1 probes (probes.py)
+    vectors = train.soft_prompt("P19", pairs, save_dir, cfg, seed)   # softprompt.py
+    encoder, log = train.finetune_cross_encoder(facts, generator, cfg, seed)   # crossencoder.py
+
+The one place outside a backend that holds the torch module: tasks (XTEVAL) and `kbench read`
+call these methods and never see the network, the `LoadedModel` or a backend's attributes.
+
+    probes.py        teacher-forced top-1 probes (first token / full answer / the mask), soft-prompt slots
+    softprompt.py    OptiPrompt-style per-relation soft prompts (frozen model, safetensors)
+    crossencoder.py  XTEVAL's cross-encoder (fresh scalar head) and its InfoNCE fine-tuning
+    reading.py       `kbench read`'s continued pre-training loop and its per-epoch checkpoints
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from kbench.models.interface import Capability, LanguageModel, require
+from kbench.models.training.probes import Probe
+
+if TYPE_CHECKING:
+    from kbench.models.loading import LoadedModel
+
+
+class Trainer:
+    """What training and probing may use of one model: its tokenizer, kind and identity, and
+    methods that run the network."""
+
+    def __init__(self, weights: LoadedModel):
+        self._weights = weights
+        self.tokenizer = weights.tokenizer
+        self.kind = weights.kind
+        self.identity = weights.identity
+
+    def probe_hits(self, probes: Sequence[Probe], batch_size: int, vectors=None) -> list[bool]:
+        """Per probe: is every target token the argmax (with soft-prompt `vectors` in its slots)?"""
+        import torch
+
+        from kbench.models.training.probes import run_probes
+
+        hits: list[bool] = []
+        with torch.no_grad():
+            for start in range(0, len(probes), batch_size):
+                chunk = probes[start : start + batch_size]
+                hits += run_probes(self._weights.model, chunk, self.tokenizer.pad_token_id, vectors)[1].tolist()
+        return hits
+
+    def soft_prompt(self, relation: str, pairs: Callable[[str], tuple[list, list]], save_dir: Path, cfg, seed: int, **options):
+        """The relation's soft-prompt vectors, reused from `save_dir` or trained (`softprompt.load_or_train`)."""
+        from kbench.models.training.softprompt import load_or_train
+
+        return load_or_train(self._weights, relation, pairs, save_dir, cfg, seed, **options)
+
+    def finetune_cross_encoder(self, train_facts, generator, cfg, seed: int):
+        """A fresh cross-encoder fine-tuned on a copy of the network: (encoder, log) (`crossencoder.finetune`)."""
+        from kbench.models.training.crossencoder import finetune
+
+        return finetune(self._weights, train_facts, generator, cfg, seed)
+
+
+def trainer(model: LanguageModel, who: str) -> Trainer:
+    """The `Trainer` of an in-process model; a model without `Capability.TRAIN` is refused for `who`."""
+    require(model, [Capability.TRAIN], who)
+    backend = getattr(model, "inner", model)  # the result cache's wrapper holds the backend
+    return Trainer(backend.loaded)

@@ -1,0 +1,140 @@
+"""Tasks declare what they need from a model: a generation-only backend (a plain-Python stand-in
+for a `transformers serve`-like server) runs extraction with its rank metrics undefined, and is
+refused for truefalse, qa, xteval and white-box techniques before any item is read; through the
+CLI a model lacking a capability exits with code 2 and one line naming it."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+import polars as pl
+import pytest
+
+from kbench.errors import UserError
+from kbench.evaluate.engine import evaluate_task, validate
+from kbench.evaluate.extraction import UNDEFINED
+from kbench.metrics.uncertainty import format_estimate
+from kbench.models.interface import Capability
+from tests.conftest import run_kbench
+from tests.dataset_folders import question_dataset
+from tests.fixtures_models import tiny_causal_dir, tiny_masked_dir  # noqa: F401
+
+FACTS = [("P36", "France", "Paris"), ("P36", "Germany", "Berlin"), ("P19", "Dante", "Florence"), ("P495", "Toyota", "Japan")]
+ANSWERS = {"France": " Paris.", "Germany": " Bonn", "Dante": " Florence\n", "Toyota": " Japan"}  # the server's answers
+
+
+class GenerationOnly:
+    """A backend that only generates (the `LanguageModel` attributes, no torch, no ranks)."""
+
+    kind = "causal"
+    dtype = "float32"
+    code = "standin-v1"
+    backend = "standin"
+    capabilities = frozenset({Capability.GENERATE})
+
+    def __init__(self, tokenizer):
+        self.tokenizer = tokenizer
+        self.name = "standin:generation-only"
+        self.identity = "standin:generation-only"
+        self.calls: list[str] = []
+
+    def describe(self) -> dict:
+        return {"name": self.name, "identity": self.identity, "kind": self.kind, "dtype": self.dtype, "weights": {}}
+
+    def generate(self, prompts: Sequence[str], max_new_tokens: int = 32, stop: Sequence[str] | None = None, *, intervention=None):
+        self.calls.append("generate")
+        out = []
+        for prompt in prompts:
+            text = next(answer for subject, answer in ANSWERS.items() if subject in prompt)
+            for s in stop or ():
+                text = text.split(s)[0]
+            out.append(text)
+        return out
+
+    def rank_first_token(self, *args, **kwargs):
+        raise UserError("the stand-in has no ranks")
+
+    generate_and_rank = score_answers = sample = rank_first_token
+
+
+@pytest.fixture
+def standin(tiny_causal_dir):  # noqa: F811
+    from transformers import AutoTokenizer
+
+    return GenerationOnly(AutoTokenizer.from_pretrained(str(tiny_causal_dir)))
+
+
+@pytest.fixture
+def dataset(tmp_path):
+    rows = [{"id": f"q{i}", "relation": r, "subject": s, "object": o, "answers": [o], "prompt_cloze": f"{s} is in"}
+            for i, (r, s, o) in enumerate(FACTS)]
+    return question_dataset(tmp_path / "ds", rows)
+
+
+def test_extraction_on_a_generation_only_backend_marks_rank_metrics_undefined(standin, dataset, tmp_path):
+    results = evaluate_task("extraction", standin, dataset, tmp_path / "run", {"stop": ["\n"]})
+    validate(results, "results.v2.json")
+    validate(results["metrics"], "results.extraction.v2.json")
+    assert standin.calls == ["generate"]  # answers come from generate alone, never a rank call
+    assert results["model"]["backend"] == "standin" and results["model"]["capabilities"] == ["generate"]
+    overall, headline = results["metrics"]["overall"], results["headline"]
+    assert results["metrics"]["ranks"] == "none"
+    assert overall["maple_accuracy"]["value"] == 0.75 and overall["maple_accuracy"]["n"] == 4  # Bonn is wrong
+    for name in ("first_token_p1", "first_token_p1_macro", "mean_gold_logprob"):
+        assert overall[name] == {"value": None, "n": 0, "ci_low": None, "ci_high": None, "interval": "none",
+                                 "undefined": UNDEFINED["none"]}
+    assert headline["first_token_p1_macro"]["undefined"] == UNDEFINED["none"]
+    assert format_estimate(headline["first_token_p1_macro"]) == f"undefined ({UNDEFINED['none']})"
+    for slice_ in results["metrics"]["per_relation"].values():
+        assert slice_["first_token_p1"]["undefined"]
+    items = pl.read_parquet(tmp_path / "run" / "items.parquet")
+    assert items["gold_rank"].null_count() == items.height == 4 and items["correct"].to_list() == [True, False, True, True]
+
+
+@pytest.mark.parametrize(("task", "settings", "capability"), [
+    ("truefalse", {}, "loglikelihood"),
+    ("qa", {}, "loglikelihood"),
+    ("xteval", {}, "rank_exact"),
+    ("extraction", {"protocol": "lama"}, "rank_top_k"),
+    ("extraction", {"protocol": "lama", "common_vocab": "vocab.txt"}, "rank_exact"),
+])
+def test_refused_before_any_item_is_read(standin, tmp_path, task, settings, capability):
+    missing = tmp_path / "no-such-dataset"  # the check comes first: the missing folder is never opened
+    with pytest.raises(UserError) as raised:
+        evaluate_task(task, standin, missing, tmp_path / "run", settings)
+    message = str(raised.value)
+    assert f"task {task}" in message and f"capability {capability!r}" in message and "backends that have it: hf" in message
+    assert "\n" not in message and not (tmp_path / "run").exists()
+
+
+def test_kee_refuses_a_technique_whose_needs_the_model_lacks(standin, tmp_path):
+    from kbench.evaluate.kee import UNDECLARED_NEEDS
+    from kbench.evaluate.techniques import TECHNIQUES
+
+    # a technique class that declares no `needs` is taken to need white-box access and exact ranks
+    baseline_needs = getattr(TECHNIQUES.get("baseline")[0], "needs", UNDECLARED_NEEDS)
+    first = "baseline" if baseline_needs - standin.capabilities else "caa"
+    with pytest.raises(UserError, match=f"technique {first} needs the capability '(white_box|rank_exact)'"):
+        evaluate_task("kee", standin, tmp_path / "no-such-dataset", tmp_path / "run", {"techniques": ("baseline", "caa")})
+
+
+def test_cli_refuses_a_masked_lm_for_truefalse_with_exit_2(tiny_masked_dir, dataset, tmp_path):  # noqa: F811
+    done = run_kbench("evaluate", "truefalse", "--dataset", str(dataset), "--model", str(tiny_masked_dir),
+                      "--out", str(tmp_path / "run"))
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    lines = [line for line in done.stderr.splitlines() if line.startswith("error:")]
+    assert len(lines) == 1 and "task truefalse needs the capability 'loglikelihood'" in lines[0] and "(backend hf)" in lines[0]
+    assert not (tmp_path / "run" / "journal.jsonl").exists()
+
+
+def test_results_record_the_capabilities_of_an_in_process_model(tiny_causal_dir, dataset, tmp_path):  # noqa: F811
+    from kbench.models.loading import load_model
+    from kbench.models.runner import ModelRunner
+
+    results = evaluate_task("extraction", ModelRunner(load_model(str(tiny_causal_dir))), dataset, tmp_path / "run",
+                            {"max_new_tokens": 2})
+    assert results["model"]["backend"] == "hf"
+    assert results["model"]["capabilities"] == sorted(c.value for c in Capability)
+    assert results["metrics"]["ranks"] == "exact" and results["headline"]["first_token_p1_macro"]["value"] is not None
+    assert json.loads((tmp_path / "run" / "results.json").read_text())["model"] == results["model"]
