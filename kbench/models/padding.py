@@ -14,30 +14,32 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 
-def pad_left(seqs: Sequence[Sequence[int]], pad_id: int, device=None):
-    """(input_ids, attention mask, position ids), each [rows, longest], on `device`."""
+def token_grid(placed: Sequence[tuple[int, int, Sequence[int]]], rows: int, width: int, pad_id: int):
+    """(input_ids, mask) [rows, width] (CPU): each (row, start, tokens) of `placed` written at its
+    row from column `start`, the pad id everywhere else (mask 1 on the placed tokens). Padded
+    batches place one sequence per row; packed ones (`kbench.models.packing`) several."""
     import torch
 
+    input_ids = torch.full((rows, width), pad_id, dtype=torch.long)
+    mask = torch.zeros((rows, width), dtype=torch.long)
+    for row, start, tokens in placed:
+        input_ids[row, start : start + len(tokens)] = torch.as_tensor(list(tokens), dtype=torch.long)
+        mask[row, start : start + len(tokens)] = 1
+    return input_ids, mask
+
+
+def pad_left(seqs: Sequence[Sequence[int]], pad_id: int, device=None):
+    """(input_ids, attention mask, position ids), each [rows, longest], on `device`."""
     width = max(len(s) for s in seqs)
-    input_ids = torch.full((len(seqs), width), pad_id, dtype=torch.long)
-    mask = torch.zeros((len(seqs), width), dtype=torch.long)
-    for row, seq in enumerate(seqs):
-        input_ids[row, width - len(seq) :] = torch.as_tensor(list(seq), dtype=torch.long)
-        mask[row, width - len(seq) :] = 1
+    input_ids, mask = token_grid([(row, width - len(seq), seq) for row, seq in enumerate(seqs)], len(seqs), width, pad_id)
     positions = (mask.cumsum(1) - 1).clamp(min=0)  # real tokens start at position 0 in every row
     return input_ids.to(device), mask.to(device), positions.to(device)
 
 
 def pad_right(seqs: Sequence[Sequence[int]], pad_id: int, device=None):
     """(input_ids, attention mask), each [rows, longest], real tokens first in every row."""
-    import torch
-
     width = max(len(s) for s in seqs)
-    input_ids = torch.full((len(seqs), width), pad_id, dtype=torch.long)
-    mask = torch.zeros((len(seqs), width), dtype=torch.long)
-    for row, seq in enumerate(seqs):
-        input_ids[row, : len(seq)] = torch.as_tensor(list(seq), dtype=torch.long)
-        mask[row, : len(seq)] = 1
+    input_ids, mask = token_grid([(row, 0, seq) for row, seq in enumerate(seqs)], len(seqs), width, pad_id)
     return input_ids.to(device), mask.to(device)
 
 

@@ -37,13 +37,13 @@ class WhiteBoxMethods:
         def compute(batch: list[int]) -> list:
             seqs = [encoded[i] for i in batch]
             if packed:
-                rows_cols = pack(self.network, seqs, self.pad_id, self.device)
+                packed_rows = pack(self.network, seqs, self.pad_id, self.device)
                 at = (
-                    self.torch.tensor([row for row, _, _ in rows_cols.spans], device=self.device),
-                    self.torch.tensor([start + n - 1 for _, start, n in rows_cols.spans], device=self.device),
+                    self.torch.tensor([row for row, _, _ in packed_rows.spans], device=self.device),
+                    self.torch.tensor([start + n - 1 for _, start, n in packed_rows.spans], device=self.device),
                 )
                 with _CAPTURE[site](self.network, layers, at=at) as seen:
-                    last_token_logits(self.network, rows_cols)
+                    last_token_logits(self.network, packed_rows)
             else:
                 input_ids, mask, positions = pad_left(seqs, self.pad_id, self.device)
                 at = (

@@ -83,7 +83,7 @@ class Xteval(Task):
 
     def _extraction(self, ctx: RunContext, seed: int) -> list[dict]:
         s: XtevalSettings = ctx.settings
-        loaded = ctx.model.loaded
+        loaded = ctx.model.training_weights()
         if s.known_facts is not None:
             found = Extraction(read_known_facts(Path(s.known_facts), set(self.by_id)), [])
         elif s.extraction == "discrete":
@@ -144,7 +144,7 @@ class Xteval(Task):
             raise UserError(f"the {setting} split left no test facts; use more facts (--limit)")
         train_generator, test_generator = downstream_generators(setting, facts, train, self._templates())
         seed = int(stable_hash([e, sp, f])[:8], 16)
-        encoder, log = finetune(ctx.model.loaded, train, train_generator, s.finetune, seed)
+        encoder, log = finetune(ctx.model.training_weights(), train, train_generator, s.finetune, seed)
         queries = evaluate_retrieval(encoder, test, test_generator, s.distractors_per_type, seed, s.finetune)
         del encoder
         key = f"{setting}/e{e}-s{sp}-f{f}"
