@@ -44,8 +44,6 @@ SEED_A = 42
 PARTITION = "partition"
 FITTING_SPLITS = ("train", "dev")
 UNIT_ITEMS = 64
-#: what a technique class that declares no `needs` may use (everything but training)
-UNDECLARED_NEEDS = frozenset({Capability.GENERATE, Capability.RANK_EXACT, Capability.WHITE_BOX})
 
 
 class KeeSettings(TaskSettings):
@@ -125,8 +123,8 @@ def _output_rows(name: str, items: Sequence[KeeItem], outputs, case_sensitive: b
             answer=out.answer,
             correct=maple_correct(out.answer, item.answers, case_sensitive=case_sensitive),
             exact=exact_match(out.answer, item.answers, case_sensitive=case_sensitive),
-            gold_rank=int(out.gold_rank),
-            gold_logprob=float(out.gold_logprob),
+            gold_rank=None if out.gold_rank is None else int(out.gold_rank),
+            gold_logprob=None if out.gold_logprob is None else float(out.gold_logprob),
             detail=json.dumps(out.detail, ensure_ascii=False, sort_keys=True),
         )
         for item, out in zip(items, outputs)
@@ -136,7 +134,7 @@ def _output_rows(name: str, items: Sequence[KeeItem], outputs, case_sensitive: b
 def _partition_rows(
     context: KeeContext, items: Sequence[KeeItem], temperature: float, n_samples: int, case_sensitive: bool, intervention=None
 ) -> list[dict]:
-    samples = context.runner.sample(
+    samples = context.model.sample(
         [context.answer_prompt(i.question) for i in items],
         k=n_samples,
         temperature=temperature,
@@ -182,29 +180,43 @@ def _summary(
                 "shallow": len(shallow),
                 "deep": len(deep),
             }
-        # PRS over the unflipped failures not ranked first under either (metrics.prs)
-        eligible = [i for i in ids if not base[i] and not correct[i] and base_rank[i] != 1 and rank[i] != 1]
         out[name] = {
             "accuracy": _share(list(correct.values())),
             "exact_accuracy": _share([rows[i]["exact"] for i in ids]),
             "gain": _share([correct[i] for i in ids if not base[i]]),
             "loss": _share([not correct[i] for i in ids if base[i]]),
-            "prs": {
-                "n": len(eligible),
-                "improved": _share([rank[i] < base_rank[i] for i in eligible]),
-                "tied": _share([rank[i] == base_rank[i] for i in eligible]),
-                "worsened": _share([rank[i] > base_rank[i] for i in eligible]),
-            },
+            "prs": _prs(ids, base, correct, base_rank, rank),
             "beyond_sampling": rates,
             "vs_baseline": u.mcnemar(correct, base),
         }
     return out
 
 
+def _prs(ids, base, correct, base_rank, rank) -> dict:
+    """PRS over the unflipped failures not ranked first under either (metrics.prs); undefined,
+    with the reason, where the model gave no exact ranks (a rank known only within a server's
+    top k would change which items count)."""
+    if any(base_rank[i] is None or rank[i] is None for i in ids):
+        return {
+            "n": 0,
+            **{label: _share([]) for label in ("improved", "tied", "worsened")},
+            "undefined": "the model has no exact full-vocabulary ranks (capability rank_exact); PRS is not approximated",
+        }
+    eligible = [i for i in ids if not base[i] and not correct[i] and base_rank[i] != 1 and rank[i] != 1]
+    return {
+        "n": len(eligible),
+        "improved": _share([rank[i] < base_rank[i] for i in eligible]),
+        "tied": _share([rank[i] == base_rank[i] for i in eligible]),
+        "worsened": _share([rank[i] > base_rank[i] for i in eligible]),
+    }
+
+
 def _stability(techniques: Sequence[str], by_tech, partitions, ids, k: int, sweep_max: int) -> dict:
     """Per temperature and rate: Kendall tau-b of the method ranking at each K vs at K = k."""
     base = {i: by_tech["baseline"][i]["correct"] for i in ids}
     methods = [t for t in techniques if t != "baseline"]  # the baseline recovers nothing by definition
+    if not methods:  # the baseline alone: no ranking to be stable
+        return {}
     out = {}
     for t, samples in partitions.items():
         per_rate: dict[str, dict[int, dict]] = {"sgr": {}, "dgr": {}}
@@ -238,16 +250,15 @@ class KnowledgeElicitation(Task):
         """Each chosen technique's declared needs (its class's `needs`); the partition samples."""
         out = {"task kee (the shallow/deep partition)": frozenset({Capability.GENERATE})}
         for name in settings.techniques:
-            out[f"technique {name}"] = frozenset(getattr(TECHNIQUES.get(name)[0], "needs", UNDECLARED_NEEDS))
+            out[f"technique {name}"] = TECHNIQUES.get(name)[0].needs
         return out
 
     def plan(self, ctx: RunContext) -> Plan:
         s: KeeSettings = ctx.settings
         if ctx.model.kind != "causal":
             raise UserError("kee generates answers and needs a causal LM")
-        technique_params = resolve(
-            s.techniques, s.recite_runs, s.top_k, s.top_p, s.technique_params, ctx.model.model
-        )  # checked before any unit runs
+        # checked before any unit runs
+        technique_params = resolve(s.techniques, s.recite_runs, s.top_k, s.top_p, s.technique_params, ctx.model)
         split = open_split(ctx.dataset, s.split, s.config, schema="question.v1.json")
         rows = seeded_sample(split.rows, s.limit, s.seed)
         if not rows:
@@ -260,7 +271,7 @@ class KnowledgeElicitation(Task):
             pool_rows = seeded_sample(open_split(ctx.dataset, pool_split, split.config).rows, s.fit_pool_limit, s.seed)
             train_items = [to_item(r) for r in pool_rows]
         context = KeeContext(
-            runner=ctx.model,
+            model=ctx.model,
             fit_dir=ctx.run_dir / "fits",
             train_items=train_items,
             seed=s.seed,
@@ -290,7 +301,7 @@ class KnowledgeElicitation(Task):
         technique = get_technique(name, **_technique_params(name, s))
         # the technique's own code enters every cache key of its calls: a fixed technique never
         # gets the old technique's outputs back
-        with state.context.runner.produced_by(code_hash(type(technique).__module__)):
+        with state.context.model.produced_by(code_hash(type(technique).__module__)):
             outputs = technique.run(state.context, unit.items)
         return _output_rows(name, unit.items, outputs, s.case_sensitive)
 

@@ -18,19 +18,24 @@ inputs, so a call resumed after a crash returns the bits an uninterrupted one re
 in only the missing items would put them into other batches and change their last bits).
 
 Without a store (`--no-cache`, `cache=None`) every call goes to the model and is counted as
-computed. Everything that is not a model method (the white-box handles `model`, `device`,
-`pad_id`, a backend's extras) is the wrapped model's, reached through attribute delegation as
-lm-eval's `CachingLM` does.
+computed. The wrapper offers exactly the interface (`LanguageModel`, and `WhiteBoxModel`'s
+methods, which a backend without `Capability.WHITE_BOX` refuses): no attribute passes through
+to the backend, so a task cannot reach past the interface.
+
+White-box values: `activations` are stored per text as float32 bytes (base64, with the shape),
+so a cached fit gets back the exact bits (SmolLM2: 69 KB per text and site for its 30 x 576
+residual values); `strongest_attention` as integer lists.
 """
 
 from __future__ import annotations
 
+import base64
 import contextlib
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from kbench.io import stable_hash
-from kbench.models.interface import LanguageModel
+from kbench.models.interface import Capability, LanguageModel, NetworkLayout, require
 from kbench.models.provenance import cache_versions, source_hash
 from kbench.models.result_cache import ResultCache
 
@@ -43,14 +48,46 @@ class CachedModel:
         self.own_code = source_hash([__name__])  # how values are keyed and stored
         self._stats: dict[str, dict[str, int]] = {}
 
-    def __getattr__(self, attr: str) -> Any:
-        # Only reached for attributes this wrapper lacks: identity, tokenizer, white-box handles.
-        if attr == "inner":  # not yet set (copy / unpickling): never recurse
-            raise AttributeError(attr)
-        return getattr(self.inner, attr)
+    # ------------------------------------------------------------------ what the model is
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    @property
+    def identity(self) -> str:
+        return self.inner.identity
+
+    @property
+    def kind(self) -> str:
+        return self.inner.kind
+
+    @property
+    def dtype(self) -> str:
+        return self.inner.dtype
+
+    @property
+    def tokenizer(self) -> Any:
+        return self.inner.tokenizer
+
+    @property
+    def code(self) -> str:
+        return self.inner.code
+
+    @property
+    def backend(self) -> str:
+        return self.inner.backend
+
+    @property
+    def capabilities(self) -> frozenset[Capability]:
+        return frozenset(self.inner.capabilities)
 
     def describe(self) -> dict:
         return self.inner.describe()
+
+    def training_weights(self):
+        """The backend's trainable weights (`Capability.TRAIN`: xteval's soft prompts and fine-tuning,
+        `kbench read`); training outputs are not cached."""
+        return self.inner.training_weights()
 
     # ------------------------------------------------------------------ provenance and counts
     @contextlib.contextmanager
@@ -146,6 +183,31 @@ class CachedModel:
         )
         return [list(samples) for samples in values]
 
+    # ------------------------------------------------------------------ white-box methods
+    def layout(self) -> NetworkLayout:
+        require(self, [Capability.WHITE_BOX], "the network layout")
+        return self.inner.layout()
+
+    def activations(self, texts: Sequence[str], site: str, layers: Sequence[int]):
+        require(self, [Capability.WHITE_BOX], "reading activations")
+        keys = self._keys("activations", {"site": site, "layers": list(layers)}, [{"text": t} for t in texts], None)
+
+        def compute() -> list:
+            return [_tensor_value(row) for row in self.inner.activations(texts, site, layers)]
+
+        return _stacked([_value_tensor(v) for v in self._one_method("activations", keys, compute)], len(layers))
+
+    def strongest_attention(self, sequences: Sequence[Sequence[int]], queries: Sequence[int]):
+        import torch
+
+        require(self, [Capability.WHITE_BOX], "reading attention")
+        items = [{"sequence": [int(t) for t in seq]} for seq in sequences]
+        keys = self._keys("strongest_attention", {"queries": [int(q) for q in queries]}, items, None)
+        values = self._one_method(
+            "strongest_attention", keys, lambda: self.inner.strongest_attention(sequences, queries).tolist()
+        )
+        return torch.tensor(values, dtype=torch.long)
+
     # ------------------------------------------------------------------ keys and lookups
     def _rank_keys(self, prompts, golds, candidate_ids, intervention) -> list[str]:
         items = [{"prompt": p, "gold": g} for p, g in zip(prompts, golds)]
@@ -156,6 +218,8 @@ class CachedModel:
         return self._keys("generate", params, [{"prompt": p} for p in prompts], intervention)
 
     def _keys(self, method: str, params: dict, items: list[dict], intervention) -> list[str]:
+        if intervention is not None and intervention.white_box:
+            require(self, [Capability.WHITE_BOX], f"{method} with intervention {intervention.key[:12]}")
         common = {
             "model": self.inner.identity,
             "method": method,
@@ -191,6 +255,25 @@ class CachedModel:
 def _rank(rank, logprob) -> tuple[int | None, float | None]:
     """A (rank, logprob) pair as stored; None (beyond a server's top k) stays None."""
     return (None if rank is None else int(rank), None if logprob is None else float(logprob))
+
+
+def _tensor_value(tensor) -> dict:
+    """A float32 tensor as a JSON value that gives back the same bits."""
+    array = tensor.float().contiguous().numpy()
+    return {"shape": list(array.shape), "float32": base64.b64encode(array.tobytes()).decode("ascii")}
+
+
+def _value_tensor(value: dict):
+    import torch
+
+    raw = bytearray(base64.b64decode(value["float32"]))
+    return torch.frombuffer(raw, dtype=torch.float32).reshape(value["shape"])
+
+
+def _stacked(rows: list, layers: int):
+    import torch
+
+    return torch.stack(rows) if rows else torch.zeros((0, layers))
 
 
 def _candidates(candidate_ids: Sequence[int] | None) -> dict:

@@ -46,7 +46,7 @@ def decode(
     processor = intervention.logits_processor if intervention else None
     input_ids, mask, positions = runner.pad_left(seqs)
     capacity = input_ids.shape[1] + max_new_tokens
-    eos = set(_as_list(runner.model.generation_config.eos_token_id) or _as_list(runner.tokenizer.eos_token_id))
+    eos = set(_as_list(runner.network.generation_config.eos_token_id) or _as_list(runner.tokenizer.eos_token_id))
     generated: list[list[int]] = [[] for _ in range(len(seqs) * copies)]
     active = list(range(len(generated)))  # output rows still decoding
     row_of = [r // copies for r in active]  # output row -> its batch row (prefill: its prompt)
@@ -126,9 +126,9 @@ def _packed_prefill(runner, seqs: list[list[int]], capacity: int):
     chunks, scores, start = [], [], 0
     while start < len(seqs):
         end = start + prompts_within([len(s) for s in seqs[start:]], budget)
-        packed = pack(runner.model, seqs[start:end], runner.pad_id, runner.device)
+        packed = pack(runner.network, seqs[start:end], runner.pad_id, runner.device)
         chunk_cache = Cache(layer_class_to_replicate=DynamicLayer)
-        scores.append(last_token_logits(runner.model, packed, chunk_cache))
+        scores.append(last_token_logits(runner.network, packed, chunk_cache))
         chunks.append((chunk_cache, range(start, end), packed.spans))
         start = end
     return torch.cat(scores), cache_of_prompts(chunks, [len(s) for s in seqs], capacity)

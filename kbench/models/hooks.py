@@ -11,8 +11,8 @@ error), so the model computes exactly what it computed before once the block end
         ...
     with capture_residual(model, [5, 6]) as seen:                       # activation reading, probes
         model(**batch); seen[5]  # (batch, seq, hidden)
-    with capture_head_inputs(model, [12]) as seen:                      # per-head outputs
-        model(**batch); seen[12] # (batch, seq, heads, head_dim)
+    with capture_head_inputs(model, [12], at=(rows, cols)) as seen:     # per-head outputs, at chosen positions
+        model(**batch); seen[12] # (positions, heads, head_dim)
 
 Layout contract: the model exposes its decoder blocks as `model.model.layers` (Llama, Mistral,
 Qwen2, Gemma, OLMo, SmolLM) and each block an attention module `self_attn` whose output
@@ -25,17 +25,9 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
 
 from kbench.errors import UserError
-
-
-@dataclass(frozen=True)
-class HeadLayout:
-    num_layers: int
-    num_heads: int
-    head_dim: int
-    hidden_size: int
+from kbench.models.interface import NetworkLayout
 
 
 def decoder_layers(model):
@@ -49,11 +41,11 @@ def decoder_layers(model):
     return layers
 
 
-def head_layout(model) -> HeadLayout:
+def head_layout(model) -> NetworkLayout:
     config = model.config
     num_heads = config.num_attention_heads
     head_dim = getattr(config, "head_dim", None) or config.hidden_size // num_heads
-    return HeadLayout(len(decoder_layers(model)), num_heads, head_dim, config.hidden_size)
+    return NetworkLayout(len(decoder_layers(model)), num_heads, head_dim, config.hidden_size, config.vocab_size)
 
 
 def _layer(model, index: int):
@@ -142,16 +134,22 @@ def mask_heads(model, heads_by_layer: Mapping[int, Sequence[int]]):
     return _edit_heads(model, dict(masks()), lambda h, keep: h * keep.to(h.device, h.dtype))
 
 
+def _picked(x, at):
+    """x (batch, seq, ...) at the positions `at` = (rows, cols), or all of x."""
+    return x if at is None else x[at[0], at[1]]
+
+
 @contextlib.contextmanager
-def capture_residual(model, layers: Sequence[int]) -> Iterator[dict]:
-    """Record the residual stream leaving each listed block: seen[layer] = (batch, seq, hidden).
-    The last forward pass wins; tensors are detached."""
+def capture_residual(model, layers: Sequence[int], at=None) -> Iterator[dict]:
+    """Record the residual stream leaving each listed block: seen[layer] = (batch, seq, hidden),
+    or (positions, hidden) at `at` = (row indices, column indices) only, so the whole stream is
+    never kept. The last forward pass wins; tensors are detached."""
     seen: dict[int, object] = {}
     handles = []
     for index in layers:
 
         def hook(_module, _inputs, output, index=index):
-            seen[index] = _hidden_of(output).detach()
+            seen[index] = _picked(_hidden_of(output).detach(), at)
 
         handles.append(_layer(model, index).register_forward_hook(hook))
     with _registered(handles):
@@ -159,16 +157,17 @@ def capture_residual(model, layers: Sequence[int]) -> Iterator[dict]:
 
 
 @contextlib.contextmanager
-def capture_head_inputs(model, layers: Sequence[int]) -> Iterator[dict]:
+def capture_head_inputs(model, layers: Sequence[int], at=None) -> Iterator[dict]:
     """Record the per-head attention outputs (the input of o_proj): seen[layer] =
-    (batch, seq, num_heads, head_dim). The last forward pass wins; tensors are detached."""
+    (batch, seq, num_heads, head_dim), or (positions, num_heads, head_dim) at `at` (as
+    `capture_residual`). The last forward pass wins; tensors are detached."""
     layout = head_layout(model)
     seen: dict[int, object] = {}
     handles = []
     for index in layers:
 
         def pre_hook(_module, args, index=index):
-            x = args[0].detach()
+            x = _picked(args[0].detach(), at)
             seen[index] = x.view(*x.shape[:-1], layout.num_heads, layout.head_dim)
 
         handles.append(_output_projection(model, index).register_forward_pre_hook(pre_hook))

@@ -1,21 +1,30 @@
 """The model interface every evaluation task talks to (in the spirit of lm-eval's `LM`).
 
-`LanguageModel` is what a backend implements and a task may call. `WhiteBoxModel` adds the
-handles that techniques which hook into the network (CAA, ITI, DeCoRe, Activation Decoding)
-need. The Hugging Face implementation is `kbench.models.runner.ModelRunner`. `open_model(spec)`
-opens the backend's model inside the result cache's wrapper (`kbench.models.cached.CachedModel`,
-which adds `produced_by` and `cache_stats`); a backend knows nothing of the cache. Another
-backend (vLLM) would implement `LanguageModel` and register its opener in `BACKENDS`.
+Four names, one meaning each:
+- `LanguageModel`: the interface a backend implements and a task calls (text in, text/scores
+  out); `WhiteBoxModel` adds the layer/head layout, activations and interventions that CAA, ITI,
+  DeCoRe and Activation Decoding need. Tasks and techniques see nothing else of a model.
+- `CachedModel` (`kbench.models.cached`): the result cache around any `LanguageModel`; it is
+  what `open_model(spec)` returns and what a task's context holds.
+- the network: the torch module of the Hugging Face backend. Only `kbench/models/` touches it.
+- `LoadedModel` (`kbench.models.loading`): the Hugging Face backend's loaded weights, tokenizer
+  and provenance; only `kbench/models/` sees it.
+"Runner" means the Hugging Face backend, `kbench.models.runner.ModelRunner`, and nothing else.
+A backend knows nothing of the cache. Another backend implements `LanguageModel` (and
+`WhiteBoxModel` if it can) in one module and registers its opener in `BACKENDS`.
 
 Text contract (all methods): an answer / gold is the exact continuation of its prompt, leading
 space included (" France"); results come back in input order, one per prompt; every method
 batches internally, so callers pass whole lists.
+
+Interventions are data (`Intervention`: steering vectors, head shifts, a logits recipe), never
+code that reaches into a network: the backend carries them out, and their `key` enters every
+cache key of the call.
 """
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Callable, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Protocol, runtime_checkable
@@ -56,22 +65,80 @@ def require(model, needed, who: str) -> None:
 
 
 @dataclass(frozen=True)
+class Steering:
+    """Add `multiplier * vector` (hidden,) to the residual stream leaving decoder block `layer`, at
+    every position, or (`last_only`) at the last position of each forward pass: with a KV cache
+    that is the prompt's last token, then each generated token (CAA)."""
+
+    layer: int
+    vector: Any
+    multiplier: float = 1.0
+    last_only: bool = True
+
+
+@dataclass(frozen=True)
+class HeadShift:
+    """Add shifts[layer] ((num_heads, head_dim), zero rows for untouched heads) to the per-head
+    attention outputs (the input of the output projection), at every position or the last (ITI)."""
+
+    shifts: Mapping[int, Any]
+    last_only: bool = True
+
+
+@dataclass(frozen=True)
+class MaskedHeadContrast:
+    """DeCoRe_entropy: next-token scores (1 + a) · base − a · masked, where masked are the logits of
+    the same model with `heads` ({layer: [head, ...]}) zeroed and a the entropy of softmax(base),
+    capped at `alpha_cap` when given."""
+
+    heads: Mapping[int, Sequence[int]]
+    alpha_cap: float | None = None
+
+
+@dataclass(frozen=True)
+class ActivationEntropy:
+    """Activation Decoding: scores log_softmax(final) − alpha · H(v), H the in-context entropy of
+    lm_head(residual leaving block `layer`) over the prompt's positions (after the final norm when
+    `final_norm`); tokens below relative_top · max p placed below every plausible one."""
+
+    layer: int
+    alpha: float
+    relative_top: float
+    final_norm: bool = False
+
+
+@dataclass(frozen=True)
+class SamplingTruncation:
+    """Top-k / top-p truncation of the sampling distribution at `temperature` (MAPLE's sampling
+    scheme): tokens outside it can never be drawn."""
+
+    temperature: float
+    top_k: int | None = None
+    top_p: float = 1.0
+
+
+LogitsRecipe = MaskedHeadContrast | ActivationEntropy | SamplingTruncation
+
+
+@dataclass(frozen=True)
 class Intervention:
-    """A change to the model's computation for one runner call.
+    """A change to the model's computation for one call, described as data.
 
     key: a complete description of the change (technique, layer, multiplier, vector hash...);
         it enters every cache key, so two different interventions must have different keys.
-    hooks: `hooks(model)` returns a context manager that is entered around all forward passes
-        of the call, e.g. one registering forward hooks that add a steering vector.
-    logits_processor: `processor(input_ids, scores) -> scores` with input_ids [B, T] (left
-        padded with the pad id) and scores [B, V] float32; applied wherever the runner reads
-        next-token scores: before ranking, before scoring each answer token, at every decoding
-        step. A transformers `LogitsProcessorList` fits this signature.
+    edits: changes to the forward passes (`Steering`, `HeadShift`), applied to every pass of the call.
+    logits: a change to the next-token scores wherever the backend reads them: before ranking,
+        before scoring each answer token, at every decoding step.
     """
 
     key: str
-    hooks: Callable[[Any], contextlib.AbstractContextManager] | None = None
-    logits_processor: Callable[[Any, Any], Any] | None = None
+    edits: tuple[Steering | HeadShift, ...] = ()
+    logits: LogitsRecipe | None = None
+
+    @property
+    def white_box(self) -> bool:
+        """Whether carrying it out needs the network (everything but a sampling truncation)."""
+        return bool(self.edits) or (self.logits is not None and not isinstance(self.logits, SamplingTruncation))
 
 
 @runtime_checkable
@@ -138,13 +205,35 @@ class LanguageModel(Protocol):
         batching). Causal LMs only."""
 
 
+@dataclass(frozen=True)
+class NetworkLayout:
+    num_layers: int  # decoder blocks
+    num_heads: int  # attention heads per block
+    head_dim: int
+    hidden_size: int  # width of the residual stream
+    vocab_size: int
+
+
+#: What `WhiteBoxModel.activations` reads at each text's last token: the residual stream leaving
+#: each decoder block, or each block's per-head attention outputs (the output projection's input).
+ACTIVATION_SITES = ("residual", "heads")
+
+
 @runtime_checkable
 class WhiteBoxModel(LanguageModel, Protocol):
-    """A LanguageModel whose network a technique may hook into (`Intervention.hooks`)."""
+    """A LanguageModel with `Capability.WHITE_BOX`: its layout, its activations, interventions."""
 
-    model: Any  # the torch module (layers, attention heads, lm_head)
-    device: Any
-    pad_id: int
+    def layout(self) -> NetworkLayout:
+        """Layers, heads, head size, hidden size and vocabulary size of the network."""
+
+    def activations(self, texts: Sequence[str], site: str, layers: Sequence[int]):
+        """float32 activations at the last token of each text (tokenised alone, special tokens
+        added), a tensor [texts, len(layers), hidden] for site "residual" or [texts, len(layers),
+        heads, head_dim] for site "heads"."""
+
+    def strongest_attention(self, sequences: Sequence[Sequence[int]], queries: Sequence[int]):
+        """For each token-id sequence (run alone, no padding), the position each head attends to
+        most from each query position: an int tensor [sequences, layers, heads, len(queries)]."""
 
 
 @dataclass(frozen=True)

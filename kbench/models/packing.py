@@ -26,6 +26,8 @@ from typing import Any
 
 import torch
 
+from kbench.models.padding import token_grid
+
 MIN_ROW_WIDTH = 32  # rows at least this wide: few fill slots; attention cost grows with the width
 _WORKS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
@@ -52,10 +54,9 @@ def pack(model, seqs: list[list[int]], pad_id: int, device) -> Packed:
             row = len(free) - 1
         spans[i] = (row, width - free[row], n)
         free[row] -= n
-    input_ids = torch.full((len(free), width), pad_id, dtype=torch.long)
+    input_ids, _ = token_grid([(row, start, seq) for seq, (row, start, _) in zip(seqs, spans)], len(free), width, pad_id)
     positions = torch.zeros((len(free), width), dtype=torch.long)  # fill slots: each one its own sequence
-    for seq, (row, start, n) in zip(seqs, spans):
-        input_ids[row, start : start + n] = torch.tensor(seq)
+    for row, start, n in spans:
         positions[row, start : start + n] = torch.arange(n)
     input_ids, positions = input_ids.to(device), positions.to(device)
     return Packed(input_ids, positions, _block_diagonal_mask(model, positions), spans)

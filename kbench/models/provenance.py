@@ -35,6 +35,10 @@ RUNNER_MODULES = (
     "kbench.models.packing",
     "kbench.models.kv_cache",
     "kbench.models.ranking",
+    "kbench.models.padding",
+    "kbench.models.interventions",
+    "kbench.models.hooks",
+    "kbench.models.whitebox",
 )
 PACKAGES = ("kbench", "torch", "transformers", "accelerate", "tokenizers", "safetensors", "gguf", "numpy")
 # Modules whose imports a technique's code hash follows: the code that shapes model calls.

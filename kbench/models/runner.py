@@ -24,8 +24,12 @@ The runner computes every call it gets (each distinct item once); the result cac
 around it (`kbench.models.cached.CachedModel`), keyed by `code`, the source of the runner's
 modules, among the rest.
 
-Interventions (steering hooks, decoding changes) go through `Intervention` per call, so
-techniques reuse these batched paths instead of writing their own loops.
+Interventions (steering vectors, head shifts, logits recipes) come as data, `Intervention`, per
+call; `kbench.models.interventions` carries them out on the network, so techniques reuse these
+batched paths instead of writing their own loops. The white-box methods (layout, activations,
+attention) are `kbench.models.whitebox`'s, on the same batching.
+
+Names: `loaded` is the `LoadedModel` (weights, tokenizer, provenance), `network` its torch module.
 """
 
 from __future__ import annotations
@@ -40,10 +44,13 @@ from kbench.models.cpu_allocator import keep_freed_memory
 from kbench.models.decoding import decode
 from kbench.models.encoding import PromptEncoder
 from kbench.models.interface import BACKENDS, Capability, Intervention
+from kbench.models.interventions import Realised, realise
 from kbench.models.loading import LoadedModel
 from kbench.models.packing import last_token_logits, pack, packing_works, prompts_within
+from kbench.models.padding import pad_left, pad_right
 from kbench.models.provenance import RUNNER_MODULES, source_hash
 from kbench.models.ranking import gold_ranks
+from kbench.models.whitebox import WhiteBoxMethods
 
 CPU_TOKENS_PER_BATCH = 1024  # padded batches; measured on SmolLM2: 4096-token ones pad more and spill caches
 CPU_PACKED_TOKENS = 2048  # packed forward passes (no padding): 2048 ranked ~8% faster than 1024
@@ -54,13 +61,13 @@ def _is_oom(exc: BaseException) -> bool:
     return "out of memory" in str(exc).lower()
 
 
-class ModelRunner:
+class ModelRunner(WhiteBoxMethods):
     def __init__(self, loaded: LoadedModel, batch_size: int | None = None):
         import torch
 
         self.torch = torch
         self.loaded = loaded
-        self.model = loaded.model
+        self.network = loaded.model
         self.tokenizer = loaded.tokenizer
         self.batch_size = batch_size
         self.code = source_hash(RUNNER_MODULES)  # what computes this backend's outputs (cache keys)
@@ -107,6 +114,10 @@ class ModelRunner:
             "weights": weights_provenance(self.loaded),
         }
 
+    def training_weights(self) -> LoadedModel:
+        """The loaded weights that xteval's soft prompts / fine-tuning and `kbench read` train."""
+        return self.loaded
+
     # ------------------------------------------------------------------ public methods
     def rank_first_token(
         self,
@@ -120,6 +131,7 @@ class ModelRunner:
         for masked LMs). rank = 1 + the number of tokens scored strictly higher, over the full
         vocabulary, or over `candidate_ids` when given (LAMA's restricted vocabulary); logprob is
         the log-softmax over the full vocabulary. One forward pass per batch, logits_to_keep=1."""
+        intervention = self._realised(intervention)
         _same_length(prompts, golds)
         encoded = self.encoder.rank_items(prompts, golds)
         candidates = self._candidates(candidate_ids)
@@ -136,6 +148,7 @@ class ModelRunner:
     ) -> list[tuple[float, list[float]]]:
         """(sum of log-probs, per-token log-probs) of each answer continuing its prompt,
         teacher-forced in one forward pass per batch."""
+        intervention = self._realised(intervention)
         self._require_causal("score_answers")
         _same_length(prompts, answers)
         pairs = self.encoder.continuations(prompts, answers)
@@ -174,6 +187,7 @@ class ModelRunner:
         """Greedy continuation of each prompt (KV-cached), special tokens dropped. A row stops
         at its end-of-sequence token, at `max_new_tokens`, or once its text contains a stop
         string; the text is cut before the first stop string."""
+        intervention = self._realised(intervention)
         self._require_causal("generate")
         stop = list(stop or [])
         encoded = self.encoder.encode(prompts)
@@ -198,6 +212,7 @@ class ModelRunner:
         """(greedy text, rank, logprob) per prompt: `generate` and `rank_first_token` in one pass.
         The ranking reads the scores the generation prefill computes anyway, so it costs no
         forward pass of its own. Results are those of the two methods."""
+        intervention = self._realised(intervention)
         self._require_causal("generate_and_rank")
         _same_length(prompts, golds)
         stop = list(stop or [])
@@ -239,6 +254,7 @@ class ModelRunner:
         batching or on the other prompts, and the first k samples of a larger k are the same.
         Each step inverts the sample's cumulative distribution at its next uniform (exact
         categorical sampling, vectorised over rows)."""
+        intervention = self._realised(intervention)
         self._require_causal("sample")
         if k < 1 or temperature <= 0:
             raise UserError(f"sample needs k >= 1 and temperature > 0 (got k={k}, temperature={temperature})")
@@ -320,13 +336,13 @@ class ModelRunner:
         """Tokens per packed prefill chunk in `decode` (None: the whole batch at once)."""
         return CPU_PACKED_TOKENS if self.device.type == "cpu" else None
 
-    def packs(self, intervention: Intervention | None) -> bool:
+    def packs(self, intervention: Realised | None) -> bool:
         """Whether this call reads next-token scores from packed rows: causal LMs whose packed
         passes match unpacked ones, unless the intervention hooks into the model."""
         return (
             self.loaded.kind == "causal"
             and (intervention is None or intervention.hooks is None)
-            and packing_works(self.model, self.pad_id)
+            and packing_works(self.network, self.pad_id)
         )
 
     def _batch_rows(self, prompt_tokens: int, new_tokens: int = 0, copies: int = 1) -> int:
@@ -336,7 +352,7 @@ class ModelRunner:
         if self.batch_size:
             return min(self.batch_size, self._oom_cap)
         if self.device.type == "cuda":
-            cfg = self.model.config
+            cfg = self.network.config
             per_token = 4 * cfg.hidden_size * (getattr(cfg, "num_hidden_layers", 12) * 2 + 16)  # KV + activations, fp32 bound
             per_row = copies * ((prompt_tokens + new_tokens) * per_token + 8 * getattr(cfg, "vocab_size", 50000))
             free, _ = self.torch.cuda.mem_get_info(self.device)
@@ -351,15 +367,7 @@ class ModelRunner:
     # cache), `intervened` (the intervention's hooks around the passes), `packs` (whether this call
     # reads packed rows). Other backends need not have them; tasks use the LanguageModel methods.
     def pad_left(self, seqs: list[list[int]]):
-        torch = self.torch
-        width = max(len(s) for s in seqs)
-        input_ids = torch.full((len(seqs), width), self.pad_id, dtype=torch.long)
-        mask = torch.zeros((len(seqs), width), dtype=torch.long)
-        for row, seq in enumerate(seqs):
-            input_ids[row, width - len(seq) :] = torch.tensor(seq)
-            mask[row, width - len(seq) :] = 1
-        positions = (mask.cumsum(1) - 1).clamp(min=0)  # real tokens start at position 0 in every row
-        return input_ids.to(self.device), mask.to(self.device), positions.to(self.device)
+        return pad_left(seqs, self.pad_id, self.device)
 
     def forward(self, input_ids, mask, positions, cache=None, logits_to_keep: int = 1):
         kwargs: dict[str, Any] = {
@@ -372,38 +380,38 @@ class ModelRunner:
             kwargs.update(cache=cache, use_cache=True)
         else:
             kwargs["use_cache"] = False
-        return self.model(**kwargs)
+        return self.network(**kwargs)
 
-    def _next_token_scores(self, seqs: list[list[int]], read_at: list[int | None], intervention: Intervention | None):
+    def _next_token_scores(self, seqs: list[list[int]], read_at: list[int | None], intervention: Realised | None):
         """[B, V] float32 scores at the next position (causal) or at `read_at` (masked)."""
         torch = self.torch
         if self.packs(intervention):
-            scores = last_token_logits(self.model, pack(self.model, seqs, self.pad_id, self.device))
+            scores = last_token_logits(self.network, pack(self.network, seqs, self.pad_id, self.device))
             input_ids = self.pad_left(seqs)[0] if intervention and intervention.logits_processor else None
         elif self.loaded.kind == "causal":
             input_ids, mask, positions = self.pad_left(seqs)
             with self.intervened(intervention):
                 scores = self.forward(input_ids, mask, positions).logits[:, -1].float()
         else:  # masked LMs use absolute positions from 0, so pad on the right
-            width = max(len(s) for s in seqs)
-            input_ids = torch.full((len(seqs), width), self.pad_id, dtype=torch.long)
-            mask = torch.zeros_like(input_ids)
-            for row, seq in enumerate(seqs):
-                input_ids[row, : len(seq)] = torch.tensor(seq)
-                mask[row, : len(seq)] = 1
-            input_ids, mask = input_ids.to(self.device), mask.to(self.device)
+            input_ids, mask = pad_right(seqs, self.pad_id, self.device)
             with self.intervened(intervention):
-                logits = self.model(input_ids=input_ids, attention_mask=mask).logits
+                logits = self.network(input_ids=input_ids, attention_mask=mask).logits
             rows = torch.arange(len(seqs), device=self.device)
             scores = logits[rows, torch.tensor(read_at, device=self.device)].float()
         if intervention and intervention.logits_processor:
             scores = intervention.logits_processor(input_ids, scores)
         return scores
 
-    def intervened(self, intervention: Intervention | None):
+    def intervened(self, intervention: Realised | None):
         if intervention is None or intervention.hooks is None:
             return contextlib.nullcontext()
-        return intervention.hooks(self.model)
+        return intervention.hooks(self.network)
+
+    def _realised(self, intervention: Intervention | Realised | None) -> Realised | None:
+        """The call's intervention carried out on this network (once per call)."""
+        if intervention is None or isinstance(intervention, Realised):
+            return intervention
+        return realise(self.network, self.pad_id, intervention)
 
     def _require_causal(self, method: str) -> None:
         if self.loaded.kind != "causal":

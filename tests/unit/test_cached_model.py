@@ -11,14 +11,15 @@ import sqlite3
 import sys
 
 import pytest
+import torch
 
 from kbench.evaluate.techniques.base import KeeContext, KeeItem
 from kbench.models.cached import CachedModel
-from kbench.models.interface import LanguageModel
+from kbench.models.interface import Capability, LanguageModel
 from kbench.models.loading import load_model
 from kbench.models.provenance import _direct_imports, code_hash
 from kbench.models.result_cache import ResultCache
-from kbench.models.interface import Intervention
+from kbench.models.interface import Intervention, SamplingTruncation, Steering
 from kbench.models.runner import ModelRunner
 from tests.fixtures_models import tiny_causal_dir  # noqa: F401
 from tests.unit.test_runner import GOLDS, PROMPTS, count_forwards
@@ -49,6 +50,8 @@ class CountingBackend:
     receives is recorded. The wrapper must cache it exactly as it caches the HF runner."""
 
     name, identity, kind, dtype, tokenizer, code = "toy", "sha256:toy", "causal", "float32", None, "toy-code-1"
+    backend = "toy"
+    capabilities = frozenset({Capability.GENERATE, Capability.LOGLIKELIHOOD, Capability.RANK_EXACT})
 
     def __init__(self):
         self.calls: list[tuple[str, int]] = []
@@ -175,27 +178,15 @@ def test_interventions_change_outputs_and_cache_keys(causal, tmp_path):
     cache = ResultCache(tmp_path / "results.sqlite")
     runner = cached(cache, causal)
     runner.rank_first_token(PROMPTS, GOLDS)
-    france = causal.tokenizer(" France", add_special_tokens=False)["input_ids"][0]
-
-    def boost_france(input_ids, scores):  # rows come length-sorted, so the boost must not depend on the row
-        scores = scores.clone()
-        scores[:, france] += 1000.0
-        return scores
-
+    layout = runner.layout()
     golds = [" France"] * len(PROMPTS)
-    boosted = runner.rank_first_token(PROMPTS, golds, intervention=Intervention("boost", logits_processor=boost_france))
-    assert [r for r, _ in boosted] == [1] * len(PROMPTS)
-    assert runner.rank_first_token(PROMPTS, golds) != boosted
+    top1 = Intervention("top-1", logits=SamplingTruncation(1.0, top_k=1))  # every gold but the top token ranks 2
+    truncated = runner.rank_first_token(PROMPTS, golds, intervention=top1)
+    assert {r for r, _ in truncated} <= {1, 2}
+    assert runner.rank_first_token(PROMPTS, golds) != truncated
 
-    @contextlib.contextmanager
-    def zero_last_layer(model):
-        handle = model.model.layers[-1].mlp.register_forward_hook(lambda m, i, o: o * 0)
-        try:
-            yield
-        finally:
-            handle.remove()
-
-    steered = runner.generate(PROMPTS, max_new_tokens=4, intervention=Intervention("zero-mlp", hooks=zero_last_layer))
+    steer = Intervention("steer", edits=(Steering(layout.num_layers - 1, torch.full((layout.hidden_size,), 5.0), last_only=False),))
+    steered = runner.generate(PROMPTS, max_new_tokens=4, intervention=steer)
     assert steered != runner.generate(PROMPTS, max_new_tokens=4)
     assert cache.misses == 5 * len(PROMPTS) - 1  # each variant got its own keys; (PROMPTS[0], France) was cached
 
@@ -204,33 +195,27 @@ ITEMS = [KeeItem("q1", "What is the capital of France?", ("Paris",)),
          KeeItem("q2", "Where was Dante born?", ("Florence",)),
          KeeItem("q3", "Which country is Toyota from?", ("Japan",))]
 
-# A technique whose logits processor pushes one token up by BOOST. Its Intervention key names
-# the technique but not BOOST: the kind of bug a fix to a technique's code repairs.
+# A technique that truncates the scores to the TOP_K best tokens. Its Intervention key names
+# the technique but not TOP_K: the kind of bug a fix to a technique's code repairs.
 TECHNIQUE = '''
 from kbench.evaluate.techniques.base import Technique, greedy_answers
-from kbench.models.interface import Intervention
+from kbench.models.interface import Intervention, SamplingTruncation
 
-BOOST = {boost}
+TOP_K = {top_k}
 
 
 class Boosted(Technique):
     family = "decoding"
 
     def run(self, context, items):
-        token = context.runner.tokenizer(" Paris", add_special_tokens=False)["input_ids"][0]
-
-        def boost(input_ids, scores):
-            scores = scores.clone()
-            scores[:, token] += BOOST
-            return scores
-
         prompts = [context.answer_prompt(i.question) for i in items]
-        return greedy_answers(context, prompts, items, Intervention("boosted", logits_processor=boost))
+        truncation = Intervention("boosted", logits=SamplingTruncation(1.0, top_k=TOP_K))
+        return greedy_answers(context, prompts, items, truncation)
 '''
 
 
-def _write_technique(folder, boost: float):
-    (folder / "kbench_test_boosted.py").write_text(TECHNIQUE.format(boost=boost))
+def _write_technique(folder, top_k: int | None):
+    (folder / "kbench_test_boosted.py").write_text(TECHNIQUE.format(top_k=top_k))
     importlib.invalidate_caches()
     if "kbench_test_boosted" in sys.modules:
         return importlib.reload(sys.modules["kbench_test_boosted"])
@@ -241,14 +226,14 @@ def _run(module, loaded, cache, tmp_path):
     """What the KEE evaluation does: run the technique inside `produced_by(code_hash(module))`."""
     runner = cached(cache, loaded)
     with runner.produced_by(code_hash(module.__name__)):
-        outputs = module.Boosted().run(KeeContext(runner=runner, fit_dir=tmp_path / "fits"), ITEMS)
+        outputs = module.Boosted().run(KeeContext(model=runner, fit_dir=tmp_path / "fits"), ITEMS)
     return [(o.answer, o.gold_rank) for o in outputs], runner.cache_stats()
 
 
 def test_changed_technique_code_is_recomputed_and_unchanged_code_reused(causal, tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(tmp_path))
     cache = ResultCache(tmp_path / "results.sqlite")
-    module = _write_technique(tmp_path, 0.0)
+    module = _write_technique(tmp_path, None)
     plain, stats = _run(module, causal, cache, tmp_path)
     assert stats["computed"] == len(ITEMS) and stats["hits"] == 0
 
@@ -256,11 +241,10 @@ def test_changed_technique_code_is_recomputed_and_unchanged_code_reused(causal, 
     assert again == plain and stats == {"hits": 3, "computed": 0,
                                         "by_method": {"generate_and_rank": {"hits": 3, "computed": 0}}}
 
-    module = _write_technique(tmp_path, 1000.0)                      # the fix: same Intervention key
+    module = _write_technique(tmp_path, 1)                           # the fix: same Intervention key
     fixed, stats = _run(module, causal, cache, tmp_path)
     assert stats["computed"] == len(ITEMS) and stats["hits"] == 0
-    assert fixed != plain and fixed[0][1] == 1              # " Paris" (q1's gold) is now on top everywhere
-    assert all(answer.startswith("Paris") for answer, _ in fixed)
+    assert fixed != plain and {rank for _, rank in fixed} <= {1, 2}    # top-1 truncation: a gold ranks 1 or 2
 
 
 def test_without_a_store_every_call_is_computed_and_counted(causal):
@@ -272,10 +256,9 @@ def test_without_a_store_every_call_is_computed_and_counted(causal):
 
 def test_technique_code_covers_the_kbench_modules_it_uses():
     """A technique's hash covers its module and the modules that shape its model calls (base,
-    fitting, hooks, the Intervention's interface), not the registry, so a new technique does not
-    invalidate others."""
+    fitting, the Intervention's interface; the backend's own modules are in its `code`), not the
+    registry, so a new technique does not invalidate others."""
     assert _direct_imports("kbench.evaluate.techniques.caa") == {
-        "kbench.evaluate.techniques.base", "kbench.evaluate.techniques.fitting", "kbench.models.hooks",
-        "kbench.models.interface"}
+        "kbench.evaluate.techniques.base", "kbench.evaluate.techniques.fitting", "kbench.models.interface"}
     assert _direct_imports("kbench.evaluate.techniques.baseline") == {"kbench.evaluate.techniques.base"}
     assert code_hash("kbench.evaluate.techniques.baseline") != code_hash("kbench.evaluate.techniques.temperature")

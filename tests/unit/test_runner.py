@@ -11,7 +11,7 @@ import kbench.models.runner as runner_module
 from kbench.models import ranking
 from kbench.models.loading import load_model
 from kbench.models.packing import packing_works
-from kbench.models.interface import Intervention
+from kbench.models.interface import Intervention, Steering
 from kbench.models.runner import ModelRunner
 from tests.fixtures_models import tiny_causal_dir, tiny_masked_dir  # noqa: F401
 
@@ -296,7 +296,8 @@ def test_models_that_mix_packed_prompts_are_run_padded(tiny_causal_dir):
 
     good = ModelRunner(load_model(str(tiny_causal_dir)))
     assert good.packs(None)
-    assert not good.packs(Intervention("hooked", hooks=lambda model: contextlib.nullcontext()))
+    hooked = Intervention("hooked", edits=(Steering(0, torch.zeros(good.layout().hidden_size)),))
+    assert not good.packs(good._realised(hooked))
     blind = load_model(str(tiny_causal_dir))
     blind.model.__class__ = PackingBlind
     runner = ModelRunner(blind, batch_size=1)

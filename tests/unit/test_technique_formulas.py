@@ -15,14 +15,16 @@ import torch
 
 from kbench.errors import UserError
 from kbench.evaluate.techniques import get_technique, parse_technique_params
-from kbench.evaluate.techniques.activation_decoding import (PromptEntropies, in_context_entropy, info_layer,
-                                                            sharpness_processor, sharpness_scores)
+from kbench.evaluate.techniques.activation_decoding import info_layer
 from kbench.evaluate.techniques.base import KeeContext
 from kbench.evaluate.techniques.caa import CAA, best_layer, mean_difference
-from kbench.evaluate.techniques.decore import contrast, entropy_contrast, top_heads
+from kbench.evaluate.techniques.decore import top_heads
 from kbench.evaluate.techniques.iti import head_intervention, head_shifts, heads_to_shift, select_heads
 from kbench.evaluate.techniques.recite import vote
 from kbench.models import hooks
+from kbench.models.interface import ActivationEntropy, MaskedHeadContrast
+from kbench.models.interventions import (PromptEntropies, activation_entropy, contrast, in_context_entropy,
+                                         masked_head_contrast, realise, sharpness_scores)
 from kbench.models.loading import load_model
 from kbench.models.runner import ModelRunner
 from tests.fixtures_models import tiny_causal_dir  # noqa: F401
@@ -66,7 +68,7 @@ def test_decore_processor_contrasts_with_the_heads_cut_out_of_the_weights(loaded
     with torch.no_grad():
         base = model(ids).logits[:, -1].float()
         cut = ablated(ids).logits[:, -1].float()
-    got = entropy_contrast(model, loaded.tokenizer.pad_token_id, masked_heads)(ids, base)
+    got = masked_head_contrast(model, loaded.tokenizer.pad_token_id, MaskedHeadContrast(masked_heads))(ids, base)
     p = base.softmax(-1)
     h = -(p * p.log()).sum(-1, keepdim=True)
     assert torch.allclose(got, (1 + h) * base - h * cut, atol=1e-4)
@@ -81,12 +83,12 @@ def test_decore_masks_the_top_retrieval_heads():
 
 def test_decore_records_what_it_masked_and_how(loaded, tmp_path):
     technique = get_technique("decore", retrieval_heads=3, trials=1)
-    record = technique.heads(KeeContext(runner=ModelRunner(loaded), fit_dir=tmp_path))
+    record = technique.heads(KeeContext(model=ModelRunner(loaded), fit_dir=tmp_path))
     assert len(record["masked_heads"]) == 3 and len(record["retrieval_scores"]) == 3
     assert record["retrieval_scores"] == sorted(record["retrieval_scores"], reverse=True)
     assert "retrieval score" in record["selection"] and "1 teacher-forced" in record["selection"]
     with pytest.raises(UserError, match="17 retrieval heads but the model has 16"):
-        get_technique("decore", retrieval_heads=17).check(loaded.model)
+        get_technique("decore", retrieval_heads=17).check(ModelRunner(loaded))
 
 
 # ---------------------------------------------------------------- Activation Decoding
@@ -144,7 +146,7 @@ def test_activation_decoding_processor_applies_the_formula(loaded):
         final = model(ids).logits[:, -1].float()
         states = model(ids, output_hidden_states=True).hidden_states[info_layer(4) + 1][0]
         h = in_context_entropy(model.model.norm(states) @ model.get_output_embeddings().weight.T)
-        got = sharpness_processor(model, pad, info_layer(4), 2.0, 0.0, final_norm=True)(ids, final)
+        got = activation_entropy(model, pad, ActivationEntropy(info_layer(4), 2.0, 0.0, final_norm=True))(ids, final)
     assert torch.allclose(got[0], final[0].log_softmax(-1) - 2.0 * h, atol=1e-4)
 
 
@@ -181,7 +183,8 @@ def test_iti_moves_only_the_chosen_heads_at_the_last_position(loaded):
     ids = _ids(loaded, "Question: Where was Marie Curie born?\nAnswer:")
     with torch.no_grad(), hooks.capture_head_inputs(model, [1]) as before:
         model(ids)
-    with torch.no_grad(), head_intervention({1: shift}).hooks(model), hooks.capture_head_inputs(model, [1]) as after:
+    shifted = realise(model, loaded.tokenizer.pad_token_id, head_intervention({1: shift}))
+    with torch.no_grad(), shifted.hooks(model), hooks.capture_head_inputs(model, [1]) as after:
         model(ids)
     delta = after[1] - before[1]                      # (batch, seq, heads, head_dim)
     assert torch.allclose(delta[0, -1, 2], shift[2], atol=1e-6)
@@ -207,7 +210,7 @@ def test_caa_vectors_are_mean_last_token_residual_differences(loaded):
     block's entry there has the final norm applied, so it is compared up to the one before)."""
     true = ["Question: capital of France?\nAnswer: Paris", "Question: capital of Italy?\nAnswer: Rome"]
     false = ["Question: capital of France?\nAnswer: Rome", "Question: Spain?\nAnswer: Paris", "Answer: Ulm"]
-    context = KeeContext(runner=ModelRunner(loaded), fit_dir=None)
+    context = KeeContext(model=ModelRunner(loaded), fit_dir=None)
     got = CAA.vectors(context, true, false)
 
     def last_states(text):
@@ -247,7 +250,7 @@ def test_technique_params_are_validated_and_parsed():
 def test_settings_resolve_to_validated_params_before_anything_runs(loaded):
     from kbench.evaluate.techniques.settings import resolve
 
-    got = resolve(("baseline", "temp0.7", "recite", "iti"), 5, 40, 0.9, {"iti": {"heads": 4}}, loaded.model)
+    got = resolve(("baseline", "temp0.7", "recite", "iti"), 5, 40, 0.9, {"iti": {"heads": 4}}, ModelRunner(loaded))
     assert got["temp0.7"] == {"temperature": 0.7, "votes": 10, "seed": 0, "top_k": 40, "top_p": 0.9}
     assert got["recite"]["runs"] == 5 and got["iti"]["heads"] == 4 and got["baseline"] == {}
     with pytest.raises(UserError, match="given for caa, which --techniques does not run"):
@@ -255,4 +258,4 @@ def test_settings_resolve_to_validated_params_before_anything_runs(loaded):
     with pytest.raises(UserError, match="0 < top_p <= 1"):
         resolve(("baseline",), 20, None, 0.0, {})
     with pytest.raises(UserError, match="K = 48 heads but the model has 16"):
-        resolve(("baseline", "iti"), 20, None, 1.0, {}, loaded.model)
+        resolve(("baseline", "iti"), 20, None, 1.0, {}, ModelRunner(loaded))

@@ -39,7 +39,7 @@ def loaded(tiny_causal_dir):  # noqa: F811
 
 def _context(loaded, folder, cache=True):
     runner = CachedModel(ModelRunner(loaded), ResultCache(folder / "cache.sqlite") if cache else None)
-    return KeeContext(runner=runner, fit_dir=folder / "fits")
+    return KeeContext(model=runner, fit_dir=folder / "fits")
 
 
 def test_registry_lists_all_and_rejects_unknown():

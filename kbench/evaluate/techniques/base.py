@@ -4,12 +4,17 @@ A technique answers benchmark items with the model and reports, for each item, i
 answer and the full-vocabulary rank of the gold answer's first token under its own
 intervention (the input of PRS). Contract of `Technique.run(context, items)`:
 
-- input: `KeeContext` (the model: a `WhiteBoxModel` behind the result cache, the fitting pool, the run folder for fitted
-  artefacts) and the items to answer, in order;
+- input: `KeeContext` (the model, a `CachedModel`: the model interface behind the result cache;
+  the fitting pool; the run folder for fitted artefacts) and the items to answer, in order;
 - output: one `TechniqueOutput` per item, in the same order;
-- all model calls go through the runner, so results are cached per item and a rerun recomputes
-  nothing; anything fitted (steering vectors, probes, head lists) is saved as safetensors/JSON
-  in `context.fit_dir` and reloaded on resume;
+- every model call is a method of the model interface (white-box techniques: `layout`,
+  `activations`, `strongest_attention` and `Intervention` data), so results are cached per item
+  and a rerun recomputes nothing; anything fitted (steering vectors, probes, head lists) is
+  saved as safetensors/JSON in `context.fit_dir` and reloaded on resume;
+- `needs`: the capabilities the technique needs (`Capability`); the KEE task refuses a model
+  that lacks one before any work. The gold's rank (PRS) is read only where the model ranks
+  exactly over the full vocabulary (`Capability.RANK_EXACT`); elsewhere it is None, never
+  approximated;
 - greedy decoding everywhere except where the technique is defined by sampling.
 
 Prompts are worded in one place, `KeeContext` (chat template for instruct models, else plain
@@ -29,7 +34,8 @@ from pydantic import BaseModel, ConfigDict
 
 from kbench.evaluate.prompts import answer_body, question_turn
 from kbench.metrics.matching import normalize_for_matching
-from kbench.models.interface import WhiteBoxModel
+from kbench.models.cached import CachedModel
+from kbench.models.interface import Capability, Intervention, LanguageModel
 
 MAX_ANSWER_TOKENS = 16
 ANSWER_STOP = ["\n"]
@@ -51,8 +57,8 @@ class KeeItem:
 @dataclass
 class TechniqueOutput:
     answer: str
-    gold_rank: int  # 1 = the gold's first token is the top next token
-    gold_logprob: float
+    gold_rank: int | None  # 1 = the gold's first token is the top next token; None: the model has no exact ranks
+    gold_logprob: float | None
     detail: dict[str, Any] = field(default_factory=dict)  # samples, votes, passages ... (JSON)
 
 
@@ -65,20 +71,44 @@ class KeeContext:
     bare). Otherwise plain text ending in a cue ("Answer:") and the gold continues it as
     " " + gold."""
 
-    runner: WhiteBoxModel  # the model; hooks and logits processors go through its Intervention
+    model: CachedModel  # the model interface behind the result cache (a bare LanguageModel is wrapped, no store)
     fit_dir: Path  # where fitted artefacts of this run live
     train_items: Sequence[KeeItem] = ()  # the dataset's train split, when it has one
     evaluated_items: Sequence[KeeItem] = ()  # every item of the run (fold fitting without a train split)
     seed: int = 0
     chat: bool = False
 
+    def __post_init__(self) -> None:
+        if not isinstance(self.model, CachedModel):
+            self.model = CachedModel(self.model, None)
+
     def task_prompt(self, instruction: str, question: str, cue: str) -> str:
         """A stage prompt (recite a passage, write a background document) for `question`."""
-        return question_turn(self.runner.tokenizer, f"{instruction}\nQuestion: {question}", cue, self.chat)
+        return question_turn(self.model.tokenizer, f"{instruction}\nQuestion: {question}", cue, self.chat)
 
     def answer_prompt(self, question: str, passage: str | None = None) -> str:
         """The final answer prompt (worded in `kbench.evaluate.prompts`)."""
-        return question_turn(self.runner.tokenizer, answer_body(question, passage), "Answer", self.chat)
+        return question_turn(self.model.tokenizer, answer_body(question, passage), "Answer", self.chat)
+
+    @property
+    def ranks_exactly(self) -> bool:
+        return Capability.RANK_EXACT in self.model.capabilities
+
+    def answers_and_ranks(
+        self, prompts: Sequence[str], golds: Sequence[str], intervention: Intervention | None = None
+    ) -> list[tuple[str, int | None, float | None]]:
+        """(greedy answer, gold rank, gold logprob) per prompt: one prefill serves both
+        (`generate_and_rank`); rank and logprob None where the model has no exact ranks."""
+        if self.ranks_exactly:
+            return self.model.generate_and_rank(prompts, golds, MAX_ANSWER_TOKENS, ANSWER_STOP, intervention=intervention)
+        texts = self.model.generate(prompts, MAX_ANSWER_TOKENS, ANSWER_STOP, intervention=intervention)
+        return [(text, None, None) for text in texts]
+
+    def ranks(self, prompts: Sequence[str], golds: Sequence[str]) -> list[tuple[int | None, float | None]]:
+        """(gold rank, gold logprob) per prompt; None where the model has no exact ranks."""
+        if self.ranks_exactly:
+            return self.model.rank_first_token(prompts, golds)
+        return [(None, None) for _ in prompts]
 
     def gold(self, item: KeeItem) -> str:
         """The gold label as the continuation of an answer prompt (its first token is ranked)."""
@@ -135,6 +165,8 @@ class Technique:
     name: ClassVar[str] = ""
     family: ClassVar[str] = ""
     Params: ClassVar[type[TechniqueParams]] = TechniqueParams
+    #: what the technique needs of the model; its gold ranks (PRS) need RANK_EXACT besides, where offered
+    needs: ClassVar[frozenset[Capability]] = frozenset({Capability.GENERATE})
 
     def __init__(self, **values: Any):
         self.p = self.Params(**values)  # pydantic.ValidationError on a bad value; get_technique names it
@@ -142,8 +174,9 @@ class Technique:
     def params(self) -> dict[str, Any]:
         return self.p.model_dump()
 
-    def check(self, model) -> None:
-        """Raise a UserError when the settings cannot run on `model` (called before any stage)."""
+    def check(self, model: LanguageModel) -> None:
+        """Raise a UserError when the settings cannot run on `model` (called before any stage,
+        once `needs` is met)."""
 
     def run(self, context: KeeContext, items: Sequence[KeeItem]) -> list[TechniqueOutput]:
         raise NotImplementedError
@@ -153,9 +186,7 @@ def greedy_answers(
     context: KeeContext, prompts: Sequence[str], items: Sequence[KeeItem], intervention=None, detail: Sequence[dict] | None = None
 ) -> list[TechniqueOutput]:
     """Greedy answers plus the gold first-token rank on the same prompts, under one intervention
-    (one prefill serves both: `generate_and_rank`)."""
-    results = context.runner.generate_and_rank(
-        prompts, [context.gold(i) for i in items], MAX_ANSWER_TOKENS, ANSWER_STOP, intervention=intervention
-    )
+    (`KeeContext.answers_and_ranks`)."""
+    results = context.answers_and_ranks(prompts, [context.gold(i) for i in items], intervention)
     extra = detail or [{} for _ in items]
     return [TechniqueOutput(clean_answer(t), r, lp, d) for (t, r, lp), d in zip(results, extra)]

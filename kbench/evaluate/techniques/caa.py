@@ -27,15 +27,15 @@ from pydantic import Field
 
 from kbench.evaluate.techniques import register_technique
 from kbench.evaluate.techniques.base import Technique, TechniqueParams, greedy_answers
-from kbench.evaluate.techniques.fitting import FitStore, contrast_texts, fitting_plan, last_token_activations, split_pool
+from kbench.evaluate.techniques.fitting import FitStore, contrast_texts, fitting_plan, split_pool
 from kbench.io import stable_hash
-from kbench.models import hooks
-from kbench.models.interface import Intervention
+from kbench.models.interface import Capability, Intervention, Steering
+from kbench.progress import progress
 
 
 def steering(layer: int, vector, multiplier: float) -> Intervention:
     key = stable_hash(["caa", "last", layer, multiplier, vector.tolist()])
-    return Intervention(key=key, hooks=lambda model: hooks.add_to_residual(model, layer, vector, multiplier, last_only=True))
+    return Intervention(key=key, edits=(Steering(layer, vector, multiplier, last_only=True),))
 
 
 def mean_difference(true_acts, false_acts):
@@ -65,15 +65,16 @@ class CAAParams(TechniqueParams):
 class CAA(Technique):
     family = "steering"
     Params = CAAParams
+    needs = frozenset({Capability.WHITE_BOX, Capability.GENERATE})
 
     def fit(self, context, pool) -> tuple[object, dict]:
         """(vector, record) fitted on `pool`: record holds layer, Δp and the sizes used; cached in
         the run's fit folder."""
         import math
 
-        p, runner = self.p, context.runner
+        p, model = self.p, context.model
         store = FitStore(context.fit_dir)
-        key = {"format": 2, "model": runner.identity, **self.params(), "pool": sorted(i.id for i in pool)}
+        key = {"format": 2, "model": model.identity, **self.params(), "pool": sorted(i.id for i in pool)}
         found = store.load("caa", key)
         if found is not None:
             return found[0]["vector"], found[1]["record"]
@@ -82,23 +83,23 @@ class CAA(Technique):
         true, false = contrast_texts(context, build, pool)
         if not true:
             raise ValueError("CAA needs at least two items with different answers in each fitting pool")
-        vectors = self.vectors(context, true, false)
-        layers = list(range(vectors.shape[0]))
-        layer, delta_p = layers[0], None
-        if select:
-            prompts = [context.answer_prompt(i.question) for i in select]
-            golds = [context.gold(i) for i in select]
-            base = [math.exp(lp) for _, lp in runner.rank_first_token(prompts, golds)]
-            steered = {
-                candidate: [
-                    math.exp(lp)
-                    for _, lp in runner.rank_first_token(
+        layers = list(range(model.layout().num_layers))
+        with progress(f"CAA fit on {len(pool)} facts", total=2 + (len(layers) + 1 if select else 0), unit="passes") as advance:
+            vectors = self.vectors(context, true, false, advance)
+            layer, delta_p = layers[0], None
+            if select:
+                prompts = [context.answer_prompt(i.question) for i in select]
+                golds = [context.gold(i) for i in select]
+                base = [math.exp(lp) for _, lp in model.rank_first_token(prompts, golds)]
+                advance(1)
+                steered = {}
+                for candidate in layers:
+                    ranked = model.rank_first_token(
                         prompts, golds, intervention=steering(candidate, vectors[candidate], p.multiplier)
                     )
-                ]
-                for candidate in layers
-            }
-            layer, delta_p = best_layer(base, steered)
+                    steered[candidate] = [math.exp(lp) for _, lp in ranked]
+                    advance(1)
+                layer, delta_p = best_layer(base, steered)
         record = {
             "pool": len(pool),
             "pool_ids_sha256": stable_hash(key["pool"]),
@@ -111,17 +112,14 @@ class CAA(Technique):
         return vectors[layer], record
 
     @staticmethod
-    def vectors(context, true: Sequence[str], false: Sequence[str]):
+    def vectors(context, true: Sequence[str], false: Sequence[str], advance=lambda n: None):
         """(layers, hidden) steering vectors from true / false statement texts."""
-        import torch
-
-        layers = list(range(hooks.head_layout(context.runner.model).num_layers))
-        read = lambda seen: torch.stack([seen[layer] for layer in layers], 2)  # noqa: E731  (batch, seq, layers, hidden)
-        capture = lambda model: hooks.capture_residual(model, layers)  # noqa: E731
-        return mean_difference(
-            last_token_activations(context.runner, true, capture, read),
-            last_token_activations(context.runner, false, capture, read),
-        )
+        layers = list(range(context.model.layout().num_layers))
+        activations = []
+        for texts in (true, false):
+            activations.append(context.model.activations(texts, "residual", layers))  # (texts, layers, hidden)
+            advance(1)
+        return mean_difference(*activations)
 
     def run(self, context, items):
         outputs = {}

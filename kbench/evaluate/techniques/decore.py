@@ -12,7 +12,8 @@ Contrasting Retrieval Heads to Mitigate Hallucinations"; as configured in MAPLE,
    are masked (their o_proj input zeroed) to obtain the "hallucinating" model. More heads than
    the model has is an error. The results record the masked heads, their retrieval scores and
    the detection settings.
-3. Each decoding step contrasts (`contrast`, DeCoRe_entropy as in the reference code):
+3. Each decoding step contrasts (`MaskedHeadContrast`, carried out by the backend:
+   `kbench.models.interventions.contrast`; DeCoRe_entropy as in the reference code):
    scores = (1 + a) · base_logits − a · masked_logits on the raw next-token logits, with
    a = the entropy (nats, not normalised, no cap) of the base model's next-token distribution.
    `alpha_cap` bounds a (the reference code's option, off by default there and here).
@@ -29,65 +30,46 @@ from pydantic import Field
 from kbench.errors import UserError
 from kbench.evaluate.techniques import register_technique
 from kbench.evaluate.techniques.base import Technique, TechniqueParams, greedy_answers
-from kbench.evaluate.techniques.fitting import FitStore, forward_padded, real_token_mask
+from kbench.evaluate.techniques.fitting import FitStore
 from kbench.io import stable_hash
-from kbench.models import hooks
-from kbench.models.interface import Intervention
+from kbench.models.interface import Capability, Intervention, MaskedHeadContrast
+from kbench.progress import progress
 
 
-def retrieval_scores(
-    model, vocab_size: int, trials: int = 8, needle: int = 16, filler: int = 48, seed: int = 0, avoid: set[int] = frozenset()
-):
-    """(layers, heads) retrieval score of every head on the synthetic copy task."""
+def copy_task(vocab_size: int, trials: int, needle: int, filler: int, seed: int, avoid: set[int] = frozenset()):
+    """The synthetic copy sequences (token-id lists) and, per sequence, the copy steps as
+    (query positions, source positions): reading pin[j] in the repeat, the head should look at
+    the needle position holding pin[j + 1]."""
     import torch
 
-    layout = hooks.head_layout(model)
     generator = torch.Generator().manual_seed(seed)
     allowed = torch.tensor([t for t in range(vocab_size) if t not in avoid])
-    hits = torch.zeros(layout.num_layers, layout.num_heads)
-    steps = 0
-    previous = model.config._attn_implementation
-    model.set_attn_implementation("eager")  # only eager attention returns the weights
-    try:
-        for _ in range(trials):
-            picks = allowed[torch.randperm(len(allowed), generator=generator)[: needle + filler]]
-            hay, pin = picks[needle:], picks[:needle]
-            cut = filler // 2
-            sequence = torch.cat([hay[:cut], pin, hay[cut:], pin])[None]
-            start, repeat = cut, needle + filler  # first position of the needle and of its repeat
-            with torch.inference_mode():
-                out = model(input_ids=sequence.to(model.device), output_attentions=True, use_cache=False)
-            for j in range(needle - 1):  # reading pin[j] in the repeat, the next token is pin[j + 1]
-                query, source = repeat + j, start + j + 1
-                for layer, attention in enumerate(out.attentions):
-                    hits[layer] += (attention[0, :, query].argmax(-1).cpu() == source).float()
-                steps += 1
-    finally:
-        model.set_attn_implementation(previous)
-    return hits / max(steps, 1)
+    sequences = []
+    for _ in range(trials):
+        picks = allowed[torch.randperm(len(allowed), generator=generator)[: needle + filler]]
+        hay, pin = picks[needle:], picks[:needle]
+        cut = filler // 2
+        sequences.append(torch.cat([hay[:cut], pin, hay[cut:], pin]).tolist())
+    start, repeat = filler // 2, needle + filler  # first position of the needle and of its repeat
+    queries = [repeat + j for j in range(needle - 1)]
+    sources = [start + j + 1 for j in range(needle - 1)]
+    return sequences, queries, sources
 
 
-def contrast(base_logits, masked_logits, alpha_cap: float | None = None):
-    """DeCoRe_entropy on [B, V] raw logits: (1 + a) · base − a · masked, a = entropy (nats) of
-    softmax(base) per row, capped at alpha_cap when given."""
-    log_probs = base_logits.log_softmax(-1)
-    alpha = -(log_probs.exp() * log_probs).sum(-1, keepdim=True)
-    if alpha_cap is not None:
-        alpha = alpha.clamp(max=alpha_cap)
-    return (1 + alpha) * base_logits - alpha * masked_logits
-
-
-def entropy_contrast(model, pad_id: int, masked_heads: dict, alpha_cap: float | None = None):
-    """The DeCoRe logits processor: `contrast` of the scores with the masked model's logits."""
+def retrieval_scores(model, trials: int = 8, needle: int = 16, filler: int = 48, seed: int = 0, advance=lambda n: None):
+    """(layers, heads) retrieval score of every head on the synthetic copy task: the share of
+    copy steps whose strongest attention points at the needle token being copied."""
     import torch
 
-    def processor(input_ids, scores):
-        mask = real_token_mask(input_ids, pad_id)
-        with hooks.mask_heads(model, masked_heads):
-            masked = forward_padded(model, input_ids, mask, logits_to_keep=1).logits[:, -1].float()
-        return contrast(scores, masked, alpha_cap)
-
-    return torch.no_grad()(processor)
+    avoid = set(model.tokenizer.all_special_ids)
+    sequences, queries, sources = copy_task(model.layout().vocab_size, trials, needle, filler, seed, avoid)
+    hits = None
+    for sequence in sequences:  # one call per sequence, so progress moves
+        strongest = model.strongest_attention([sequence], queries)[0]  # (layers, heads, queries)
+        found = (strongest == torch.tensor(sources)).float().sum(-1)
+        hits = found if hits is None else hits + found
+        advance(1)
+    return hits / max(len(sequences) * len(queries), 1)
 
 
 def top_heads(scores, count: int) -> list[list[int]]:
@@ -111,9 +93,10 @@ class DeCoReParams(TechniqueParams):
 class DeCoRe(Technique):
     family = "decoding"
     Params = DeCoReParams
+    needs = frozenset({Capability.WHITE_BOX, Capability.GENERATE})
 
     def check(self, model) -> None:
-        layout = hooks.head_layout(model)
+        layout = model.layout()
         total = layout.num_layers * layout.num_heads
         if self.p.retrieval_heads > total:
             raise UserError(
@@ -123,22 +106,15 @@ class DeCoRe(Technique):
 
     def heads(self, context) -> dict:
         """The fit record: masked heads, their scores and how they were found (cached)."""
-        p, runner = self.p, context.runner
+        p, model = self.p, context.model
         store = FitStore(context.fit_dir)
-        key = {"format": 2, "model": runner.identity, **self.params()}
+        key = {"format": 2, "model": model.identity, **self.params()}
         found = store.load("decore", key)
         if found is not None:
             return found[1]["record"]
-        self.check(runner.model)
-        scores = retrieval_scores(
-            runner.model,
-            runner.model.config.vocab_size,
-            p.trials,
-            p.needle,
-            p.filler,
-            p.seed,
-            avoid=set(runner.tokenizer.all_special_ids),
-        )
+        self.check(model)
+        with progress("DeCoRe retrieval heads", total=p.trials, unit="sequences") as advance:
+            scores = retrieval_scores(model, p.trials, p.needle, p.filler, p.seed, advance)
         selected = top_heads(scores, p.retrieval_heads)
         record = {
             "masked_heads": selected,
@@ -158,7 +134,7 @@ class DeCoRe(Technique):
             masked.setdefault(int(layer), []).append(int(head))
         intervention = Intervention(
             key=stable_hash(["decore", self.params(), sorted(masked.items())]),
-            logits_processor=entropy_contrast(context.runner.model, context.runner.pad_id, masked, self.p.alpha_cap),
+            logits=MaskedHeadContrast(masked, self.p.alpha_cap),
         )
         return greedy_answers(
             context,

@@ -1,6 +1,6 @@
-"""What the fitted techniques (CAA, ITI, DeCoRe, Activation Decoding) share: leakage-free folds,
-contrast pairs, batched activation reading, padded forward passes and the store of fitted
-tensors.
+"""What the fitted techniques (CAA, ITI, DeCoRe) share: leakage-free folds, contrast pairs and
+the store of fitted tensors. Their forward passes are the model interface's (`activations`,
+`rank_first_token`, `strongest_attention`): packed, batched and served from the result cache.
 
 Folds: when the dataset has a train (or else a dev) split, a seeded sample of it is the
 fitting pool for every evaluated item.
@@ -15,13 +15,11 @@ hash of everything that determines them, so a resumed run reloads instead of ref
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 from kbench.evaluate.techniques.base import KeeContext, KeeItem
 from kbench.io import atomic_path, stable_hash
-
-ACTIVATION_BATCH = 16
 
 
 def fitting_plan(context: KeeContext, items: Sequence[KeeItem]) -> list[tuple[list[KeeItem], list[KeeItem]]]:
@@ -72,41 +70,6 @@ def contrast_texts(
             true.append(prompt + context.gold(item))
             false.append(prompt + context.gold(KeeItem(item.id, item.question, (wrong,))))
     return true, false
-
-
-def real_token_mask(input_ids, pad_id: int):
-    """Mask of the real tokens of left-padded rows (everything from the first non-pad token)."""
-    return ((input_ids != pad_id).long().cumsum(1) > 0).long()
-
-
-def forward_padded(model, input_ids, mask, **kwargs):
-    """A full forward pass over left-padded rows, real tokens at positions 0..n-1."""
-    positions = (mask.cumsum(1) - 1).clamp(min=0)
-    return model(input_ids=input_ids, attention_mask=mask, position_ids=positions, use_cache=False, **kwargs)
-
-
-def last_token_activations(runner, texts: Sequence[str], capture: Callable, read: Callable):
-    """Run `texts` through the model in batches inside `capture(model)` (a context manager that
-    yields a dict of captured tensors) and collect `read(seen)` at the last token of each text.
-    Returns the concatenation over batches of read's tensor (batch dimension first)."""
-    import torch
-
-    tokenizer, model = runner.tokenizer, runner.model
-    pad = runner.pad_id
-    chunks = []
-    with torch.inference_mode():
-        for start in range(0, len(texts), ACTIVATION_BATCH):
-            encoded = [tokenizer(t)["input_ids"] for t in texts[start : start + ACTIVATION_BATCH]]
-            width = max(len(e) for e in encoded)
-            input_ids = torch.full((len(encoded), width), pad, dtype=torch.long)
-            mask = torch.zeros_like(input_ids)
-            for row, ids in enumerate(encoded):
-                input_ids[row, width - len(ids) :] = torch.tensor(ids)
-                mask[row, width - len(ids) :] = 1
-            with capture(model) as seen:
-                forward_padded(model, input_ids.to(runner.device), mask.to(runner.device), logits_to_keep=1)
-            chunks.append(read(seen)[:, -1].float().cpu())
-    return torch.cat(chunks)
 
 
 class FitStore:

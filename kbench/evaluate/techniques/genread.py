@@ -30,7 +30,7 @@ class GenRead(Technique):
     Params = GenReadParams
 
     def run(self, context, items):
-        documents = context.runner.generate(
+        documents = context.model.generate(
             [context.task_prompt(GENREAD_INSTRUCTION, i.question, "Document") for i in items],
             max_new_tokens=self.p.document_tokens,
             stop=DOCUMENT_STOP,

@@ -30,10 +30,10 @@ from pydantic import Field
 from kbench.errors import UserError
 from kbench.evaluate.techniques import register_technique
 from kbench.evaluate.techniques.base import Technique, TechniqueParams, greedy_answers
-from kbench.evaluate.techniques.fitting import FitStore, contrast_texts, fitting_plan, last_token_activations, split_pool
+from kbench.evaluate.techniques.fitting import FitStore, contrast_texts, fitting_plan, split_pool
 from kbench.io import stable_hash
-from kbench.models import hooks
-from kbench.models.interface import Intervention
+from kbench.models.interface import Capability, HeadShift, Intervention
+from kbench.progress import progress
 
 REFERENCE_HEADS = 32 * 32  # Llama-7B, where ITI's K = 48 was chosen
 
@@ -103,9 +103,19 @@ def head_shifts(selected: list[tuple[int, int]], true_acts, false_acts, alpha: f
     return shifts, sigmas
 
 
+def features(true_and_false):
+    """(features (layers*heads, n, dim), labels (n,)) of true (1) and false (0) statements'
+    head activations, each (statements, layers, heads, dim)."""
+    import torch
+
+    t, f = true_and_false
+    x = torch.cat([t, f]).flatten(1, 2).transpose(0, 1)
+    return x, torch.cat([torch.ones(len(t)), torch.zeros(len(f))])
+
+
 def head_intervention(shifts: dict) -> Intervention:
     key = stable_hash(["iti", "last", {str(layer): s.tolist() for layer, s in sorted(shifts.items())}])
-    return Intervention(key=key, hooks=lambda model: hooks.shift_heads(model, shifts, last_only=True))
+    return Intervention(key=key, edits=(HeadShift(shifts, last_only=True),))
 
 
 class ITIParams(TechniqueParams):
@@ -119,42 +129,37 @@ class ITIParams(TechniqueParams):
 class ITI(Technique):
     family = "steering"
     Params = ITIParams
+    needs = frozenset({Capability.WHITE_BOX, Capability.GENERATE})
 
     def check(self, model) -> None:
-        layout = hooks.head_layout(model)
+        layout = model.layout()
         heads_to_shift(layout.num_layers * layout.num_heads, self.p.heads, self.p.scale_heads)
 
     def fit(self, context, pool):
         """({layer: shift}, record) fitted on `pool`; cached in the run's fit folder."""
         import torch
 
-        p, runner = self.p, context.runner
-        layout = hooks.head_layout(runner.model)
+        p, model = self.p, context.model
+        layout = model.layout()
         k = heads_to_shift(layout.num_layers * layout.num_heads, p.heads, p.scale_heads)
         store = FitStore(context.fit_dir)
-        key = {"format": 2, "model": runner.identity, **self.params(), "pool": sorted(i.id for i in pool)}
+        key = {"format": 2, "model": model.identity, **self.params(), "pool": sorted(i.id for i in pool)}
         found = store.load("iti", key)
         if found is not None:
             tensors, meta = found
             return {int(k): v for k, v in tensors.items()}, meta["record"]
         layers = list(range(layout.num_layers))
-        capture = lambda model: hooks.capture_head_inputs(model, layers)  # noqa: E731
-        read = lambda seen: torch.stack([seen[layer] for layer in layers], 2)  # noqa: E731  (batch, seq, layers, heads, dim)
         build, select = split_pool(pool, p.held_out)
         acts = {}
-        for name, part in (("build", build), ("select", select or build)):
-            true, false = contrast_texts(context, part, pool)
-            acts[name] = (
-                last_token_activations(runner, true, capture, read),
-                last_token_activations(runner, false, capture, read),
-            )
-
-        def features(name):
-            t, f = acts[name]
-            x = torch.cat([t, f]).flatten(1, 2).transpose(0, 1)  # (layers*heads, n, dim)
-            return x, torch.cat([torch.ones(len(t)), torch.zeros(len(f))])
-
-        accuracy = probe_accuracies(*features("build"), *features("select"))
+        with progress(f"ITI fit on {len(pool)} facts", total=5, unit="passes") as advance:
+            for name, part in (("build", build), ("select", select or build)):
+                true, false = contrast_texts(context, part, pool)
+                acts[name] = []
+                for texts in (true, false):
+                    acts[name].append(model.activations(texts, "heads", layers))  # (texts, layers, heads, dim)
+                    advance(1)
+            accuracy = probe_accuracies(*features(acts["build"]), *features(acts["select"]))
+            advance(1)
         selected = select_heads(accuracy, k, layout.num_heads)
         parts = ("build", "select") if select else ("build",)  # without a held-out share, select is build
         true_all = torch.cat([acts[name][0] for name in parts])

@@ -22,8 +22,6 @@ from pydantic import Field
 
 from kbench.evaluate.techniques import register_technique
 from kbench.evaluate.techniques.base import (
-    ANSWER_STOP,
-    MAX_ANSWER_TOKENS,
     Technique,
     TechniqueOutput,
     TechniqueParams,
@@ -57,12 +55,12 @@ class Recite(Technique):
     Params = ReciteParams
 
     def run(self, context, items):
-        p, runner = self.p, context.runner
+        p, model = self.p, context.model
         stage1 = [context.task_prompt(RECITE_INSTRUCTION, i.question, "Passage") for i in items]
         if p.runs == 1:
-            recitations = [[t] for t in runner.generate(stage1, p.recitation_tokens, PASSAGE_STOP)]
+            recitations = [[t] for t in model.generate(stage1, p.recitation_tokens, PASSAGE_STOP)]
         else:
-            recitations = runner.sample(
+            recitations = model.sample(
                 stage1,
                 k=p.runs,
                 temperature=p.recite_temperature,
@@ -74,7 +72,7 @@ class Recite(Technique):
             context.answer_prompt(item.question, passage) for item, passages in zip(items, recitations) for passage in passages
         ]
         golds = [context.gold(item) for item in items for _ in range(p.runs)]
-        results = runner.generate_and_rank(prompts, golds, MAX_ANSWER_TOKENS, ANSWER_STOP)
+        results = context.answers_and_ranks(prompts, golds)
         out = []
         for n, passages in enumerate(recitations):
             output = vote(results[n * p.runs : (n + 1) * p.runs])

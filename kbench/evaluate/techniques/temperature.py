@@ -22,20 +22,19 @@ from kbench.evaluate.techniques.base import (
     majority_vote,
 )
 from kbench.io import stable_hash
-from kbench.models.decoding import truncate
-from kbench.models.interface import Intervention
+from kbench.models.interface import Intervention, SamplingTruncation
 
 SEED_B = 0
 
 
 def sampling_intervention(temperature: float, top_k: int | None, top_p: float) -> Intervention | None:
-    """The top-k / top-p truncation as a decoding change for `runner.sample` (None when there is
+    """The top-k / top-p truncation as a decoding change for `sample` (None when there is
     nothing to truncate, so plain temperature sampling keeps its cache entries)."""
     if top_k is None and top_p >= 1.0:
         return None
     return Intervention(
         key=stable_hash(["sampling-scheme", temperature, top_k, top_p]),
-        logits_processor=lambda _ids, scores: truncate(scores, temperature, top_k, top_p),
+        logits=SamplingTruncation(temperature, top_k, top_p),
     )
 
 
@@ -56,7 +55,7 @@ class TemperatureSampling(Technique):
     def run(self, context, items):
         p = self.p
         prompts = [context.answer_prompt(i.question) for i in items]
-        samples = context.runner.sample(
+        samples = context.model.sample(
             prompts,
             k=p.votes,
             temperature=p.temperature,
@@ -65,7 +64,7 @@ class TemperatureSampling(Technique):
             stop=ANSWER_STOP,
             intervention=sampling_intervention(p.temperature, p.top_k, p.top_p),
         )
-        ranks = context.runner.rank_first_token(prompts, [context.gold(i) for i in items])
+        ranks = context.ranks(prompts, [context.gold(i) for i in items])
         out = []
         for texts, (rank, logprob) in zip(samples, ranks):
             answers = [clean_answer(t) for t in texts]

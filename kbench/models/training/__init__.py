@@ -67,5 +67,4 @@ class Trainer:
 def trainer(model: LanguageModel, who: str) -> Trainer:
     """The `Trainer` of an in-process model; a model without `Capability.TRAIN` is refused for `who`."""
     require(model, [Capability.TRAIN], who)
-    backend = getattr(model, "inner", model)  # the result cache's wrapper holds the backend
-    return Trainer(backend.loaded)
+    return Trainer(model.training_weights())

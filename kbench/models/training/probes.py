@@ -111,16 +111,11 @@ def run_probes(model, probes: Sequence[Probe], pad_id: int, soft_vectors=None):
     soft slots of every probe (one relation per batch)."""
     import torch
 
+    from kbench.models.padding import pad_right
+
     device = next(model.parameters()).device
-    width = max(len(p.ids) for p in probes)
-    ids = torch.full((len(probes), width), pad_id, dtype=torch.long)
-    mask = torch.zeros((len(probes), width), dtype=torch.long)
-    soft = torch.zeros((len(probes), width), dtype=torch.bool)
-    for i, p in enumerate(probes):
-        ids[i, : len(p.ids)] = torch.tensor(p.ids)
-        mask[i, : len(p.ids)] = 1
-        soft[i, : len(p.ids)] = torch.tensor(p.soft)
-    ids, mask, soft = ids.to(device), mask.to(device), soft.to(device)
+    ids, mask = pad_right([p.ids for p in probes], pad_id, device)
+    soft = pad_right([p.soft for p in probes], 0, device)[0].bool()
     embeds = model.get_input_embeddings()(ids)
     if soft_vectors is not None:
         fill = soft_vectors.to(embeds.dtype).unsqueeze(0).expand(len(probes), -1, -1).reshape(-1, embeds.shape[-1])

@@ -1,0 +1,73 @@
+"""Benchmark: the CAA, ITI and DeCoRe fits through the model interface, first and repeated.
+
+    python bench/technique_fits.py [--dataset /tmp/lama] [--facts 200]
+
+Fits each technique on the first `--facts` facts of the dataset's train split with SmolLM2-135M
+(fp32, CPU), through a fresh result cache: the first fit computes every forward pass, the
+repeated fit (a new run folder, so the fitted files are not there, the same result cache) is
+served from the cache. Times are CPU seconds of this process (OMP_NUM_THREADS=1: the machine
+is shared, so wall time says little); wall seconds are printed too.
+
+Prints, per technique: first and repeated seconds, speed-up of the first fit over the code
+before the white-box seam (#22; BEFORE below, measured with that code on the same facts by the
+same procedure), and repeated / first.
+Build the dataset first: kbench build pipelines/lama-trex.toml --out /tmp/lama
+
+Before (#22, code at 9912c51): CAA's activations were read in left-padded batches of 16 texts
+outside the runner and the cache, ITI's likewise, DeCoRe's attention by its own passes; a
+repeated fit recomputed all of them (only CAA's layer sweep, a runner call, was cached).
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+from pathlib import Path
+
+#: CPU seconds of the old code (9912c51) on 200 train facts of the lama-trex build, first and repeated fit
+BEFORE = {"caa": (None, None), "iti": (None, None), "decore": (None, None)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--dataset", type=Path, default=Path("/tmp/lama"))
+    parser.add_argument("--model", default="smollm2-135m")
+    parser.add_argument("--facts", type=int, default=200)
+    args = parser.parse_args()
+
+    from kbench.dataset import read_rows, split_path
+    from kbench.evaluate.kee import to_item
+    from kbench.evaluate.techniques import get_technique
+    from kbench.evaluate.techniques.base import KeeContext, use_chat
+    from kbench.models.interface import ModelSpec, open_model
+    from kbench.models.result_cache import ResultCache
+
+    if not (args.dataset / "data").is_dir():
+        raise SystemExit(f"{args.dataset} is not a dataset folder; build one: kbench build pipelines/lama-trex.toml --out {args.dataset}")
+    pool = [to_item(r) for r in read_rows(split_path(args.dataset, "train", None))[: args.facts]]
+    folder = Path(tempfile.mkdtemp())
+    model = open_model(ModelSpec(args.model), cache=ResultCache(folder / "results.sqlite"))
+    chat = use_chat(model.tokenizer, "auto")
+    model.generate(["warm up"], 2)  # allocator, kernels
+    seconds: dict[str, dict[str, float]] = {}
+    for run in ("first", "repeated"):
+        context = KeeContext(model=model, fit_dir=folder / f"fits-{run}", chat=chat)
+        for name in ("caa", "iti", "decore"):
+            technique = get_technique(name)
+            started, cpu = time.perf_counter(), time.process_time()
+            with model.produced_by("bench"):
+                technique.heads(context) if name == "decore" else technique.fit(context, pool)
+            seconds.setdefault(name, {})[run] = time.process_time() - cpu
+            print(f"{run} {name}: {seconds[name][run]:.1f} s cpu ({time.perf_counter() - started:.1f} s wall)", flush=True)
+    print(f"model: {args.model}, facts: {len(pool)}")
+    for name, s in seconds.items():
+        before_first, before_repeated = BEFORE[name]
+        speedup = f"{before_first / s['first']:.2f}x faster than before ({before_first:.1f} s)" if before_first else "no before"
+        repeated = f"repeated/first: {s['repeated'] / s['first']:.3f}"
+        was = f" (before: {before_repeated / before_first:.3f})" if before_first and before_repeated else ""
+        print(f"{name}: first {s['first']:.1f} s, {speedup}; {repeated}{was}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,101 @@
+"""The white-box interface: activations and attention read by the Hugging Face backend against
+plain transformers outputs, served from the result cache on a repeat, refused by a backend
+without `white_box`; and the one padding helper."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from kbench.errors import UserError
+from kbench.models.cached import CachedModel
+from kbench.models.interface import Capability, Intervention, Steering
+from kbench.models.loading import load_model
+from kbench.models.padding import pad_left, pad_right, token_grid, unpad_left
+from kbench.models.result_cache import ResultCache
+from kbench.models.runner import ModelRunner
+from tests.fixtures_models import tiny_causal_dir  # noqa: F401
+from tests.unit.test_cached_model import CountingBackend
+from tests.unit.test_runner import count_forwards
+
+TEXTS = ["Question: capital of France?\nAnswer: Paris", "Question: Ulm?\nAnswer: Germany", "Answer: Rome"]
+
+
+@pytest.fixture(scope="module")
+def causal(tiny_causal_dir):  # noqa: F811
+    return load_model(str(tiny_causal_dir))
+
+
+def _last_states(loaded, text):
+    ids = loaded.tokenizer(text, return_tensors="pt")["input_ids"]
+    with torch.no_grad():
+        return torch.stack(loaded.model(ids, output_hidden_states=True).hidden_states[1:])[:, 0, -1]  # (layers, hidden)
+
+
+def test_residual_activations_match_transformers_and_a_repeat_is_served_from_the_cache(causal, tmp_path):
+    cache = ResultCache(tmp_path / "results.sqlite")
+    model = CachedModel(ModelRunner(causal), cache)
+    layout = model.layout()
+    assert (layout.num_layers, layout.num_heads, layout.vocab_size) == (4, 4, causal.model.config.vocab_size)
+    got = model.activations(TEXTS, "residual", [0, 2])
+    assert got.shape == (3, 2, layout.hidden_size) and got.dtype == torch.float32
+    for text, row in zip(TEXTS, got):
+        assert torch.allclose(row, _last_states(causal, text)[[0, 2]], atol=1e-5)
+    with count_forwards(causal) as shapes:
+        again = CachedModel(ModelRunner(causal), cache).activations(TEXTS, "residual", [0, 2])
+    assert shapes == [] and torch.equal(again, got)               # the same bits, no forward pass
+    other = model.activations(TEXTS, "residual", [1])             # other layers: other keys
+    assert torch.allclose(other[:, 0], torch.stack([_last_states(causal, t)[1] for t in TEXTS]), atol=1e-5)
+
+
+def test_head_activations_are_the_output_projection_inputs(causal):
+    from kbench.models import hooks
+
+    model = ModelRunner(causal)
+    got = model.activations(TEXTS[:2], "heads", [1, 3])
+    for text, row in zip(TEXTS[:2], got):
+        ids = causal.tokenizer(text, return_tensors="pt")["input_ids"]
+        with torch.no_grad(), hooks.capture_head_inputs(causal.model, [1, 3]) as seen:
+            causal.model(ids)
+        assert torch.allclose(row, torch.stack([seen[1][0, -1], seen[3][0, -1]]), atol=1e-5)
+
+
+def test_strongest_attention_is_the_argmax_of_eager_attention_and_is_cached(causal, tmp_path):
+    cache = ResultCache(tmp_path / "results.sqlite")
+    sequence = [5, 17, 33, 8, 5, 17, 33, 8]
+    got = CachedModel(ModelRunner(causal), cache).strongest_attention([sequence], [5, 7])
+    previous = causal.model.config._attn_implementation
+    causal.model.set_attn_implementation("eager")
+    try:
+        with torch.no_grad():
+            attentions = causal.model(torch.tensor([sequence]), output_attentions=True).attentions
+    finally:
+        causal.model.set_attn_implementation(previous)
+    expected = torch.stack([a[0][:, [5, 7]].argmax(-1) for a in attentions])
+    assert torch.equal(got[0], expected)
+    with count_forwards(causal) as shapes:
+        assert torch.equal(CachedModel(ModelRunner(causal), cache).strongest_attention([sequence], [5, 7]), got)
+    assert shapes == []
+
+
+def test_a_backend_without_white_box_refuses_white_box_calls():
+    model = CachedModel(CountingBackend(), None)
+    assert Capability.WHITE_BOX not in model.capabilities
+    with pytest.raises(UserError, match="needs the capability 'white_box'.*backends that have it: hf"):
+        model.layout()
+    with pytest.raises(UserError, match="white_box"):
+        model.activations(TEXTS, "residual", [0])
+    steer = Intervention("steer", edits=(Steering(0, torch.zeros(4)),))
+    with pytest.raises(UserError, match="white_box"):
+        model.generate(TEXTS, 4, intervention=steer)
+    assert model.inner.calls == []
+
+
+def test_one_padding_helper():
+    ids, mask, positions = pad_left([[5, 6, 7], [8]], pad_id=0)
+    assert ids.tolist() == [[5, 6, 7], [0, 0, 8]] and mask.tolist() == [[1, 1, 1], [0, 0, 1]]
+    assert positions.tolist() == [[0, 1, 2], [0, 0, 0]] and unpad_left(ids, 0) == [[5, 6, 7], [8]]
+    ids, mask = pad_right([[5, 6, 7], [8]], pad_id=1)
+    assert ids.tolist() == [[5, 6, 7], [8, 1, 1]] and mask.tolist() == [[1, 1, 1], [1, 0, 0]]
+    ids, mask = token_grid([(0, 0, [5, 6]), (0, 3, [7]), (1, 1, [8])], rows=2, width=4, pad_id=0)  # packed rows
+    assert ids.tolist() == [[5, 6, 0, 7], [0, 8, 0, 0]] and mask.tolist() == [[1, 1, 0, 1], [0, 1, 0, 0]]
