@@ -156,7 +156,7 @@ class RunDirectory:
 def environment(model: CachedModel) -> dict:
     from kbench.models.provenance import environment as describe
 
-    return describe(model)
+    return describe(model.device)
 
 
 def check_capabilities(task: Task, ctx: RunContext) -> None:

@@ -81,6 +81,10 @@ class CachedModel:
     def capabilities(self) -> frozenset[Capability]:
         return frozenset(self.inner.capabilities)
 
+    @property
+    def device(self) -> str:
+        return str(self.inner.device)
+
     def describe(self) -> dict:
         return self.inner.describe()
 

@@ -151,6 +151,7 @@ class LanguageModel(Protocol):
     code: str  # a hash of the source that computes outputs: changed code never reuses cached ones
     backend: str  # the BACKENDS name that opened it ("hf", ...)
     capabilities: frozenset[Capability]  # what this model can do (a served model: what its server's probe found)
+    device: str  # where outputs are computed: "cpu", "cuda:0", ... or "server" for a served model (results' environment)
 
     def describe(self) -> dict:
         """The envelope's `model` block: name, identity, kind, dtype, weights provenance."""
