@@ -80,7 +80,7 @@ class CachedModel:
             keys,
             lambda: self.inner.rank_first_token(prompts, golds, candidate_ids=candidate_ids, intervention=intervention),
         )
-        return [(int(r), float(lp)) for r, lp in values]
+        return [_rank(r, lp) for r, lp in values]
 
     def score_answers(
         self, prompts: Sequence[str], answers: Sequence[str], *, intervention=None
@@ -124,7 +124,7 @@ class CachedModel:
             return {"generate": [text for text, _, _ in out], "rank_first_token": [[rank, lp] for _, rank, lp in out]}
 
         values = self._call("generate_and_rank", keys, len(prompts), compute)
-        return [(text, int(r), float(lp)) for text, (r, lp) in zip(values["generate"], values["rank_first_token"])]
+        return [(text, *_rank(r, lp)) for text, (r, lp) in zip(values["generate"], values["rank_first_token"])]
 
     def sample(
         self,
@@ -186,6 +186,11 @@ class CachedModel:
             for method, method_keys in keys.items():
                 self.cache.put_many(dict(zip(method_keys, values[method])), method, self.inner.name)
         return values
+
+
+def _rank(rank, logprob) -> tuple[int | None, float | None]:
+    """None stays None: a top-k backend's rank beyond k, a generation-only server's unknown rank."""
+    return (None if rank is None else int(rank)), (None if logprob is None else float(logprob))
 
 
 def _candidates(candidate_ids: Sequence[int] | None) -> dict:
