@@ -85,7 +85,8 @@ class ServedModel:
             "kind": self.kind,
             "dtype": self.dtype,
             "backend": self.backend,
-            "served": {
+            "weights": {  # what the envelope's `weights` provenance is for a served model: the server's word
+                "source": "openai-compatible server",
                 **self.spec.describe(),
                 "model": self.model_id,
                 "server_model": self.server_model,
