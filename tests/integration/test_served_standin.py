@@ -5,7 +5,6 @@ for log-likelihood, and the API key kept out of every file and output."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import polars as pl
@@ -16,21 +15,15 @@ from kbench.models.interface import Capability, ModelSpec, open_model
 from tests.conftest import run_kbench
 from tests.dataset_folders import question_dataset
 from tests.fixtures_models import tiny_causal_dir  # noqa: F401
-from tests.servers import free_port, vllm_like
-
-SECRET = "sk-kbench-test-7f3a9c0e1d"  # what the stand-in demands; must show up nowhere
+from tests.servers.fixtures import SECRET, standin  # noqa: F401
 FACTS = [("P36", "France", "Paris"), ("P36", "Germany", "Berlin"), ("P36", "Italy", "Rome"), ("P36", "Spain", "Madrid"),
          ("P19", "Dante", "Florence"), ("P19", "Marie Curie", "Warsaw"), ("P495", "Toyota", "Japan"),
          ("P495", "Nokia", "Finland")]
 
 
 @pytest.fixture(scope="module")
-def server(tiny_causal_dir, tmp_path_factory):
-    port = free_port()
-    log = tmp_path_factory.mktemp("standin") / "server.log"
-    os.environ["KBENCH_STANDIN_KEY"] = SECRET
-    with vllm_like(tiny_causal_dir, port, log, api_key_env="KBENCH_STANDIN_KEY"):
-        yield f"http://127.0.0.1:{port}/v1"
+def server(standin):
+    return standin[0]
 
 
 @pytest.fixture

@@ -128,8 +128,8 @@ def serve(engine: Engine, port: int, api_key: str | None) -> None:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
-        def log_message(self, *args):  # quiet
-            pass
+        def log_message(self, *args):  # one line per request: tests watch the log to kill the server mid-run
+            print(self.requestline, flush=True)
 
         def _send(self, status: int, body: dict | None) -> None:
             data = b"" if body is None else json.dumps(body).encode()
