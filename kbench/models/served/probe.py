@@ -38,15 +38,9 @@ def probe_server(client, model_id: str, tokenizer) -> dict:
     if not found["token_id_prompts"]:
         return found
     echoed = client.try_post("/v1/completions", {**base, "prompt": ids, "echo": True, "logprobs": 1})
-    values = _or_none(parse.token_logprobs, echoed)
-    found["echo_prompt_logprobs"] = bool(
-        values and len(values) > len(ids) and all(isinstance(v, (int, float)) for v in values[1 : len(ids)])
-    )
+    found["echo_prompt_logprobs"] = echo_covers_prompt(echoed, len(ids))
     scored = client.try_post("/v1/completions", {**base, "prompt": ids, "prompt_logprobs": 0})
-    entries = _or_none(parse.prompt_logprobs, scored)
-    if entries and len(entries) == len(ids) and all(e is not None and t in e for e, t in zip(entries[1:], ids[1:])):
-        found["prompt_logprobs"] = True
-        found["prompt_logprob_ranks"] = all(isinstance(e[t].get("rank"), int) for e, t in zip(entries[1:], ids[1:]))
+    found["prompt_logprobs"], found["prompt_logprob_ranks"] = prompt_logprobs_cover(scored, ids)
     for k in (TOP_K_ASKED, 5):
         asked = {**base, "prompt": ids, "logprobs": k, "return_tokens_as_token_ids": True}
         tops = _or_none(parse.top_logprobs, client.try_post("/v1/completions", asked), 0)
@@ -55,6 +49,21 @@ def probe_server(client, model_id: str, tokenizer) -> dict:
             found["token_id_keys"] = all(parse.token_id(key) is not None for key in tops)
             break
     return found
+
+
+def echo_covers_prompt(answer: dict | None, n_prompt: int) -> bool:
+    """Whether an `echo` + `logprobs` answer holds a log-prob for every prompt token after the
+    first (llama.cpp's holds only the generated tokens')."""
+    values = _or_none(parse.token_logprobs, answer)
+    return bool(values and len(values) > n_prompt and all(isinstance(v, (int, float)) for v in values[1:n_prompt]))
+
+
+def prompt_logprobs_cover(answer: dict | None, ids: list[int]) -> tuple[bool, bool]:
+    """(every prompt token after the first has its `prompt_logprobs` entry, each with its rank)."""
+    entries = _or_none(parse.prompt_logprobs, answer)
+    if not entries or len(entries) != len(ids) or not all(e is not None and t in e for e, t in zip(entries[1:], ids[1:])):
+        return False, False
+    return True, all(isinstance(e[t].get("rank"), int) for e, t in zip(entries[1:], ids[1:]))
 
 
 def capabilities(found: dict) -> frozenset[Capability]:
