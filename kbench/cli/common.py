@@ -24,7 +24,9 @@ from typing import Any, Optional
 import typer
 
 DATASET = typer.Option(..., "--dataset", help="A dataset folder built by `kbench build`.")
-MODEL = typer.Option(..., "--model", help="smollm2-135m, gemma3-270m, a .gguf file, a model folder or a hub id.")
+MODEL = typer.Option(
+    ..., "--model", help="smollm2-135m, gemma3-270m, a .gguf file, a model folder, a hub id, or openai:URL (a server)."
+)
 SPLIT = typer.Option(None, "--split", help="Dataset split to evaluate (default: the task's, e.g. test).")
 CONFIG = typer.Option(None, "--config", help="Dataset config (default: 'default' or the only one).")
 LIMIT = typer.Option(None, "--limit", help="Evaluate a seeded sample of N items.")
@@ -116,6 +118,7 @@ class ModelOptions:
 
     def spec(self, name: str | None = None):
         from kbench.models.interface import ModelSpec
+        from kbench.models.served.spec import backend_for
 
         return ModelSpec(
             name=name or self.model,
@@ -124,6 +127,7 @@ class ModelOptions:
             trust_remote_code=self.trust_remote_code,
             batch_size=self.batch_size,
             use_cache=not self.no_cache,
+            backend=backend_for(name or self.model),
         )
 
 

@@ -250,9 +250,12 @@ class ModelSpec:
     backend: str = "hf"
 
 
-BACKENDS: Registry = Registry("model backend", modules=("kbench.models.runner",))
+BACKENDS: Registry = Registry("model backend", modules=("kbench.models.runner", "kbench.models.served.backend"))
 #: The most each backend can offer (a served model may offer less: its probe decides); for error messages.
-BACKEND_CAPABILITIES: dict[str, frozenset[Capability]] = {"hf": frozenset(Capability)}
+BACKEND_CAPABILITIES: dict[str, frozenset[Capability]] = {
+    "hf": frozenset(Capability),
+    "openai": frozenset({Capability.GENERATE, Capability.LOGLIKELIHOOD, Capability.RANK_EXACT, Capability.RANK_TOP_K}),
+}
 
 
 def open_model(spec: ModelSpec, cache=None):

@@ -1,0 +1,257 @@
+"""`ServedModel`: the `LanguageModel` of a model behind OpenAI-compatible servers (backend "openai").
+
+    model = open_model(ModelSpec(name="openai:http://127.0.0.1:8000/v1", backend="openai"))
+    model.capabilities   -> what the probe proved, e.g. {generate} for `transformers serve`,
+                            {generate, loglikelihood, rank_exact, rank_top_k} for vLLM
+
+Every method sends one `/v1/completions` request per item (at most `concurrency` in flight,
+answers in input order), greedy at temperature 0:
+
+* `generate`: the prompt as token ids where the server takes them (the ids the in-process
+  backend would feed, `PromptEncoder`), else as text; `stop` sent and also cut client-side
+  (servers differ on returning the stop string).
+* `sample`: k requests per prompt, each with its own `seed` drawn from (seed, prompt, j), so
+  samples do not depend on batching or concurrency; they differ from the in-process backend's
+  (another random generator), and are reproducible only where the server honours `seed`.
+* `score_answers`: prompt + answer as ids, read back through vLLM's `prompt_logprobs` or else
+  `echo` + `logprobs`, at the answer's positions.
+* `rank_first_token`: prompt + the gold's first token through `prompt_logprobs`, whose entries
+  carry the exact rank over the full vocabulary (RANK_EXACT); else the top-k `logprobs` of the
+  next position (RANK_TOP_K: rank None when the gold is not among them). Candidate
+  vocabularies (LAMA's common vocabulary) need scores of every candidate: refused.
+
+A model whose server proved a capability missing raises `UserError` naming it, as `require` does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from kbench.errors import UserError
+from kbench.io import stable_hash
+from kbench.models.encoding import PromptEncoder
+from kbench.models.interface import BACKENDS, Capability, require
+from kbench.models.provenance import source_hash
+from kbench.models.served import parse
+from kbench.models.served.client import ServedClient
+from kbench.models.served.probe import capabilities, probe_server
+from kbench.models.served.spec import ServedSpec, api_key, redact_url
+from kbench.models.served.tokenizer import ServerTokenizer, local_tokenizer
+
+MODULES = [f"kbench.models.served.{m}" for m in ("backend", "client", "parse", "probe", "spec", "tokenizer")]
+#: What `/v1/models` says that identifies the weights (not `created`: vLLM sets it to the start time).
+IDENTIFYING_FIELDS = ("id", "root", "parent", "max_model_len", "owned_by")
+
+
+class ServedModel:
+    backend = "openai"
+    device = "server"  # outputs come from the server; the envelope's environment names it so
+    kind = "causal"
+
+    def __init__(self, spec: ServedSpec, client: ServedClient):
+        self.spec = spec
+        self.client = client
+        listed = _listed_models(client)
+        self.model_id = spec.model or _only_model(listed, client)
+        entry = next((m for m in listed if m.get("id") == self.model_id), None)
+        if entry is None:
+            raise UserError(
+                f"--model: {self.model_id!r} is not served at {', '.join(redact_url(u) for u in spec.urls)} "
+                f"(served: {', '.join(str(m.get('id')) for m in listed) or 'none'})"
+            )
+        self.server_model = {k: entry[k] for k in IDENTIFYING_FIELDS if k in entry}
+        self.tokenizer, self.tokenizer_source = self._tokenizer()
+        self.encoder = PromptEncoder(self.tokenizer, "causal") if self.tokenizer is not None else None
+        self.probe = probe_server(client, self.model_id, self.tokenizer)
+        self.capabilities = capabilities(self.probe)
+        if Capability.GENERATE not in self.capabilities:
+            raise UserError(f"served model {self.model_id!r}: the server answered no completion request (/v1/completions)")
+        self.name = f"openai:{self.model_id}"
+        self.dtype = "served"  # the server's business; part of what `revision` names
+        self.identity = stable_hash(["openai", self.server_model, spec.revision, self.tokenizer_source])
+        self.code = source_hash(MODULES)
+
+    def _tokenizer(self):
+        if self.spec.tokenizer:
+            return local_tokenizer(self.spec.tokenizer), f"local:{self.spec.tokenizer}"
+        probe = self.client.try_post("/tokenize", {"model": self.model_id, "prompt": "a", "add_special_tokens": False})
+        if isinstance(probe, dict) and isinstance(probe.get("tokens"), list):
+            return ServerTokenizer(self.client, self.model_id), "server"
+        return None, None
+
+    def describe(self) -> dict:
+        return {
+            "name": self.name,
+            "identity": self.identity,
+            "kind": self.kind,
+            "dtype": self.dtype,
+            "backend": self.backend,
+            "weights": {  # what the envelope's `weights` provenance is for a served model: the server's word
+                "source": "openai-compatible server",
+                **self.spec.describe(),
+                "model": self.model_id,
+                "server_model": self.server_model,
+                "tokenizer": self.tokenizer_source,
+                "probe": self.probe,
+                "capabilities": sorted(c.value for c in self.capabilities),
+            },
+        }
+
+    def __repr__(self) -> str:
+        return f"ServedModel({self.model_id!r} at {[redact_url(u) for u in self.spec.urls]})"
+
+    # ------------------------------------------------------------------ generation
+    def generate(
+        self, prompts: Sequence[str], max_new_tokens: int = 32, stop: Sequence[str] | None = None, *, intervention=None
+    ) -> list[str]:
+        self._plain(intervention)
+        bodies = [self._body(p, max_tokens=max_new_tokens, stop=list(stop or []) or None) for p in self._prompts(prompts)]
+        return [parse.cut_at_stop(self._read(parse.completion_text, a), stop) for a in self._post(bodies)]
+
+    def sample(
+        self,
+        prompts: Sequence[str],
+        k: int,
+        temperature: float,
+        seed: int,
+        max_new_tokens: int = 32,
+        stop: Sequence[str] | None = None,
+        *,
+        intervention=None,
+    ) -> list[list[str]]:
+        self._plain(intervention)
+        bodies = [
+            self._body(
+                p,
+                max_tokens=max_new_tokens,
+                stop=list(stop or []) or None,
+                temperature=temperature,
+                top_p=1.0,
+                seed=int(stable_hash([seed, text, j])[:8], 16),
+            )
+            for p, text in zip(self._prompts(prompts), prompts)
+            for j in range(k)
+        ]
+        texts = [parse.cut_at_stop(self._read(parse.completion_text, a), stop) for a in self._post(bodies)]
+        return [texts[i * k : (i + 1) * k] for i in range(len(prompts))]
+
+    # ------------------------------------------------------------------ log-probs and ranks
+    def score_answers(
+        self, prompts: Sequence[str], answers: Sequence[str], *, intervention=None
+    ) -> list[tuple[float, list[float]]]:
+        self._plain(intervention)
+        require(self, [Capability.LOGLIKELIHOOD], "score_answers (continuation log-likelihood)")
+        _same_length(prompts, answers)
+        pairs = self.encoder.continuations(prompts, answers)
+        if self.probe["prompt_logprobs"]:
+            answered = self._post([self._body(c + a, prompt_logprobs=0) for c, a in pairs])
+            per = [
+                [float(entries[len(c) + i][t]["logprob"]) for i, t in enumerate(a)]
+                for (c, a), entries in zip(pairs, (self._read(parse.prompt_logprobs, x) for x in answered))
+            ]
+        else:
+            answered = self._post([self._body(c + a, echo=True, logprobs=1) for c, a in pairs])
+            per = [
+                [float(v) for v in values[len(c) : len(c) + len(a)]]
+                for (c, a), values in zip(pairs, (self._read(parse.token_logprobs, x) for x in answered))
+            ]
+        return [(sum(p), p) for p in per]
+
+    def rank_first_token(
+        self, prompts: Sequence[str], golds: Sequence[str], *, candidate_ids: Sequence[int] | None = None, intervention=None
+    ) -> list[tuple[int | None, float | None]]:
+        self._plain(intervention)
+        require(self, [Capability.RANK_TOP_K], "rank_first_token (first-token ranks)")
+        if candidate_ids is not None:
+            raise UserError(
+                f"served model {self.model_id!r}: ranks over a candidate vocabulary (--common-vocab) need every "
+                "candidate's score, which a server does not return; rank over the full vocabulary instead"
+            )
+        _same_length(prompts, golds)
+        items = self.encoder.rank_items(prompts, golds)
+        if self.probe["prompt_logprob_ranks"]:
+            answered = self._post([self._body([*ids, gold], prompt_logprobs=0) for ids, _, gold in items])
+            out = []
+            for (_, _, gold), answer in zip(items, answered):
+                entry = self._read(parse.prompt_logprobs, answer)[-1][gold]
+                out.append((int(entry["rank"]), float(entry["logprob"])))
+            return out
+        k = self.probe["top_logprobs"]
+        answered = self._post([self._body(ids, logprobs=k, return_tokens_as_token_ids=True) for ids, _, _ in items])
+        return [_rank_in_top(self._read(parse.top_logprobs, a, 0), gold) for (_, _, gold), a in zip(items, answered)]
+
+    def generate_and_rank(
+        self,
+        prompts: Sequence[str],
+        golds: Sequence[str],
+        max_new_tokens: int = 32,
+        stop: Sequence[str] | None = None,
+        *,
+        candidate_ids: Sequence[int] | None = None,
+        intervention=None,
+    ) -> list[tuple[str, int | None, float | None]]:
+        """Two requests per item (a server cannot rank and generate in one): the rank is None
+        ("unknown") on a server that ranks nothing, so a generation-only server still answers."""
+        texts = self.generate(prompts, max_new_tokens, stop, intervention=intervention)
+        if Capability.RANK_TOP_K not in self.capabilities:
+            return [(t, None, None) for t in texts]
+        ranks = self.rank_first_token(prompts, golds, candidate_ids=candidate_ids, intervention=intervention)
+        return [(t, r, lp) for t, (r, lp) in zip(texts, ranks)]
+
+    # ------------------------------------------------------------------ requests
+    def _prompts(self, prompts: Sequence[str]) -> list:
+        if self.encoder is not None and self.probe["token_id_prompts"]:
+            return self.encoder.encode(prompts)
+        return list(prompts)
+
+    def _body(self, prompt, **params) -> dict:
+        body = {"model": self.model_id, "prompt": prompt, "max_tokens": 1, "temperature": 0}
+        return body | {k: v for k, v in params.items() if v is not None}
+
+    def _post(self, bodies: list[dict]) -> list[dict]:
+        return self.client.post_many("/v1/completions", bodies)
+
+    def _read(self, read, answer, *args):
+        try:
+            return read(answer, *args)
+        except (parse.BadAnswer, KeyError, IndexError, TypeError, ValueError) as exc:
+            raise UserError(f"served model {self.model_id!r}: an answer lacks what the probe saw ({exc})") from None
+
+    def _plain(self, intervention) -> None:
+        if intervention is not None:
+            require(self, [Capability.WHITE_BOX], f"intervention {intervention.key.split(':')[0]!r}")
+
+
+def _rank_in_top(tops: dict[str, float], gold: int) -> tuple[int | None, float | None]:
+    by_id = {parse.token_id(key): lp for key, lp in tops.items()}
+    if gold not in by_id:
+        return None, None
+    return 1 + sum(lp > by_id[gold] for lp in by_id.values()), by_id[gold]
+
+
+def _listed_models(client: ServedClient) -> list[dict]:
+    listed = client.get("/v1/models")
+    data = listed.get("data") if isinstance(listed, dict) else None
+    if not isinstance(data, list):
+        raise UserError(f"server {redact_url(client.urls[0])}: /v1/models answered no model list")
+    return [m for m in data if isinstance(m, dict)]
+
+
+def _only_model(listed: list[dict], client: ServedClient) -> str:
+    if len(listed) != 1:
+        ids = ", ".join(str(m.get("id")) for m in listed) or "none"
+        raise UserError(f"server {redact_url(client.urls[0])} serves {ids}: name one with --model 'openai:URL;model=ID'")
+    return str(listed[0]["id"])
+
+
+def _same_length(prompts: Sequence[str], others: Sequence[str]) -> None:
+    if len(prompts) != len(others):
+        raise UserError(f"got {len(prompts)} prompts but {len(others)} answers")
+
+
+@BACKENDS.register("openai")
+def open_served_model(spec) -> ServedModel:
+    """The served backend: `spec.name` is the `--model openai:...` argument (`ServedSpec`)."""
+    served = ServedSpec.from_arg(spec.name)
+    client = ServedClient(served.urls, api_key(), concurrency=served.concurrency, timeout=served.timeout, retries=served.retries)
+    return ServedModel(served, client)

@@ -1,0 +1,84 @@
+"""Reading OpenAI-compatible `/v1/completions` answers (the shapes vLLM and SGLang document; see
+tests/fixtures/served/ for recorded bodies). Each function takes the parsed JSON of one answer.
+
+* `logprobs` (OpenAI legacy completions): {"tokens": [...], "token_logprobs": [...],
+  "top_logprobs": [{token: logprob}, ...], "text_offset": [...]}; with `echo` the prompt's tokens
+  come first and the first one has no log-prob (null).
+* vLLM's `prompt_logprobs` (an extra parameter): one entry per prompt token, null for the first,
+  else {"<token id>": {"logprob": x, "rank": r, "decoded_token": s}, ...}: the prompt token
+  itself is always among the entries, with its rank over the full vocabulary.
+* vLLM's `return_tokens_as_token_ids`: tokens are written "token_id:<id>", so a top-k entry can be
+  matched to a token id without guessing from its text.
+"""
+
+from __future__ import annotations
+
+
+class BadAnswer(ValueError):
+    """The answer lacks what was asked for (a server that ignored a parameter)."""
+
+
+def _choice(answer: dict) -> dict:
+    choices = answer.get("choices") if isinstance(answer, dict) else None
+    if not choices or not isinstance(choices[0], dict):
+        raise BadAnswer(f"no choices in the answer: {str(answer)[:200]}")
+    return choices[0]
+
+
+def completion_text(answer: dict) -> str:
+    text = _choice(answer).get("text")
+    if not isinstance(text, str):
+        raise BadAnswer("the choice has no text")
+    return text
+
+
+def token_logprobs(answer: dict) -> list[float | None]:
+    """The `logprobs.token_logprobs` list (prompt tokens first when echoed)."""
+    logprobs = _choice(answer).get("logprobs")
+    values = logprobs.get("token_logprobs") if isinstance(logprobs, dict) else None
+    if not isinstance(values, list):
+        raise BadAnswer("no logprobs.token_logprobs in the answer")
+    return values
+
+
+def top_logprobs(answer: dict, position: int) -> dict[str, float]:
+    """`logprobs.top_logprobs[position]`: {token (text or "token_id:N"): logprob}."""
+    logprobs = _choice(answer).get("logprobs")
+    tops = logprobs.get("top_logprobs") if isinstance(logprobs, dict) else None
+    if not isinstance(tops, list) or len(tops) <= position or not isinstance(tops[position], dict):
+        raise BadAnswer("no logprobs.top_logprobs at that position")
+    return {str(k): float(v) for k, v in tops[position].items()}
+
+
+def prompt_logprobs(answer: dict) -> list[dict[int, dict] | None]:
+    """vLLM's `prompt_logprobs`: per prompt position None or {token id: {"logprob", "rank", ...}}."""
+    entries = _choice(answer).get("prompt_logprobs", answer.get("prompt_logprobs"))
+    if not isinstance(entries, list):
+        raise BadAnswer("no prompt_logprobs in the answer")
+    out: list[dict[int, dict] | None] = []
+    for entry in entries:
+        if entry is None:
+            out.append(None)
+            continue
+        parsed = {}
+        for key, value in entry.items():
+            value = value if isinstance(value, dict) else {"logprob": value}
+            parsed[int(str(key).removeprefix("token_id:"))] = value
+        out.append(parsed)
+    return out
+
+
+def token_id(key: str) -> int | None:
+    """The id in a "token_id:N" token string, else None."""
+    if key.startswith("token_id:") and key[9:].lstrip("-").isdigit():
+        return int(key[9:])
+    return None
+
+
+def cut_at_stop(text: str, stop) -> str:
+    """The text before the first stop string: servers differ on whether they return it."""
+    cut = len(text)
+    for s in stop or ():
+        if s and (at := text.find(s)) != -1:
+            cut = min(cut, at)
+    return text[:cut]

@@ -1,0 +1,90 @@
+"""What a server actually returns, measured once when the model is opened.
+
+Servers accept parameters they ignore: `transformers serve` takes `echo`, `logprobs` and
+`top_logprobs` and returns no log-probs; llama.cpp echoes the prompt but gives log-probs only
+for the generated tokens, so a harness that trusts `echo` scores log-likelihood tasks at chance.
+So the probe sends a few one-token requests and looks at the answers:
+
+    generate            a greedy completion comes back
+    token_id_prompts    a prompt given as token ids is accepted (kbench tokenizes, the server scores)
+    echo_prompt_logprobs  `echo` + `logprobs` return a log-prob for every prompt token after the first
+    prompt_logprobs     vLLM's `prompt_logprobs` returns each prompt token's log-prob
+    prompt_logprob_ranks  ... with its rank over the full vocabulary
+    top_logprobs        how many top log-probs one position gets (0: none)
+    token_id_keys       top log-probs are keyed "token_id:N" (`return_tokens_as_token_ids`)
+
+Capabilities are what the probe proved (`capabilities`); the result goes into the model's
+`describe()` block and so into results.json.
+"""
+
+from __future__ import annotations
+
+from kbench.models.interface import Capability
+from kbench.models.served import parse
+
+PROBE_TEXT = "The capital of France is"
+TOP_K_ASKED = 20  # vLLM's default --max-logprobs; a server allowing fewer is asked for 5
+
+
+def probe_server(client, model_id: str, tokenizer) -> dict:
+    base = {"model": model_id, "max_tokens": 1, "temperature": 0}
+    found = {"generate": _text(client.try_post("/v1/completions", {**base, "prompt": PROBE_TEXT})) is not None}
+    found.update(token_id_prompts=False, echo_prompt_logprobs=False, prompt_logprobs=False)
+    found.update(prompt_logprob_ranks=False, top_logprobs=0, token_id_keys=False)
+    if tokenizer is None or not found["generate"]:
+        return found
+    ids = tokenizer(PROBE_TEXT, add_special_tokens=True)["input_ids"]
+    found["token_id_prompts"] = _text(client.try_post("/v1/completions", {**base, "prompt": ids})) is not None
+    if not found["token_id_prompts"]:
+        return found
+    echoed = client.try_post("/v1/completions", {**base, "prompt": ids, "echo": True, "logprobs": 1})
+    found["echo_prompt_logprobs"] = echo_covers_prompt(echoed, len(ids))
+    scored = client.try_post("/v1/completions", {**base, "prompt": ids, "prompt_logprobs": 0})
+    found["prompt_logprobs"], found["prompt_logprob_ranks"] = prompt_logprobs_cover(scored, ids)
+    for k in (TOP_K_ASKED, 5):
+        asked = {**base, "prompt": ids, "logprobs": k, "return_tokens_as_token_ids": True}
+        tops = _or_none(parse.top_logprobs, client.try_post("/v1/completions", asked), 0)
+        if tops:
+            found["top_logprobs"] = len(tops)
+            found["token_id_keys"] = all(parse.token_id(key) is not None for key in tops)
+            break
+    return found
+
+
+def echo_covers_prompt(answer: dict | None, n_prompt: int) -> bool:
+    """Whether an `echo` + `logprobs` answer holds a log-prob for every prompt token after the
+    first (llama.cpp's holds only the generated tokens')."""
+    values = _or_none(parse.token_logprobs, answer)
+    return bool(values and len(values) > n_prompt and all(isinstance(v, (int, float)) for v in values[1:n_prompt]))
+
+
+def prompt_logprobs_cover(answer: dict | None, ids: list[int]) -> tuple[bool, bool]:
+    """(every prompt token after the first has its `prompt_logprobs` entry, each with its rank)."""
+    entries = _or_none(parse.prompt_logprobs, answer)
+    if not entries or len(entries) != len(ids) or not all(e is not None and t in e for e, t in zip(entries[1:], ids[1:])):
+        return False, False
+    return True, all(isinstance(e[t].get("rank"), int) for e, t in zip(entries[1:], ids[1:]))
+
+
+def capabilities(found: dict) -> frozenset[Capability]:
+    have = {Capability.GENERATE} if found["generate"] else set()
+    if found["echo_prompt_logprobs"] or found["prompt_logprobs"]:
+        have.add(Capability.LOGLIKELIHOOD)
+    if found["prompt_logprob_ranks"]:
+        have.add(Capability.RANK_EXACT)
+    if found["prompt_logprob_ranks"] or (found["top_logprobs"] and found["token_id_keys"]):
+        have.add(Capability.RANK_TOP_K)
+    return frozenset(have)
+
+
+def _text(answer):
+    return _or_none(parse.completion_text, answer)
+
+
+def _or_none(read, answer, *args):
+    if answer is None:
+        return None
+    try:
+        return read(answer, *args)
+    except (parse.BadAnswer, TypeError, ValueError, AttributeError):
+        return None

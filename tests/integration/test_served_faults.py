@@ -1,0 +1,86 @@
+"""Faults between kbench and a server: a proxy (tests/servers/fault_proxy.py) injecting 429 +
+Retry-After, 500s, time-outs, connection resets and truncated JSON; a server that goes away; a
+server process killed mid-run and restarted. Every run completes or stops with one clear line
+(exit 2), and the rerun's items.parquet is byte-identical to an undisturbed run's."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO_ROOT, run_kbench
+from tests.dataset_folders import question_dataset
+from tests.servers import fault_proxy, free_port, stop, vllm_like
+from tests.servers.fixtures import SECRET, standin  # noqa: F401
+from tests.fixtures_models import tiny_causal_dir  # noqa: F401
+
+FACTS = [("P36", "France", "Paris"), ("P36", "Germany", "Berlin"), ("P36", "Italy", "Rome"), ("P36", "Spain", "Madrid"),
+         ("P19", "Dante", "Florence"), ("P19", "Marie Curie", "Warsaw"), ("P495", "Toyota", "Japan"),
+         ("P495", "Nokia", "Finland"), ("P495", "Sony", "Japan"), ("P19", "Picasso", "Malaga")]
+KEY = {"KBENCH_API_KEY": SECRET}
+
+
+@pytest.fixture(scope="module")
+def facts(tmp_path_factory):
+    return question_dataset(tmp_path_factory.mktemp("facts"), [
+        {"id": f"q{i}", "relation": r, "subject": s, "object": o, "answers": [o], "prompt_cloze": f"{s} is in"}
+        for i, (r, s, o) in enumerate(FACTS)])
+
+
+def _args(facts: Path, port: int, out: Path, options: str = "") -> list[str]:
+    # MAPLE extraction: a greedy generation and a rank request per item
+    return ["evaluate", "extraction", "--dataset", str(facts), "--max-new-tokens", "3", "--no-cache", "--out", str(out),
+            "--model", f"openai:http://127.0.0.1:{port}/v1;model=tiny{options}"]
+
+
+@pytest.fixture(scope="module")
+def clean(standin, facts, tmp_path_factory) -> bytes:
+    out = tmp_path_factory.mktemp("clean") / "run"
+    done = run_kbench(*_args(facts, standin[1], out), env=KEY)
+    assert done.returncode == 0, done.stderr
+    return (out / "items.parquet").read_bytes()
+
+
+def test_every_fault_is_retried_to_the_same_bytes(standin, facts, clean, tmp_path):
+    port = free_port()
+    with fault_proxy(standin[1], port, tmp_path / "proxy.log", faults="429,500,timeout,reset,truncated", every=4):
+        done = run_kbench(*_args(facts, port, tmp_path / "run", ";timeout=3;retries=6;concurrency=2"), env=KEY)
+    assert done.returncode == 0, done.stderr
+    for seen in ("HTTP 429", "HTTP 500", "no answer within 3 s", "connection failed", "not whole JSON"):
+        assert seen in done.stderr, seen
+    assert (tmp_path / "run" / "items.parquet").read_bytes() == clean
+    assert SECRET not in done.stderr + done.stdout
+
+
+def test_a_server_gone_stops_cleanly_and_the_rerun_resumes(standin, facts, clean, tmp_path):
+    port = free_port()
+    out = tmp_path / "run"
+    with fault_proxy(standin[1], port, tmp_path / "proxy.log", faults="", every=10**6, fail_after=12):
+        stopped = run_kbench(*_args(facts, port, out, ";retries=2"), env=KEY)
+    assert stopped.returncode == 2 and "Traceback" not in stopped.stderr
+    assert "after 3 tries (last: HTTP 503" in stopped.stderr
+    assert "finished work is kept" in stopped.stderr
+    resumed = run_kbench(*_args(facts, standin[1], out), env=KEY)
+    assert resumed.returncode == 0, resumed.stderr
+    assert (out / "items.parquet").read_bytes() == clean
+
+
+def test_a_killed_server_restarted_resumes_to_the_same_bytes(tiny_causal_dir, facts, clean, tmp_path):
+    port, log, out = free_port(), tmp_path / "server.log", tmp_path / "run"
+    with vllm_like(tiny_causal_dir, port, log, api_key_env="KBENCH_STANDIN_KEY") as server:
+        run = subprocess.Popen([sys.executable, "-m", "kbench", *_args(facts, port, out, ";retries=2")], cwd=REPO_ROOT,
+                               env={**__import__("os").environ, **KEY}, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True)
+        while log.read_text().count("POST /v1/completions") < 12 and run.poll() is None:
+            time.sleep(0.05)  # polling the server's request log: kill it once the run is under way
+        stop(server)
+        _, stderr = run.communicate(timeout=300)
+    assert run.returncode == 2 and "did not answer" in stderr and "Traceback" not in stderr
+    with vllm_like(tiny_causal_dir, port, log, api_key_env="KBENCH_STANDIN_KEY"):
+        resumed = run_kbench(*_args(facts, port, out), env=KEY)
+    assert resumed.returncode == 0, resumed.stderr
+    assert (out / "items.parquet").read_bytes() == clean

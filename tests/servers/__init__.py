@@ -1,0 +1,78 @@
+"""Real local servers for the served-model tests: a vLLM-like stand-in (`vllm_like.py`), a fault
+proxy (`fault_proxy.py`), and `transformers serve`; each started by `Popen` on 127.0.0.1 at a free
+port, awaited on `/health` (polled, never a fixed sleep) and stopped by its PID (`running`)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+from tests.launchers import REPO_ROOT, free_port
+
+
+def wait_healthy(url: str, process: subprocess.Popen, timeout: float = 300) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"server exited with {process.returncode} before {url} answered")
+        try:
+            with urllib.request.urlopen(url, timeout=5) as answer:
+                if answer.status == 200:
+                    return
+        except (urllib.error.URLError, ConnectionError, TimeoutError):
+            pass
+        time.sleep(0.2)  # a poll interval, not a wait for readiness
+    raise RuntimeError(f"{url} did not answer within {timeout} s")
+
+
+def stop(process: subprocess.Popen) -> None:
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+@contextlib.contextmanager
+def running(command: list[str], port: int, log: Path, env: dict | None = None, health: str = "/health"):
+    """Start `command` (listening on `port`), wait for its health URL, yield the process, stop it."""
+    with open(log, "ab") as out:
+        process = subprocess.Popen(command, cwd=REPO_ROOT, stdout=out, stderr=subprocess.STDOUT,
+                                   env={**os.environ, "OMP_NUM_THREADS": "1", **(env or {})})
+    try:
+        wait_healthy(f"http://127.0.0.1:{port}{health}", process)
+        yield process
+    finally:
+        stop(process)
+
+
+def vllm_like(folder: Path, port: int, log: Path, *, name: str = "tiny", api_key_env: str | None = None):
+    """Serves `name` (vLLM-like) and `name`-llamacpp (echo without prompt log-probs)."""
+    command = [sys.executable, "-m", "tests.servers.vllm_like", "--port", str(port), "--model-folder", str(folder),
+               "--served-name", name]
+    return running(command + (["--api-key-env", api_key_env] if api_key_env else []), port, log)
+
+
+def fault_proxy(upstream_port: int, port: int, log: Path, *, faults: str, every: int, fail_after: int | None = None):
+    command = [sys.executable, "-m", "tests.servers.fault_proxy", "--port", str(port), "--upstream", str(upstream_port),
+               "--faults", faults, "--every", str(every)]
+    return running(command + (["--fail-after", str(fail_after)] if fail_after is not None else []), port, log)
+
+
+def transformers_serve(folder: Path, port: int, log: Path):
+    launcher = shutil.which("transformers", path=os.path.dirname(sys.executable))
+    command = [launcher, "serve", "--host", "127.0.0.1", "--port", str(port), "--device", "cpu", "--dtype", "float32",
+               str(folder)]
+    return running(command, port, log)
+
+
+__all__ = ["free_port", "running", "stop", "vllm_like", "fault_proxy", "transformers_serve"]

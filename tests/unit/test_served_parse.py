@@ -1,0 +1,74 @@
+"""The served backend's reading of server answers, on bodies shaped as vLLM, SGLang and llama.cpp
+return them (tests/fixtures/served/, see SOURCE.md): the parser and the probe's detection."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from kbench.models.interface import Capability
+from kbench.models.served import parse
+from kbench.models.served.probe import capabilities, echo_covers_prompt, prompt_logprobs_cover
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "served"
+
+
+def body(name: str) -> dict:
+    return json.loads((FIXTURES / f"{name}.json").read_text())
+
+
+@pytest.mark.parametrize("name", ["vllm_completion_echo_logprobs", "sglang_completion_echo_logprobs"])
+def test_echo_logprobs_cover_the_prompt(name):
+    answer = body(name)
+    values = parse.token_logprobs(answer)
+    assert values[0] is None and all(isinstance(v, float) for v in values[1:])
+    assert echo_covers_prompt(answer, n_prompt=5)
+    assert parse.top_logprobs(answer, 5) == {" Paris": values[5]}
+
+
+def test_llamacpp_echo_is_not_prompt_logprobs():
+    answer = body("llamacpp_completion_echo")
+    assert parse.completion_text(answer).startswith("The capital")  # the text is echoed ...
+    assert not echo_covers_prompt(answer, n_prompt=5)  # ... its log-probs are not
+
+
+def test_vllm_prompt_logprobs_carry_ranks():
+    answer = body("vllm_completion_prompt_logprobs")
+    entries = parse.prompt_logprobs(answer)
+    assert entries[0] is None and entries[1][6864] == {"logprob": -9.58, "rank": 240, "decoded_token": " capital"}
+    assert prompt_logprobs_cover(answer, [791, 6864, 315, 9822, 374]) == (True, True)
+    assert prompt_logprobs_cover(answer, [791, 6864, 315, 9822, 11]) == (False, False)  # a token not there
+    assert prompt_logprobs_cover(body("vllm_completion_echo_logprobs"), [1, 2, 3, 4, 5]) == (False, False)
+
+
+def test_token_id_keys():
+    tops = parse.top_logprobs(body("vllm_completion_token_ids"), 0)
+    assert {parse.token_id(k) for k in tops} == {12366, 279}
+    assert parse.token_id(" Paris") is None and parse.token_id("token_id:x") is None
+
+
+def test_answers_without_what_was_asked_raise_bad_answer():
+    with pytest.raises(parse.BadAnswer):
+        parse.token_logprobs(body("vllm_completion_prompt_logprobs"))  # logprobs: null
+    with pytest.raises(parse.BadAnswer):
+        parse.completion_text({"error": "overloaded"})
+
+
+def test_stop_strings_are_cut_client_side():
+    # `transformers serve` returns " Paris.\n" for stop ["\n"]
+    assert parse.cut_at_stop(" Paris.\n", ["\n"]) == " Paris."
+    assert parse.cut_at_stop(" Paris. Rome", [".", " Rome"]) == " Paris"
+    assert parse.cut_at_stop(" Paris", None) == " Paris"
+
+
+def test_capabilities_are_what_the_probe_proved():
+    nothing = {"generate": True, "token_id_prompts": False, "echo_prompt_logprobs": False, "prompt_logprobs": False,
+               "prompt_logprob_ranks": False, "top_logprobs": 0, "token_id_keys": False}
+    assert capabilities(nothing) == {Capability.GENERATE}  # transformers serve, llama.cpp
+    sglang = {**nothing, "token_id_prompts": True, "echo_prompt_logprobs": True, "top_logprobs": 5}
+    assert capabilities(sglang) == {Capability.GENERATE, Capability.LOGLIKELIHOOD}  # top-k keyed by text: no ranks
+    vllm = {**sglang, "prompt_logprobs": True, "prompt_logprob_ranks": True, "token_id_keys": True}
+    assert capabilities(vllm) == {Capability.GENERATE, Capability.LOGLIKELIHOOD, Capability.RANK_EXACT,
+                                  Capability.RANK_TOP_K}
