@@ -7,7 +7,8 @@ items carries its Wilson interval, and every pair of runs gets the exact McNemar
 correctness (`kbench.metrics.uncertainty.mcnemar`). KEE runs are compared technique by technique
 (a row's `technique`; the sampling partitions, which have no correctness, are left out). Runs of
 one task that share no item are refused: they are not comparable, and side by side they would
-look as if they were. Runs whose settings differ (a protocol, a prompt form, stop strings) are
+look as if they were. XTEVAL runs are compared on facts, part by part (`compare_xteval`): their
+query rows are numbered within each run's own test split. Runs whose settings differ (a protocol, a prompt form, stop strings) are
 compared, with a note naming each differing setting: the test then compares settings as well as
 models.
 """
@@ -20,6 +21,7 @@ from itertools import combinations
 
 from kbench.errors import UserError
 from kbench.metrics.uncertainty import format_estimate, mcnemar, proportion_of
+from kbench.report.compare_xteval import compare_xteval
 from kbench.report.items import item_correct
 from kbench.report.runs import Run
 
@@ -30,7 +32,9 @@ class Comparison:
     labels: list[str]
     items: dict[str, int]  # run label -> items it has (with a correctness)
     n_shared: int
-    groups: dict[str, dict] = field(default_factory=dict)  # technique ("" for other tasks) -> accuracy, pairs
+    # technique ("" for other tasks; XTEVAL: its part) -> accuracy, pairs; XTEVAL parts add their own
+    # n_shared, items (per run), paired and, when unpaired, the reason
+    groups: dict[str, dict] = field(default_factory=dict)
 
     def left_out(self, label: str) -> int:
         return self.items[label] - self.n_shared
@@ -46,16 +50,29 @@ def correctness(rows: list[dict]) -> dict[str, dict[str, bool]]:
     return out
 
 
+def _refuse(task: str, labels: list[str], sizes: list[int], what: str = "item") -> None:
+    described = ", ".join(f"{label}: {n} {what}s" for label, n in zip(labels, sizes))
+    raise UserError(
+        f"the {task} runs {', '.join(labels)} share no {what} (by id; {described}): they were evaluated "
+        f"on different {what}s and cannot be compared; report them separately"
+    )
+
+
+def _compare_xteval(runs: list[Run], items: list[list[dict]]) -> tuple[Comparison, list[str]]:
+    parts, notes = compare_xteval(runs, items)
+    extraction = next(iter(parts.values()))
+    labels = [r.label for r in runs]
+    if not extraction["n_shared"]:
+        _refuse("xteval", labels, list(extraction["items"].values()), "probed fact")
+    return Comparison("xteval", labels, extraction["items"], extraction["n_shared"], parts), notes
+
+
 def _compare(task: str, runs: list[Run], outcomes: list[dict[str, dict[str, bool]]]) -> Comparison:
     ids = [set().union(*per.values()) if per else set() for per in outcomes]
     shared = set.intersection(*ids)
     labels = [r.label for r in runs]
     if not shared:
-        sizes = ", ".join(f"{label}: {len(i)} items" for label, i in zip(labels, ids))
-        raise UserError(
-            f"the {task} runs {', '.join(labels)} share no item (by id; {sizes}): they were evaluated "
-            "on different items and cannot be compared; report them separately"
-        )
+        _refuse(task, labels, [len(i) for i in ids])
     comparison = Comparison(task, labels, {label: len(i) for label, i in zip(labels, ids)}, len(shared))
     for group in sorted(set.intersection(*(set(per) for per in outcomes)), key=lambda g: (g != "baseline", g)):
         restricted = [{i: per[group][i] for i in sorted(shared) if i in per[group]} for per in outcomes]
@@ -82,7 +99,12 @@ def compare_runs(runs: list[Run], items: list[list[dict]]) -> tuple[list[Compari
         if missing:
             notes.append(f"{task}: no paired comparison, {', '.join(missing)} has no per-item table (items.parquet)")
             continue
-        comparisons.append(_compare(task, [runs[i] for i in members], [correctness(items[i]) for i in members]))
+        if task == "xteval":
+            comparison, task_notes = _compare_xteval([runs[i] for i in members], [items[i] for i in members])
+            comparisons.append(comparison)
+            notes += task_notes
+        else:
+            comparisons.append(_compare(task, [runs[i] for i in members], [correctness(items[i]) for i in members]))
         differing = differing_settings([runs[i] for i in members])
         if differing:
             described = "; ".join(f"{key} ({_by_run(values)})" for key, values in differing.items())
@@ -116,27 +138,60 @@ def format_p(value: float) -> str:
     return f"{value:.3g}" if value >= 0.001 else f"{value:.1e}"
 
 
+PAIR_HEADER = ["first", "second", "b", "c", "p (exact McNemar)"]
+
+
+def pair_cells(pairs: list[dict]) -> tuple[list[str], list[list[str]]]:
+    """(header, rows) of a part's pairwise tests: paired (b, c, exact p, and the paired difference
+    when there is one) or unpaired (the difference with its interval, b, c and p empty)."""
+    with_difference = any("difference" in p for p in pairs)
+    header = PAIR_HEADER + (["difference first - second [95% CI]", "test"] if with_difference else [])
+    rows = []
+    for p in pairs:
+        tested = p.get("paired", True)
+        cells = [p["first"], p["second"], *((str(p["b"]), str(p["c"]), format_p(p["p_value"])) if tested else ("—",) * 3)]
+        if with_difference:
+            cells += [format_estimate(p.get("difference")), "paired on facts" if tested else "unpaired (Newcombe)"]
+        rows.append(cells)
+    return header, rows
+
+
+def part_counts(c: Comparison, result: dict) -> str:
+    """'Shared facts: N. Left out: ...' of one XTEVAL part ("" for the other tasks' groups)."""
+    if "n_shared" not in result:
+        return ""
+    if not result.get("paired", True):
+        own = ", ".join(f"{label} {n}" for label, n in result["items"].items())
+        return f"Not paired: {result['reason']}; each run's own test facts ({own}) compared unpaired."
+    left = ", ".join(f"{label} {n - result['n_shared']} of {n}" for label, n in result["items"].items())
+    return f"Shared facts: {result['n_shared']}. Left out: {left}."
+
+
 def markdown(comparisons: list[Comparison], notes: list[str]) -> str:
     lines = [
         "# Model comparison on shared items",
         "",
-        "Accuracy on the items every run of a task has (by item id), with 95% Wilson intervals; "
-        "`*` marks n < 30. b = items only the first model gets right, c = only the second; "
-        "p = exact McNemar (two-sided binomial of min(b, c) in b + c at 0.5).",
+        "Accuracy on the items every run of a task has (by item id; XTEVAL: by fact, part by part), with 95% "
+        "intervals (Wilson for 0/1 outcomes); `*` marks n < 30. b = items only the first model gets right "
+        "(or does better on), c = only the second; p = exact McNemar (two-sided binomial of min(b, c) in b + c at 0.5).",
         "",
     ]
     for c in comparisons:
         left = ", ".join(f"{label} {c.left_out(label)} of {c.items[label]}" for label in c.labels)
-        lines += [f"## {c.task}: {len(c.labels)} runs", "", f"Shared items: {c.n_shared}. Left out: {left}.", ""]
+        what = "probed facts (extraction)" if c.task == "xteval" else "items"
+        lines += [f"## {c.task}: {len(c.labels)} runs", "", f"Shared {what}: {c.n_shared}. Left out: {left}.", ""]
         for group, result in c.groups.items():
             if group:
-                lines += [f"### technique: {group}", ""]
-            lines += ["| model | accuracy on shared items [95% CI] | n |", "|---|---|---:|"]
+                lines += [f"### {group}" if c.task == "xteval" else f"### technique: {group}", ""]
+            counts = part_counts(c, result)
+            lines += [counts, ""] if counts else []
+            column = "accuracy on shared facts" if result.get("paired", True) else "accuracy on its own test facts"
+            column = column if c.task == "xteval" else "accuracy on shared items"
+            lines += [f"| model | {column} [95% CI] | n |", "|---|---|---:|"]
             lines += [f"| {label} | {format_estimate(e)} | {e['n']} |" for label, e in result["accuracy"].items()]
-            lines += ["", "| first | second | b | c | p (exact McNemar) |", "|---|---|---:|---:|---:|"]
-            lines += [
-                f"| {p['first']} | {p['second']} | {p['b']} | {p['c']} | {format_p(p['p_value'])} |" for p in result["pairs"]
-            ]
+            header, rows = pair_cells(result["pairs"])
+            lines += ["", "| " + " | ".join(header) + " |", "|---|---|" + "---:|" * (len(header) - 2)]
+            lines += ["| " + " | ".join(row) + " |" for row in rows]
             lines.append("")
     lines += [f"- {note}" for note in notes]
     return "\n".join(lines).rstrip() + "\n"

@@ -13,7 +13,7 @@ from html import escape
 from typing import Any
 
 from kbench.metrics.uncertainty import SMALL_N, is_small
-from kbench.report.compare import Comparison, format_p
+from kbench.report.compare import Comparison, pair_cells, part_counts
 from kbench.report.runs import Run, is_estimate, metric_tables, order_bins
 
 _CSS = """
@@ -124,21 +124,15 @@ def _comparisons(comparisons: list[Comparison], notes: list[str], chart: str | N
     ]
     for c in comparisons:
         left = "; ".join(f"{escape(label)}: {c.left_out(label)} of {c.items[label]} left out" for label in c.labels)
-        parts.append(f"<h3>{escape(c.task)}: {c.n_shared} shared items</h3><p class='meta'>{left}</p>")
+        what = "shared probed facts" if c.task == "xteval" else "shared items"
+        parts.append(f"<h3>{escape(c.task)}: {c.n_shared} {what}</h3><p class='meta'>{left}</p>")
         for group, result in c.groups.items():
-            title = f"<p>technique <code>{escape(group)}</code></p>" if group else ""
+            title = f"<p>{'' if c.task == 'xteval' else 'technique '}<code>{escape(group)}</code></p>" if group else ""
+            counts = part_counts(c, result)
             accuracy = table(["model", "accuracy on shared items"], [[label, e] for label, e in result["accuracy"].items()])
-            pairs = (
-                "<table><thead><tr><th>first</th><th>second</th><th>b</th><th>c</th><th>p (exact McNemar)</th></tr>"
-                "</thead><tbody>"
-                + "".join(
-                    f"<tr><td>{escape(p['first'])}</td><td>{escape(p['second'])}</td><td>{p['b']}</td><td>{p['c']}</td>"
-                    f"<td>{format_p(p['p_value'])}</td></tr>"
-                    for p in result["pairs"]
-                )
-                + "</tbody></table>"
-            )
-            parts += [title, accuracy, pairs]
+            header, rows = pair_cells(result["pairs"])
+            pairs = table(header, rows)
+            parts += [title, f"<p class='meta'>{escape(counts)}</p>" if counts else "", accuracy, pairs]
     parts += [f"<p class='warn'>{escape(note)}</p>" for note in notes]
     return parts
 

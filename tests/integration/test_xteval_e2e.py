@@ -118,10 +118,23 @@ def test_xteval_runs_resumes_and_writes_valid_results(model_fixture, request, la
     assert iid["n_train"] + iid["n_test"] == n and iid["n_test"] == round(n * 0.4) == len(queries)
     assert all(q["n_candidates"] > 1 for q in queries)
     assert iid["chance_accuracy"] == pytest.approx(sum(1 / q["n_candidates"] for q in queries) / iid["n_test"])
-    runs = metrics["settings"]["iid"]["runs"]   # a mean over runs (n = runs), not a pool of their queries
-    assert results["headline"]["iid_downstream_accuracy"]["n"] == len(runs)
-    assert results["headline"]["iid_downstream_accuracy"]["value"] == pytest.approx(
-        sum(r["downstream_accuracy"] for r in runs) / len(runs))
+    runs = metrics["settings"]["iid"]["runs"]   # a mean over runs, not a pool of their queries
+    headline = results["headline"]["iid_downstream_accuracy"]
+    assert headline["runs"] == len(runs) == 1 and headline["n"] == len({q["fact_id"] for q in queries}) == len(queries)
+    assert headline["value"] == pytest.approx(sum(r["downstream_accuracy"] for r in runs) / len(runs))
+    # one run (--seeds 1): the interval comes from the run's test queries, never zero-width
+    for name in ("iid_downstream_accuracy", "iid_usable_knowledge", "iid_gap2", "ood_downstream_accuracy"):
+        estimate = results["headline"][name]
+        assert estimate["ci_low"] <= estimate["value"] <= estimate["ci_high"] and estimate["ci_high"] > estimate["ci_low"]
+    # queries name their facts (the dataset's ids) and their run
+    assert {q["fact_id"] for q in queries} <= {str(r["id"]) for r in pl.read_parquet(lama_folder / "data/default/test.parquet").to_dicts()}
+    assert all(q["run"] == "iid/e0-s0-f0" and q["split_seed"] == 0 for q in queries)
+    # both settings ran: IID - OOD beside the numbers it compares
+    difference = results["headline"]["iid_minus_ood_downstream_accuracy"]
+    assert difference["value"] == pytest.approx(headline["value"] - results["headline"]["ood_downstream_accuracy"]["value"])
+    assert difference["ci_low"] <= difference["value"] <= difference["ci_high"]
+    assert metrics["iid_minus_ood"]["on_shared_facts"]["n_shared"] >= 0 and "paired on runs" in metrics["iid_minus_ood"]["pairing"]
+    assert metrics["extraction"]["top1"]["criterion"] == "known-facts-file"
     ood, ood_queries = run_row(out, "ood/e0-s0-f0")
     test_rel = {q["relation"] for q in ood_queries}   # relation-disjoint: whole relations go to test
     assert 0 < len(test_rel) < len(RELATIONS) and ood["n_test"] == PER_RELATION * len(test_rel)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from kbench.io import atomic_path, write_text
+from kbench.metrics.uncertainty import format_estimate
 
 FIGURES = ("acc_D", "downstream_accuracy", "chance_accuracy", "usable_knowledge", "gap1", "gap2")
 
@@ -35,7 +36,24 @@ def markdown_table(results: dict) -> str:
     for setting, agg in metrics["settings"].items():
         cells = [f"{agg[k]['mean']:.3f} ± {agg[k]['std']:.3f}" for k in FIGURES]
         lines.append(f"| {setting} | {len(agg['runs'])} | " + " | ".join(cells) + " |")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + headline_lines(results)) + "\n"
+
+
+def headline_lines(results: dict) -> list[str]:
+    """The headline Estimates with their 95% intervals, IID - OOD beside the figures it compares."""
+    lines = ["", "Headline, 95% intervals (" + results["metrics"]["statistics"]["headline"] + "):", ""]
+    lines += ["| figure | value [95% CI] | n |", "|---|---|---:|"]
+    lines += [f"| {name} | {format_estimate(e)} | {e['n']} |" for name, e in results["headline"].items()]
+    difference = results["metrics"].get("iid_minus_ood")
+    if difference:
+        shared = difference["on_shared_facts"]
+        lines += [
+            "",
+            f"IID - OOD: {difference['pairing']}. On the {shared['n_shared']} facts in both an IID and an OOD test "
+            f"split, paired: difference {format_estimate(shared['difference'])}, b = {shared['b']}, c = {shared['c']}, "
+            f"p = {shared['p_value']:.3g} ({shared['test']}).",
+        ]
+    return lines
 
 
 def gap_chart(results: dict, path: Path) -> None:

@@ -11,10 +11,12 @@ Units, in plan order (the engine journals each as it finishes; a rerun skips fin
 The task is collective: every process of `accelerate launch` takes part in every unit (soft
 prompts and the cross-encoder train with DDP, retrieval splits its queries), and the main process
 journals it. A downstream unit reads its D^theta from the journalled extraction unit (`restore`).
+A query row names its fact (`fact_id`) and its run (`run`, with the seeds), so a comparison of two
+runs pairs facts, never per-run query numbers.
 Soft prompts are stored under `softprompts/seed-<E>/`. Results: `metrics` holds the paper's
 figures (mean and std as in Figure 4, `aggregate.py`) per setting; the headline holds acc_D and
-Gap 1 (Wilson, pooled over extraction seeds), and per setting the downstream accuracy (Wilson,
-pooled over the runs' test queries) and usable knowledge and Gap 2 (mean over runs, bootstrap).
+Gap 1 (mean over facts, bootstrap over facts), and per setting the downstream accuracy, usable
+knowledge and Gap 2 (mean over runs, two-level bootstrap: `headline.py`), and IID - OOD when both ran.
 `report.md` and `gaps.png` are written beside results.json.
 """
 
@@ -28,13 +30,16 @@ from pathlib import Path
 from kbench.errors import UserError
 from kbench.evaluate.task import TASKS, Plan, RunContext, Summary, Task, Unit
 from kbench.evaluate.xteval.aggregate import aggregate_setting
+from kbench.evaluate.xteval.criterion import d_theta_criterion
 from kbench.evaluate.xteval.documents import Triple, load_templates
 from kbench.evaluate.xteval.extraction import Extraction, discrete_known, read_known_facts, soft_known
+from kbench.evaluate.xteval.headline import downstream_headline
 from kbench.evaluate.xteval.inference import evaluate_retrieval
 from kbench.evaluate.xteval.pipeline import XtevalSettings, downstream_generators, load_facts, split_facts
 from kbench.evaluate.xteval.softprompt import split_dir_pairs
 from kbench.io import stable_hash
 from kbench.metrics import uncertainty as u
+from kbench.metrics.clustered import LEVELS
 from kbench.metrics.gaps import gap_figures
 from kbench.models.interface import Capability
 from kbench.models.training import trainer
@@ -157,6 +162,7 @@ class Xteval(Task):
         train, test = split_facts(facts, setting, sp, s.train_fraction)
         if not test:
             raise UserError(f"the {setting} split left no test facts; use more facts (--limit)")
+        fact_ids = dict(zip(facts, known))  # a query names its fact: comparisons pair facts, not query numbers
         train_generator, test_generator = downstream_generators(setting, facts, train, state.templates)
         seed = int(stable_hash([e, sp, f])[:8], 16)
         encoder, log = trainer(ctx.model, "task xteval").finetune_cross_encoder(train, train_generator, s.finetune, seed)
@@ -168,6 +174,8 @@ class Xteval(Task):
             {
                 "id": f"{key}/q{q['index']}",
                 "kind": "query",
+                "fact_id": fact_ids[test[q["index"]]],
+                "run": key,
                 **base,
                 **{k: v for k, v in q.items() if k != "index"},
                 "subject": q["head"],
@@ -218,6 +226,8 @@ class Xteval(Task):
             "gap1": u.mean([1 - x for x in known_share], seed=s.seed),
         }
         per_setting = {}
+        known = {entry["seed"]: (entry["n_known"], entry["n_probed"]) for entry in log}
+        downstream, differences = downstream_headline(rows, known, s.settings, s.seed)
         for setting in s.settings:
             runs = [r for r in rows if r["kind"] == "run" and r["setting"] == setting]
             figures = [
@@ -231,15 +241,13 @@ class Xteval(Task):
                 for r in runs
             ]
             per_setting[setting] = {**aggregate_setting(figures), "runs": figures}
-            # runs share test queries across fine-tuning seeds: a mean over runs (n = runs), as the paper
-            headline[f"{setting}_downstream_accuracy"] = u.mean([r["downstream_accuracy"] for r in runs], seed=s.seed)
-            headline[f"{setting}_usable_knowledge"] = u.mean([x["usable_knowledge"] for x in figures], seed=s.seed)
-            headline[f"{setting}_gap2"] = u.mean([x["gap2"] for x in figures], seed=s.seed)
+        headline.update(downstream)
         metrics = {
             "n_facts": len(state.rows),
             "extraction": {
                 "method": "known-facts file" if s.known_facts else s.extraction,
                 "criterion": self._criterion(ctx),
+                "top1": d_theta_criterion(ctx.model.kind, s.top1, s.known_facts),
                 "seeds": log,
                 "not_probed": "leave D (acc_D = n_known / n_probed): unreadable = a masked LM cannot read the "
                 "tail at one mask; untrained = no soft-prompt train/dev facts for the relation",
@@ -250,9 +258,10 @@ class Xteval(Task):
                 "extraction x split x fine-tune (paper Fig. 4b)",
                 "headline": "acc_D, gap1: mean over facts of the share of extraction seeds that know the fact, "
                 "with a bootstrap over facts (n = facts); downstream accuracy, usable knowledge, gap2: mean "
-                "over runs with a bootstrap over runs (n = runs)",
+                f"over runs with a {LEVELS} (n = distinct test facts; seed {s.seed}, {u.BOOTSTRAP_RESAMPLES} resamples)",
             },
             "settings": per_setting,
+            **differences,
         }
         return Summary(headline=headline, metrics=metrics)
 

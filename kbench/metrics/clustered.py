@@ -1,0 +1,156 @@
+"""Intervals for figures measured on items nested in runs, and comparisons on facts (XTEVAL).
+
+XTEVAL's downstream accuracy, usable knowledge and Gap 2 are means over runs (extraction x split x
+fine-tune seeds) of figures that are themselves measured on items: a run's test queries, and the
+probed facts of D behind its acc_D. A bootstrap over runs alone ignores the items (at one run it
+is zero-width); a Wilson interval over pooled queries ignores the runs. `gap_replicates` is a
+two-level percentile bootstrap:
+
+1. resample the run keys (extraction, split, fine-tune seed) with replacement;
+2. within each resampled run, draw its accuracy on its test queries, and within each resampled
+   extraction seed its acc_D on D's probed facts (once per replicate, so the runs of one
+   extraction seed share the draw), from the Jeffreys posterior Beta(k + 1/2, n - k + 1/2) of
+   k correct of n. This is the item-level resample made smooth: like a resample of the n items it
+   has the binomial spread, but it is not zero-width when every query is right (or wrong), and at
+   one run it gives the Jeffreys interval (Brown, Cai and DasGupta 2001), close to Wilson's.
+
+The interval is the 2.5 and 97.5 percentiles of the replicates, widened where needed to hold the
+point value (Brown et al.'s rule for the Jeffreys interval at k = 0 and k = n). IID and OOD runs
+with the same key are resampled together, so the IID - OOD difference is paired on runs
+(extraction seeds); their queries are different facts and are drawn independently. Each run's
+queries are its own sample, although fine-tune runs of one split query the same facts (a slight
+overstatement of the item-level spread). Seeded numpy generator (PCG64): reruns give the same
+replicates.
+
+Comparisons of two systems on facts:
+- `paired_shares`: each fact's share of correct outcomes under either system (0/1 with one
+  outcome per fact); b = facts the first does better on, c = the second; the exact two-sided
+  sign test of b in b + c (exact McNemar when outcomes are 0/1), and the mean paired difference
+  with a bootstrap over facts;
+- `newcombe_difference`: two independent proportions, the difference with Newcombe's hybrid
+  score interval (Newcombe 1998, method 10), for facts that cannot be paired.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from kbench.metrics import uncertainty as u
+
+LEVELS = "two-level bootstrap: runs, then (Jeffreys draws) test queries and D's probed facts within each run"
+
+
+@dataclass(frozen=True)
+class RunCounts:
+    """One downstream run: its key (shared by IID and OOD), extraction seed and test outcomes."""
+
+    key: tuple[int, int, int]  # (extraction seed, split seed, fine-tune seed)
+    correct: int
+    queries: int
+
+    @property
+    def extraction_seed(self) -> int:
+        return self.key[0]
+
+
+def gap_replicates(
+    settings: Mapping[str, Sequence[RunCounts]],
+    known: Mapping[int, tuple[int, int]],
+    seed: int = u.BOOTSTRAP_SEED,
+    resamples: int = u.BOOTSTRAP_RESAMPLES,
+) -> dict[str, dict[str, list[float]]]:
+    """{setting: {figure: replicates}} for downstream_accuracy, usable_knowledge and gap2.
+    `known` maps an extraction seed to (known facts, probed facts); every setting has the same run keys."""
+    import numpy as np
+
+    keys = sorted({run.key for runs in settings.values() for run in runs})
+    for setting, runs in settings.items():
+        if sorted(run.key for run in runs) != keys:
+            raise ValueError(f"gap_replicates: the {setting} runs do not have the run keys of the other settings")
+    seeds = sorted(known)
+    rng = np.random.default_rng(seed)
+    hits, probed = np.array([known[e][0] for e in seeds]), np.array([known[e][1] for e in seeds])
+    acc_d = rng.beta(hits + 0.5, probed - hits + 0.5, size=(resamples, len(seeds)))
+    picks = rng.integers(len(keys), size=(resamples, len(keys)))
+    seed_of_key = np.array([seeds.index(k[0]) for k in keys])
+    acc_run = np.take_along_axis(acc_d, seed_of_key[picks], axis=1)
+    out = {}
+    for setting, runs in sorted(settings.items()):
+        by_key = {run.key: run for run in runs}
+        correct = np.array([by_key[k].correct for k in keys])[picks]
+        wrong = np.array([by_key[k].queries - by_key[k].correct for k in keys])[picks]
+        downstream = rng.beta(correct + 0.5, wrong + 0.5)
+        out[setting] = {
+            "downstream_accuracy": downstream.mean(axis=1).tolist(),
+            "usable_knowledge": (acc_run * downstream).mean(axis=1).tolist(),
+            "gap2": (acc_run * (1 - downstream)).mean(axis=1).tolist(),
+        }
+    return out
+
+
+def bootstrap_estimate(value: float, replicates: Sequence[float], n: int, seed: int, **extra) -> dict:
+    """An Estimate (interval "bootstrap") from the point value and its percentile replicates,
+    widened where needed to hold the value."""
+    import numpy as np
+
+    low, high = np.percentile(np.asarray(replicates, dtype=float), [2.5, 97.5])  # linear, as uncertainty.mean
+    return {
+        "value": value,
+        "n": n,
+        "ci_low": min(float(low), value),
+        "ci_high": max(float(high), value),
+        "interval": "bootstrap",
+        "seed": seed,
+        "resamples": len(replicates),
+        "method": LEVELS,
+        **extra,
+    }
+
+
+def paired_shares(
+    first: Mapping[str, float], second: Mapping[str, float], seed: int = u.BOOTSTRAP_SEED, resamples: int = u.BOOTSTRAP_RESAMPLES
+) -> dict:
+    """Two systems on the facts both have: sign test (exact McNemar for 0/1) and the mean paired
+    difference first - second with a bootstrap over facts."""
+    shared = sorted(set(first) & set(second))
+    b = sum(first[f] > second[f] for f in shared)
+    c = sum(second[f] > first[f] for f in shared)
+    return {
+        "paired": True,
+        "n_shared": len(shared),
+        "only_first": len(set(first) - set(second)),
+        "only_second": len(set(second) - set(first)),
+        "b": b,
+        "c": c,
+        "p_value": u.binomial_two_sided(b, b + c),
+        "test": "exact McNemar on facts (a sign test of b in b + c when a fact has several outcomes)",
+        "difference": u.mean([first[f] - second[f] for f in shared], seed=seed, resamples=resamples),
+    }
+
+
+def newcombe_difference(k1: float, n1: int, k2: float, n2: int) -> dict:
+    """p1 - p2 of two independent proportions with Newcombe's hybrid score 95% interval (method 10).
+    k may be fractional: a sum of per-fact shares, one count per fact."""
+    if not n1 or not n2:
+        return {"value": None, "n": n1 + n2, "ci_low": None, "ci_high": None, "interval": "newcombe"}
+    p1, p2 = k1 / n1, k2 / n2
+    (l1, u1), (l2, u2) = u.wilson(k1, n1), u.wilson(k2, n2)
+    d = p1 - p2
+    return {
+        "value": d,
+        "n": n1 + n2,
+        "n_first": n1,
+        "n_second": n2,
+        "ci_low": d - math.sqrt((p1 - l1) ** 2 + (u2 - p2) ** 2),
+        "ci_high": d + math.sqrt((u1 - p1) ** 2 + (p2 - l2) ** 2),
+        "interval": "newcombe",
+    }
+
+
+def share_estimate(shares: Sequence[float], seed: int = u.BOOTSTRAP_SEED) -> dict:
+    """Accuracy over facts: Wilson when every fact has one 0/1 outcome, else a bootstrap of the shares."""
+    if all(s in (0.0, 1.0) for s in shares):
+        return u.proportion(int(sum(shares)), len(shares))
+    return u.mean(shares, seed=seed)
