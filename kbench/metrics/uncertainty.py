@@ -197,7 +197,7 @@ def difference_unpaired(k1: int, n1: int, k2: int, n2: int) -> dict:
 def difference_paired(first: Mapping[str, bool], second: Mapping[str, bool]) -> dict:
     """An Estimate of p_first - p_second on the items both have, with Newcombe's paired interval
     (method 10): with Wilson limits (l, u) of each margin and phi the correlation of the 2x2
-    table, low = d - sqrt(dl1^2 - 2 phi dl1 du2 + du2^2), dl1 = p1 - l1, du2 = u2 - p2 (and
+    table (ad - bc reduced by n/2 when positive, as Newcombe corrects it), low = d - sqrt(dl1^2 - 2 phi dl1 du2 + du2^2), dl1 = p1 - l1, du2 = u2 - p2 (and
     symmetrically for high). `only_first` / `only_second` count the items left out."""
     shared = sorted(set(first) & set(second))
     n = len(shared)
@@ -211,7 +211,12 @@ def difference_paired(first: Mapping[str, bool], second: Mapping[str, bool]) -> 
     p1, p2 = (both + b) / n, (both + c) / n
     (l1, u1), (l2, u2) = wilson(both + b, n), wilson(both + c, n)
     margins = (both + b) * (c + neither) * (both + c) * (b + neither)
-    phi = (both * neither - b * c) / math.sqrt(margins) if margins else 0.0
+    # Newcombe's phi: a positive association is reduced by n/2 (floored at 0), which keeps the
+    # interval from collapsing to zero width when no item is discordant
+    association = both * neither - b * c
+    if association > 0:
+        association = max(association - n / 2, 0.0)
+    phi = association / math.sqrt(margins) if margins else 0.0
     d = p1 - p2
     dl1, du1, dl2, du2 = p1 - l1, u1 - p1, p2 - l2, u2 - p2
     low = d - math.sqrt(max(0.0, dl1**2 - 2 * phi * dl1 * du2 + du2**2))

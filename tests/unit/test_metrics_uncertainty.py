@@ -90,7 +90,10 @@ def test_newcombe_paired_difference_against_an_independent_computation():
     got = difference_paired(first, second)
     x = np.array([first[f"s{i}"] for i in range(40)], float)
     y = np.array([second[f"s{i}"] for i in range(40)], float)
-    phi = np.corrcoef(x, y)[0, 1]
+    a, d = int(((x == 1) & (y == 1)).sum()), int(((x == 0) & (y == 0)).sum())
+    b, c = int(((x == 1) & (y == 0)).sum()), int(((x == 0) & (y == 1)).sum())
+    phi = max(a * d - b * c - 20, 0) / math.sqrt((a + b) * (c + d) * (a + c) * (b + d))   # Newcombe's corrected phi (n/2 = 20)
+    assert a * d - b * c > 20 and phi < np.corrcoef(x, y)[0, 1]
     ci1 = binomtest(int(x.sum()), 40).proportion_ci(method="wilson")
     ci2 = binomtest(int(y.sum()), 40).proportion_ci(method="wilson")
     p1, p2 = x.mean(), y.mean()
@@ -100,7 +103,7 @@ def test_newcombe_paired_difference_against_an_independent_computation():
     assert (got["ci_low"], got["ci_high"]) == (pytest.approx(low, abs=1e-6), pytest.approx(high, abs=1e-6))
     assert got["interval"] == "newcombe-paired" and got["paired"] is True
     same = difference_paired(first, first)
-    assert same["value"] == 0 and same["ci_low"] <= 0 <= same["ci_high"]
+    assert same["value"] == 0 and same["ci_low"] < 0 < same["ci_high"]   # no discordant item: still not zero-width
     assert same["ci_high"] - same["ci_low"] < got["ci_high"] - got["ci_low"]  # perfectly correlated: narrower
     assert difference_paired({"a": True}, {"b": True})["value"] is None
 
