@@ -51,4 +51,27 @@ def _comparison_report(results: dict, run_dir) -> None:
     from kbench.report.kee import write_report
 
     write_report(results, run_dir)
-    Console(stderr=True).print(f"table: {run_dir / 'comparison.md'}; charts: {run_dir / 'prs.png'}, {run_dir / 'gain_loss.png'}")
+    console = Console(stderr=True)
+    metrics = results["metrics"]
+    deviating = {t: d["deviations"] for t, d in metrics.get("technique_details", {}).items() if d.get("deviations")}
+    if deviating:
+        console.print("deviations from MAPLE:")
+        for technique, deviations in deviating.items():
+            console.print(f"  {technique}: " + "; ".join(deviations), markup=False)
+    console.print(_tests_table(metrics))
+    console.print(f"table: {run_dir / 'comparison.md'}; charts: {run_dir / 'prs.png'}, {run_dir / 'gain_loss.png'}")
+
+
+def _tests_table(metrics: dict):
+    """Per technique: the exact McNemar test against every other technique, and the PRS sign test."""
+    from rich.table import Table
+
+    table = Table(title="paired tests (exact McNemar: b / c, p [Holm]) and PRS Improved vs Worsened (sign test)")
+    for column in ("first", "second", "b / c", "p [Holm]"):
+        table.add_column(column)
+    for t in metrics["pairwise_tests"]:
+        table.add_row(t["first"], t["second"], f"{t['b']} / {t['c']}", f"{t['p_value']:.3g} [{t['p_holm']:.3g}]")
+    for name, m in metrics["per_technique"].items():
+        sign = m["prs"]["sign_test"]
+        table.add_row(name, "PRS sign test", f"{sign['plus']} / {sign['minus']}", f"{sign['p_value']:.3g}")
+    return table

@@ -24,6 +24,8 @@ Nothing is approximated.
 
 Metrics are reported overall, per relation, per source (T-REx, Google-RE, ...), per frequency
 bin; every number is an Estimate with its n and 95% interval (`kbench.metrics.uncertainty`).
+The bins are compared as MAPLE and KoLA compare them, head - tail and head - torso
+(`frequency_bin_differences`): unpaired differences of each proportion, Newcombe intervals.
 Extra output: `known_facts.parquet`, the known-fact set D^theta (the dataset rows the model
 answered correctly, with its prediction and rank), which XTEVAL reads with `--known-facts`.
 """
@@ -223,6 +225,9 @@ class Extraction(Task):
             if protocol == "lama"
             else ["maple_accuracy", "exact_accuracy", "first_token_p1_macro"]
         )
+        by_bin = _grouped(rows, lambda r: r.get("frequency_bin") or "unbinned")
+        per_bin = {b: _estimates(rs, protocol, ranks) for b, rs in by_bin.items()}
+        differences = u.bin_differences(per_bin)
         metrics = {
             "protocol": protocol,
             "protocol_drops": state.drops,
@@ -233,10 +238,8 @@ class Extraction(Task):
             "per_source": {
                 src: _estimates(rs, protocol, ranks) for src, rs in _grouped(rows, lambda r: r.get("source") or "unknown").items()
             },
-            "per_frequency_bin": {
-                b: _estimates(rs, protocol, ranks)
-                for b, rs in _grouped(rows, lambda r: r.get("frequency_bin") or "unbinned").items()
-            },
+            "per_frequency_bin": per_bin,
+            "frequency_bin_differences": differences,
             "relation_labels": {r["relation"]: r.get("relation_label") or "" for r in rows},
             "known_facts": {
                 "file": "known_facts.parquet",
@@ -244,7 +247,10 @@ class Extraction(Task):
                 "criterion": "maple_correct" if protocol == "maple" else "gold_rank == 1",
             },
         }
-        return Summary(headline={k: overall[k] for k in headline_keys}, metrics=metrics)
+        headline = {k: overall[k] for k in headline_keys}
+        first = headline_keys[0] if protocol == "maple" else "first_token_p1"  # a macro mean has no Newcombe difference
+        headline.update({f"{first} {contrast}": values[first] for contrast, values in differences.items() if first in values})
+        return Summary(headline=headline, metrics=metrics)
 
     def finish(self, ctx: RunContext, state: ExtractionPlan, rows: list[dict], results: dict) -> None:
         """known_facts.parquet: the dataset rows the model answered correctly (D^theta)."""

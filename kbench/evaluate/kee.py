@@ -152,10 +152,6 @@ def _partition_rows(
     return rows
 
 
-def _share(flags: list[bool]) -> dict:
-    return u.proportion_of(flags)
-
-
 def _summary(
     techniques: Sequence[str],
     by_tech: dict[str, dict[str, dict]],
@@ -171,65 +167,54 @@ def _summary(
     for name in techniques:
         rows = by_tech[name]
         correct = {i: rows[i]["correct"] for i in ids}
-        rank = {i: rows[i]["gold_rank"] for i in ids}
         rates = {}
         for t, (shallow, deep) in splits.items():
-            rates[str(t)] = {
-                "sgr": _share([correct[i] for i in sorted(shallow)]),
-                "dgr": _share([correct[i] for i in sorted(deep)]),
-                "shallow": len(shallow),
-                "deep": len(deep),
-            }
+            sgr, dgr = metrics.gain_rates(shallow, deep, correct)
+            rates[str(t)] = {"sgr": sgr, "dgr": dgr, "shallow": len(shallow), "deep": len(deep)}
         out[name] = {
-            "accuracy": _share(list(correct.values())),
-            "exact_accuracy": _share([rows[i]["exact"] for i in ids]),
-            "gain": _share([correct[i] for i in ids if not base[i]]),
-            "loss": _share([not correct[i] for i in ids if base[i]]),
-            "prs": _prs(ids, base, correct, base_rank, rank),
+            "accuracy": metrics.accuracy(correct),
+            "exact_accuracy": metrics.accuracy([rows[i]["exact"] for i in ids]),
+            "gain": metrics.gain(base, correct),
+            "loss": metrics.loss(base, correct),
+            "prs": _prs(base, correct, base_rank, {i: rows[i]["gold_rank"] for i in ids}),
             "beyond_sampling": rates,
             "vs_baseline": u.mcnemar(correct, base),
         }
     return out
 
 
-def _prs(ids, base, correct, base_rank, rank) -> dict:
-    """PRS over the unflipped failures not ranked first under either (metrics.prs); undefined,
-    with the reason, where the model gave no exact ranks (a rank known only within a server's
-    top k would change which items count)."""
-    if any(base_rank[i] is None or rank[i] is None for i in ids):
-        return {
-            "n": 0,
-            **{label: _share([]) for label in ("improved", "tied", "worsened")},
-            "undefined": "the model has no exact full-vocabulary ranks (capability rank_exact); PRS is not approximated",
-        }
-    eligible = [i for i in ids if not base[i] and not correct[i] and base_rank[i] != 1 and rank[i] != 1]
-    return {
-        "n": len(eligible),
-        "improved": _share([rank[i] < base_rank[i] for i in eligible]),
-        "tied": _share([rank[i] == base_rank[i] for i in eligible]),
-        "worsened": _share([rank[i] > base_rank[i] for i in eligible]),
-    }
+def _prs(base, correct, base_rank, rank) -> dict:
+    """PRS with its sign test (metrics.prs); undefined, with the reason, where the model gave no
+    exact ranks (a rank known only within a server's top k would change which items count)."""
+    if any(base_rank[i] is None or rank[i] is None for i in base):
+        empty = metrics.prs({}, {}, {}, {})  # n = 0: proportions and sign test over no items
+        reason = "the model has no exact full-vocabulary ranks (capability rank_exact); PRS is not approximated"
+        return {**empty, "undefined": reason}
+    return metrics.prs(base, correct, base_rank, rank)
+
+
+def _bin_differences(per_bin: dict[str, dict], techniques: Sequence[str]) -> dict:
+    """{"head - tail": {technique: {accuracy, gain}}}: unpaired differences (bins hold different items)."""
+    out: dict[str, dict] = {}
+    for technique in techniques:
+        slices = {b: per_bin[b][technique] for b in per_bin}
+        for contrast, metrics_of in u.bin_differences(slices, ("accuracy", "gain")).items():
+            out.setdefault(contrast, {})[technique] = metrics_of
+    return out
 
 
 def _stability(techniques: Sequence[str], by_tech, partitions, ids, k: int, sweep_max: int) -> dict:
-    """Per temperature and rate: Kendall tau-b of the method ranking at each K vs at K = k."""
+    """Per temperature and rate: Kendall tau-b of the method ranking at each K vs at K = k, with
+    its bootstrap interval over base failures (`metrics.ranking_stability_intervals`)."""
     base = {i: by_tech["baseline"][i]["correct"] for i in ids}
     methods = [t for t in techniques if t != "baseline"]  # the baseline recovers nothing by definition
     if not methods:  # the baseline alone: no ranking to be stable
         return {}
-    out = {}
-    for t, samples in partitions.items():
-        per_rate: dict[str, dict[int, dict]] = {"sgr": {}, "dgr": {}}
-        for kk in range(1, sweep_max + 1):
-            shallow, deep = metrics.partition_failures(base, samples, kk)
-            for m in methods:
-                sgr, dgr = metrics.gain_rates(shallow, deep, {i: by_tech[m][i]["correct"] for i in ids})
-                per_rate["sgr"].setdefault(kk, {})[m] = sgr
-                per_rate["dgr"].setdefault(kk, {})[m] = dgr
-        out[str(t)] = {
-            rate: {str(kk): tau for kk, tau in metrics.ranking_stability(scores, k).items()} for rate, scores in per_rate.items()
-        }
-    return out
+    method_correct = {m: {i: by_tech[m][i]["correct"] for i in ids} for m in methods}
+    return {
+        str(t): metrics.ranking_stability_intervals(base, samples, method_correct, sweep_max, k)
+        for t, samples in partitions.items()
+    }
 
 
 @dataclass(frozen=True)
@@ -316,25 +301,34 @@ class KnowledgeElicitation(Task):
         for item in items:
             bins[item.frequency_bin or "unbinned"].append(item.id)
         overall = _summary(s.techniques, by_tech, partitions, ids, s.k)
+        per_bin = {b: _summary(s.techniques, by_tech, partitions, b_ids, s.k) for b, b_ids in sorted(bins.items())}
+        fitted = {n: fit_records(by_tech[n].values()) for n in s.techniques}
         result = {
             "techniques": list(s.techniques),
             "technique_params": state.technique_params,
             "technique_details": {
-                n: {"params": state.technique_params[n], "fitted": fit_records(by_tech[n].values())} for n in s.techniques
+                n: {"params": state.technique_params[n], "fitted": fitted[n], "deviations": self._deviations(n, fitted[n], s)}
+                for n in s.techniques
             },
             "seed_a": SEED_A,
             "prompt_form": "chat" if state.context.chat else "question",
             "fitting_pool": f"{state.pool_split} split" if state.pool_split else "two folds of the items",
             "per_technique": overall,
-            "per_frequency_bin": {
-                b: _summary(s.techniques, by_tech, partitions, b_ids, s.k) for b, b_ids in sorted(bins.items())
-            },
+            "pairwise_tests": u.pairwise_mcnemar({n: {i: by_tech[n][i]["correct"] for i in ids} for n in s.techniques}),
+            "per_frequency_bin": per_bin,
+            "frequency_bin_differences": _bin_differences(per_bin, s.techniques),
             "ranking_stability": _stability(s.techniques, by_tech, partitions, ids, s.k, s.sweep_max),
         }
         headline = {"accuracy": overall["baseline"]["accuracy"]}  # the greedy baseline's
+        for contrast, by_technique in result["frequency_bin_differences"].items():
+            headline[f"accuracy {contrast}"] = by_technique["baseline"]["accuracy"]
         for name in s.techniques:
             if name != "baseline":
                 headline[f"accuracy:{name}"] = overall[name]["accuracy"]
                 headline[f"gain:{name}"] = overall[name]["gain"]
                 headline[f"loss:{name}"] = overall[name]["loss"]
         return Summary(headline=headline, metrics=result)
+
+    def _deviations(self, name: str, fitted: list[dict], s: KeeSettings) -> list[str]:
+        """Where the technique as run departs from MAPLE's configuration (empty: it follows it)."""
+        return get_technique(name, **_technique_params(name, s)).deviations(fitted)

@@ -21,7 +21,10 @@ Settings:
     `retrieval.py`) or `sbert` (MiniLM top-1 over the statement's chapter, queried with the
     statement itself);
   * `closed-book`: the prior prompt on the model after `kbench read` (`--checkpoint`); the base
-    model is scored too, and results hold the before -> after accuracy and its delta.
+    model is scored too, and results hold the before -> after accuracy, its delta and LEFT's
+    closed book - prior as a paired difference on the statements (Newcombe's paired interval)
+    beside the exact McNemar test. Open book - prior compares two runs (`kbench report` on a
+    prior and an open-book run of one model: `kbench.report.left`).
 
 `--limit N` takes the first N statements in dataset order, rounded up to whole pairs (quick runs
 then touch few chapters, so sbert embeds few paragraphs). Units of whole pairs are journalled by
@@ -189,12 +192,13 @@ def aggregate(items: list[dict], closed_book: bool) -> dict:
         before = _summary(items, "before_")["accuracy"]
         after = out["overall"]["accuracy"]
         # the same statements before and after reading: a paired comparison
-        paired = u.mcnemar({r["id"]: r["correct"] for r in items}, {r["id"]: r["before_correct"] for r in items})
+        after_by_id, before_by_id = ({r["id"]: r[f"{p}correct"] for r in items} for p in ("", "before_"))
         out["before_after"] = {
             "before_accuracy": before,
             "after_accuracy": after,
             "delta": None if after["value"] is None else after["value"] - before["value"],
-            "paired_test": paired,
+            "difference": u.difference_paired(after_by_id, before_by_id),  # closed book - prior, same statements
+            "paired_test": u.mcnemar(after_by_id, before_by_id),
         }
     return out
 
@@ -262,4 +266,5 @@ class TrueFalse(Task):
         }
         if "before_after" in summary:
             headline["before_accuracy"] = summary["before_after"]["before_accuracy"]
+            headline["closed-book - prior"] = summary["before_after"]["difference"]
         return Summary(headline=headline, metrics=metrics)

@@ -13,23 +13,23 @@ Definitions follow `../shared/REFERENCE.md` (MAPLE) and the MAPLE paper (Section
   ranking at each K with the ranking at the reference K = 20.
 
 Inputs are mappings keyed by item id so that two techniques are always compared on the same
-items; a key present on one side only is an error, never silently dropped. Every ratio with an
-empty denominator is `None` ("undefined"), never a division by zero.
+items; a key present on one side only is an error, never silently dropped. Accuracy, Gain, Loss,
+the PRS shares and SGR/DGR are Estimates (`kbench.metrics.uncertainty.proportion`: value, n, 95%
+Wilson interval; value null for an empty denominator, never a division by zero); the PRS carries
+the exact sign test of Improved against Worsened (MAPLE compares the two).
+The Kendall tau of the ranking gets a seeded bootstrap interval over base failures
+(`ranking_stability_intervals`).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Optional
 
+from kbench.metrics import uncertainty as u
+
 Ratio = Optional[float]
-
-
-def ratio(numerator: int, denominator: int) -> Ratio:
-    """numerator / denominator, or None when the denominator is empty."""
-    return None if denominator == 0 else numerator / denominator
 
 
 def _same_items(base: Mapping, kee: Mapping, what: str) -> None:
@@ -41,42 +41,28 @@ def _same_items(base: Mapping, kee: Mapping, what: str) -> None:
         )
 
 
-def accuracy(correct: Mapping[str, bool] | Sequence[bool]) -> Ratio:
+def accuracy(correct: Mapping[str, bool] | Sequence[bool]) -> dict:
     values = list(correct.values()) if isinstance(correct, Mapping) else list(correct)
-    return ratio(sum(bool(v) for v in values), len(values))
+    return u.proportion_of(values)
 
 
-def gain(base_correct: Mapping[str, bool], kee_correct: Mapping[str, bool]) -> Ratio:
+def gain(base_correct: Mapping[str, bool], kee_correct: Mapping[str, bool]) -> dict:
     """Share of baseline failures that the technique answers correctly."""
     _same_items(base_correct, kee_correct, "gain")
-    failures = [i for i, ok in base_correct.items() if not ok]
-    return ratio(sum(bool(kee_correct[i]) for i in failures), len(failures))
+    return u.proportion_of([bool(kee_correct[i]) for i, ok in base_correct.items() if not ok])
 
 
-def loss(base_correct: Mapping[str, bool], kee_correct: Mapping[str, bool]) -> Ratio:
+def loss(base_correct: Mapping[str, bool], kee_correct: Mapping[str, bool]) -> dict:
     """Share of baseline successes that the technique answers incorrectly."""
     _same_items(base_correct, kee_correct, "loss")
-    successes = [i for i, ok in base_correct.items() if ok]
-    return ratio(sum(not kee_correct[i] for i in successes), len(successes))
-
-
-@dataclass(frozen=True)
-class PRS:
-    """Probability Rank Shift over the unflipped failures that are not ranked first under either."""
-
-    n: int
-    improved: Ratio
-    tied: Ratio
-    worsened: Ratio
-
-    def as_dict(self) -> dict:
-        return {"n": self.n, "improved": self.improved, "tied": self.tied, "worsened": self.worsened}
+    return u.proportion_of([not kee_correct[i] for i, ok in base_correct.items() if ok])
 
 
 def prs(
     base_correct: Mapping[str, bool], kee_correct: Mapping[str, bool], base_rank: Mapping[str, int], kee_rank: Mapping[str, int]
-) -> PRS:
-    """Ranks are 1-based full-vocabulary ranks of the first gold token (1 = top)."""
+) -> dict:
+    """{"n", "improved", "tied", "worsened" (Estimates), "sign_test"}. Ranks are 1-based
+    full-vocabulary ranks of the first gold token (1 = top)."""
     _same_items(base_correct, kee_correct, "prs")
     counts = {"improved": 0, "tied": 0, "worsened": 0}
     for item, ok in base_correct.items():
@@ -88,7 +74,11 @@ def prs(
         label = "improved" if r_kee < r_base else "tied" if r_kee == r_base else "worsened"
         counts[label] += 1
     n = sum(counts.values())
-    return PRS(n=n, **{label: ratio(c, n) for label, c in counts.items()})
+    return {
+        "n": n,
+        **{label: u.proportion(c, n) for label, c in counts.items()},
+        "sign_test": u.sign_test(counts["improved"], counts["worsened"]),
+    }
 
 
 def partition_failures(
@@ -111,11 +101,10 @@ def partition_failures(
     return shallow, deep
 
 
-def gain_rates(shallow: set[str], deep: set[str], kee_correct: Mapping[str, bool]) -> tuple[Ratio, Ratio]:
-    """(SGR, DGR): the share of shallow and of deep failures the method answers correctly."""
-    sgr = ratio(sum(bool(kee_correct[i]) for i in shallow), len(shallow))
-    dgr = ratio(sum(bool(kee_correct[i]) for i in deep), len(deep))
-    return sgr, dgr
+def gain_rates(shallow: set[str], deep: set[str], kee_correct: Mapping[str, bool]) -> tuple[dict, dict]:
+    """(SGR, DGR) Estimates: the share of shallow and of deep failures the method answers correctly."""
+    sgr = u.proportion_of([bool(kee_correct[i]) for i in sorted(shallow)])
+    return sgr, u.proportion_of([bool(kee_correct[i]) for i in sorted(deep)])
 
 
 def kendall_tau_b(x: Sequence[float], y: Sequence[float]) -> Ratio:
@@ -148,8 +137,8 @@ def kendall_tau_b(x: Sequence[float], y: Sequence[float]) -> Ratio:
 def ranking_stability(scores_by_k: Mapping[int, Mapping[str, Ratio]], reference_k: int = 20) -> dict[int, Ratio]:
     """Kendall tau-b between the method scores at each K and at `reference_k`.
 
-    Methods whose score is undefined at either K are left out of that comparison; fewer than two
-    comparable methods gives None.
+    Scores are plain numbers (an Estimate's value). Methods whose score is undefined at either K
+    are left out of that comparison; fewer than two comparable methods gives None.
     """
     if reference_k not in scores_by_k:
         raise ValueError(f"reference K={reference_k} missing from the sweep {sorted(scores_by_k)}")
@@ -158,4 +147,76 @@ def ranking_stability(scores_by_k: Mapping[int, Mapping[str, Ratio]], reference_
     for k, scores in sorted(scores_by_k.items()):
         methods = sorted(m for m in scores if scores[m] is not None and reference.get(m) is not None)
         out[k] = None if len(methods) < 2 else kendall_tau_b([scores[m] for m in methods], [reference[m] for m in methods])
+    return out
+
+
+def _tau_b_rows(x, y):
+    """Kendall tau-b of each row pair of x and y ((resamples, methods) arrays); NaN where undefined."""
+    import numpy as np
+
+    i, j = np.triu_indices(x.shape[1], 1)
+    dx, dy = np.sign(x[:, i] - x[:, j]), np.sign(y[:, i] - y[:, j])
+    pairs = len(i)
+    score = (dx * dy).sum(1)  # concordant - discordant (a tie in either gives 0)
+    denominator = np.sqrt((pairs - (dx == 0).sum(1)) * (pairs - (dy == 0).sum(1)))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(denominator > 0, score / np.where(denominator > 0, denominator, 1), np.nan)
+
+
+def ranking_stability_intervals(
+    base_correct: Mapping[str, bool],
+    sample_correct: Mapping[str, Sequence[bool]],
+    method_correct: Mapping[str, Mapping[str, bool]],
+    sweep_max: int,
+    reference_k: int,
+    seed: int = u.BOOTSTRAP_SEED,
+    resamples: int = u.BOOTSTRAP_RESAMPLES,
+) -> dict[str, dict[str, dict]]:
+    """{"sgr" | "dgr": {K: Estimate of tau-b(ranking at K, ranking at reference_k)}} for K = 1..sweep_max.
+
+    The value is `ranking_stability` on the run's items; the 95% percentile interval resamples the
+    base failures with replacement (seeded; every K and both rates read the same resamples, so
+    the taus of one replicate stay comparable) and recomputes the partition, the rates and tau.
+    A replicate where tau is undefined (no shallow or deep failure, or constant scores) is left
+    out and counted in `undefined_resamples`. n = the base failures."""
+    import numpy as np
+
+    methods = list(method_correct)
+    failures = sorted(i for i, ok in base_correct.items() if not ok)
+    first_hit = np.array([next((n for n, ok in enumerate(sample_correct[i]) if ok), sweep_max) for i in failures])
+    correct = np.array([[bool(method_correct[m][i]) for i in failures] for m in methods], dtype=float).reshape(len(methods), -1)
+    rng = np.random.default_rng(seed)
+    n = len(failures)
+    draws = [np.bincount(rng.integers(0, n, n), minlength=n) if n else np.zeros(0) for _ in range(resamples)]
+    counts = np.stack(draws).astype(float)
+
+    def rates(k: int, shallow: bool):
+        """(resamples, methods) rates at K = k; integer-valued sums in float64 are exact."""
+        mask = (first_hit < k) if shallow else (first_hit >= k)
+        denominator = counts @ mask.astype(float)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return (counts @ (correct * mask).T) / denominator[:, None]
+
+    out: dict[str, dict[str, dict]] = {}
+    for rate, shallow in (("sgr", True), ("dgr", False)):
+        points = {}
+        for k in range(1, sweep_max + 1):
+            split = partition_failures(base_correct, sample_correct, k)
+            points[k] = {m: gain_rates(*split, method_correct[m])[0 if shallow else 1]["value"] for m in methods}
+        values = ranking_stability(points, reference_k)
+        reference = rates(reference_k, shallow)
+        out[rate] = {}
+        for k in range(1, sweep_max + 1):
+            taus = _tau_b_rows(rates(k, shallow), reference) if len(methods) >= 2 else np.full(resamples, np.nan)
+            defined = np.sort(taus[~np.isnan(taus)]).tolist()
+            out[rate][str(k)] = {
+                "value": values[k],
+                "n": len(failures),
+                "ci_low": u.percentile(defined, 0.025) if defined else None,
+                "ci_high": u.percentile(defined, 0.975) if defined else None,
+                "interval": "bootstrap",
+                "seed": seed,
+                "resamples": resamples,
+                "undefined_resamples": resamples - len(defined),
+            }
     return out

@@ -14,7 +14,13 @@ the report and the card read:
 - `mean(values)`: a non-binary mean (F1, log-probs) -> a 95% percentile bootstrap over items.
 - `macro_mean(groups)`: the unweighted mean over groups (relations) -> bootstrap resampling items
   within each group, so each replicate keeps every group.
-- `mcnemar(first, second)`: two systems on shared items, paired: b, c and the exact two-sided p.
+- `mcnemar(first, second)`: two systems on shared items, paired: b, c and the exact two-sided p;
+  `pairwise_mcnemar(systems)`: every pair of systems, with Holm-adjusted p-values.
+- `sign_test(plus, minus)`: the exact two-sided sign test (ties left out), e.g. PRS Improved vs Worsened.
+- `difference_unpaired(k1, n1, k2, n2)`: p1 - p2 of two groups of different items (head - tail),
+  with Newcombe's hybrid Wilson interval (Newcombe 1998, method 10), labelled unpaired.
+- `difference_paired(first, second)`: p1 - p2 on the same items (open book - prior) with
+  Newcombe's paired interval (Newcombe 1998b, method 10: Wilson limits and the phi correlation).
 """
 
 from __future__ import annotations
@@ -65,7 +71,7 @@ def undefined(reason: str) -> dict:
     return {"value": None, "n": 0, "ci_low": None, "ci_high": None, "interval": "none", "undefined": reason}
 
 
-def _percentile(sorted_values: Sequence[float], q: float) -> float:
+def percentile(sorted_values: Sequence[float], q: float) -> float:
     """Linear interpolation between order statistics (numpy's default 'linear' method)."""
     position = q * (len(sorted_values) - 1)
     low = math.floor(position)
@@ -80,7 +86,7 @@ def _bootstrap(statistic, groups: list[list[float]], seed: int, resamples: int) 
         resampled = [[group[rng.randrange(len(group))] for _ in group] for group in groups]
         replicates.append(statistic(resampled))
     replicates.sort()
-    return _percentile(replicates, 0.025), _percentile(replicates, 0.975)
+    return percentile(replicates, 0.025), percentile(replicates, 0.975)
 
 
 def _mean(values: Sequence[float]) -> float:
@@ -149,6 +155,98 @@ def mcnemar(first: Mapping[str, bool], second: Mapping[str, bool]) -> dict:
         "p_value": binomial_two_sided(b, b + c),
         "test": "exact McNemar (two-sided binomial of min(b, c) in b + c at 0.5)",
     }
+
+
+def pairwise_mcnemar(systems: Mapping[str, Mapping[str, bool]]) -> list[dict]:
+    """The exact McNemar test of every pair of systems (in the given order) on their shared items.
+    `p_holm`: Holm's step-down adjustment over all the pairs, since a ranking reads them together."""
+    names = list(systems)
+    tests = [{"first": a, "second": b, **mcnemar(systems[a], systems[b])} for n, a in enumerate(names) for b in names[n + 1 :]]
+    order = sorted(range(len(tests)), key=lambda i: (tests[i]["p_value"], i))
+    running = 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (len(tests) - rank) * tests[i]["p_value"]))
+        tests[i]["p_holm"] = running
+    return tests
+
+
+def sign_test(plus: int, minus: int) -> dict:
+    """Exact two-sided sign test of `plus` against `minus` outcomes (ties are not counted)."""
+    return {
+        "plus": int(plus),
+        "minus": int(minus),
+        "n": int(plus + minus),
+        "p_value": binomial_two_sided(int(plus), int(plus + minus)),
+        "test": "exact sign test (two-sided binomial of plus in plus + minus at 0.5; ties left out)",
+    }
+
+
+def _difference(value, low, high, n: int, interval: str, **extra) -> dict:
+    return {"value": value, "n": int(n), "ci_low": low, "ci_high": high, "interval": interval, **extra}
+
+
+def difference_unpaired(k1: int, n1: int, k2: int, n2: int) -> dict:
+    """An Estimate of p1 - p2 for two groups of different items, with Newcombe's hybrid score
+    interval: d - sqrt((p1 - l1)^2 + (u2 - p2)^2), d + sqrt((u1 - p1)^2 + (p2 - l2)^2), (l, u) the
+    Wilson limits of each group. Undefined (null) when either group is empty."""
+    if n1 == 0 or n2 == 0:
+        return _difference(None, None, None, n1 + n2, "newcombe", paired=False, n_first=int(n1), n_second=int(n2))
+    p1, p2 = k1 / n1, k2 / n2
+    (l1, u1), (l2, u2) = wilson(k1, n1), wilson(k2, n2)
+    d = p1 - p2
+    low = d - math.sqrt((p1 - l1) ** 2 + (u2 - p2) ** 2)
+    high = d + math.sqrt((u1 - p1) ** 2 + (p2 - l2) ** 2)
+    return _difference(d, max(-1.0, low), min(1.0, high), n1 + n2, "newcombe", paired=False, n_first=int(n1), n_second=int(n2))
+
+
+def difference_paired(first: Mapping[str, bool], second: Mapping[str, bool]) -> dict:
+    """An Estimate of p_first - p_second on the items both have, with Newcombe's paired interval
+    (method 10): with Wilson limits (l, u) of each margin and phi the correlation of the 2x2
+    table (ad - bc reduced by n/2 when positive, as Newcombe corrects it), low = d - sqrt(dl1^2 - 2 phi dl1 du2 + du2^2), dl1 = p1 - l1, du2 = u2 - p2 (and
+    symmetrically for high). `only_first` / `only_second` count the items left out."""
+    shared = sorted(set(first) & set(second))
+    n = len(shared)
+    extra = {"paired": True, "only_first": len(set(first) - set(second)), "only_second": len(set(second) - set(first))}
+    if n == 0:
+        return _difference(None, None, None, 0, "newcombe-paired", **extra)
+    both = sum(1 for i in shared if first[i] and second[i])
+    b = sum(1 for i in shared if first[i] and not second[i])
+    c = sum(1 for i in shared if second[i] and not first[i])
+    neither = n - both - b - c
+    p1, p2 = (both + b) / n, (both + c) / n
+    (l1, u1), (l2, u2) = wilson(both + b, n), wilson(both + c, n)
+    margins = (both + b) * (c + neither) * (both + c) * (b + neither)
+    # Newcombe's phi: a positive association is reduced by n/2 (floored at 0), which keeps the
+    # interval from collapsing to zero width when no item is discordant
+    association = both * neither - b * c
+    if association > 0:
+        association = max(association - n / 2, 0.0)
+    phi = association / math.sqrt(margins) if margins else 0.0
+    d = p1 - p2
+    dl1, du1, dl2, du2 = p1 - l1, u1 - p1, p2 - l2, u2 - p2
+    low = d - math.sqrt(max(0.0, dl1**2 - 2 * phi * dl1 * du2 + du2**2))
+    high = d + math.sqrt(max(0.0, du1**2 - 2 * phi * du1 * dl2 + dl2**2))
+    return _difference(d, max(-1.0, low), min(1.0, high), n, "newcombe-paired", **extra)
+
+
+BIN_CONTRASTS = (("head", "tail"), ("head", "torso"))  # MAPLE and KoLA compare frequent with rare entities
+
+
+def bin_differences(per_bin: Mapping[str, Mapping[str, Mapping]], names: Sequence[str] | None = None) -> dict[str, dict]:
+    """{"head - tail": {metric: difference_unpaired}} for each contrast whose two bins exist, over
+    the proportion Estimates (those with k) of `names` (default: every proportion of the first bin)."""
+    out: dict[str, dict] = {}
+    for first, second in BIN_CONTRASTS:
+        if first not in per_bin or second not in per_bin:
+            continue
+        a, b = per_bin[first], per_bin[second]
+        wanted = names if names is not None else list(a)
+        out[f"{first} - {second}"] = {
+            m: difference_unpaired(a[m]["k"], a[m]["n"], b[m]["k"], b[m]["n"])
+            for m in wanted
+            if m in a and m in b and "k" in a[m] and "k" in b[m]
+        }
+    return out
 
 
 def is_small(estimate: Mapping) -> bool:

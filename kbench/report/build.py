@@ -4,6 +4,7 @@ Writes into OUT, atomically, file by file:
 - `index.html`: summary, paired model comparison, charts and every metric table (`page`);
 - `explorer-<i>.html`: the item explorer of each run that has a per-item table (`explorer`);
 - `comparison.md`: the paired comparison on shared items, when two runs share a task (`compare`);
+- `left_settings.md`: LEFT's open book / closed book - prior, paired on statements (`left`);
 - the PNG charts (`plots`); a chart no run has data for is not drawn.
 Returns the index path.
 """
@@ -14,7 +15,7 @@ from pathlib import Path
 
 from kbench.errors import UserError
 from kbench.io import write_text
-from kbench.report import compare, plots
+from kbench.report import compare, left, plots
 from kbench.report.explorer import write_explorer
 from kbench.report.items import attach_relation_labels, dataset_rows, read_items
 from kbench.report.page import render_page
@@ -38,6 +39,9 @@ def build_report(run_dirs: list[Path], out_dir: Path, relations_file: Path | Non
             explorers[run.label] = write_explorer(run, rows, dataset, out_dir, f"explorer-{i}.html")
     if comparisons or notes:
         write_text(out_dir / "comparison.md", compare.markdown(comparisons, notes))
+    settings = left.setting_comparisons(runs, items)
+    if settings:
+        write_text(out_dir / "left_settings.md", left.markdown(settings))
     charts = {
         "models": plots.comparison_chart(comparisons, out_dir),
         "relations": plots.breakdown_chart(runs, out_dir, "per_relation", "per_relation.png", "Per relation"),

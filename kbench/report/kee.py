@@ -4,9 +4,13 @@ Reads the results envelope (a v1 file is converted first, `legacy.kee`): `metric
 ({technique: metrics}) and `metrics.per_frequency_bin` ({bin: {technique: metrics}}). Writes,
 atomically, beside results.json:
 - `comparison.md` and `comparison.csv`: techniques x every metric they carry (Acc, Exact, Gain,
-  Loss, PRS shares, SGR/DGR per temperature, the paired test against the baseline when present),
-  overall and per frequency bin; proportions in percent with their 95% intervals, `*` for n < 30,
-  "undefined" for an empty denominator;
+  Loss, PRS shares with the sign test of Improved vs Worsened, SGR/DGR per temperature, the paired
+  test against the baseline when present), overall and per frequency bin; proportions in percent
+  with their 95% intervals, `*` for n < 30, "undefined" for an empty denominator. The overall
+  table says whether each technique deviates from MAPLE (`technique_details.*.deviations`);
+  comparison.md adds the exact McNemar matrix of every pair of techniques, the head - tail and
+  head - torso differences (unpaired, Newcombe) and the Kendall tau of the ranking with its
+  bootstrap interval, when results.json has them;
 - `prs.png`: stacked PRS proportions per technique; `gain_loss.png`: Gain and Loss per technique
   with their intervals.
 """
@@ -47,6 +51,8 @@ def comparison_tables(results: dict) -> tuple[str, str]:
     metrics = env["metrics"]
     slices = [("overall", metrics["per_technique"])] + [(f"bin: {b}", s) for b, s in metrics.get("per_frequency_bin", {}).items()]
     flat = [(name, {t: leaves(m) for t, m in techniques.items()}) for name, techniques in slices]
+    details = metrics.get("technique_details", {})
+    deviations = {t: d.get("deviations") for t, d in details.items()}
     columns = list(dict.fromkeys(c for _, rows in flat for cells in rows.values() for c in cells))
     md = [
         f"# KEE comparison: {env['model']['name']} on {env['dataset'].get('split')} (K={env['settings'].get('k')})",
@@ -57,18 +63,117 @@ def comparison_tables(results: dict) -> tuple[str, str]:
     ]
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(["slice", "technique", "n", *columns])
+    writer.writerow(["slice", "technique", "n", "deviates from MAPLE", *columns])
     for slice_name, rows in flat:
-        md += [f"## {slice_name}", "", "| technique | n | " + " | ".join(columns) + " |", "|---|---:|" + "---|" * len(columns)]
+        md += [
+            f"## {slice_name}",
+            "",
+            "| technique | n | deviates from MAPLE | " + " | ".join(columns) + " |",
+            "|---|---:|---|" + "---|" * len(columns),
+        ]
         for technique, cells in rows.items():
             n = next((v["n"] for v in cells.values() if is_estimate(v)), "")
             texts = [_text(cells.get(c)) for c in columns]
-            md.append(f"| {technique} | {n} | " + " | ".join(texts) + " |")
+            deviates = _deviates(deviations.get(technique))
+            md.append(f"| {technique} | {n} | {deviates} | " + " | ".join(texts) + " |")
             writer.writerow(
-                [slice_name, technique, n, *[cells[c]["value"] if is_estimate(cells.get(c)) else cells.get(c) for c in columns]]
+                [
+                    slice_name,
+                    technique,
+                    n,
+                    deviates,
+                    *[cells[c]["value"] if is_estimate(cells.get(c)) else cells.get(c) for c in columns],
+                ]
             )
         md.append("")
+    md += comparison_sections(metrics)
     return "\n".join(md), buffer.getvalue()
+
+
+def _deviates(deviations: list[str] | None) -> str:
+    return "not recorded" if deviations is None else "; ".join(deviations) if deviations else "no"
+
+
+def _p(value: float) -> str:
+    return f"{value:.3g}"
+
+
+def comparison_sections(metrics: dict) -> list[str]:
+    """The comparisons between techniques, between frequency bins and across K, as markdown."""
+    md: list[str] = []
+    tests = metrics.get("pairwise_tests")
+    if tests:
+        names = list(dict.fromkeys([t["first"] for t in tests] + [t["second"] for t in tests]))
+        cell = {(t["first"], t["second"]): t for t in tests}
+        md += [
+            "## Paired tests between techniques",
+            "",
+            "Exact McNemar on the items both answered: cell (row, column) = b / c, b = items only the row technique gets "
+            "right, c = only the column one; p two-sided, Holm-adjusted over all pairs in brackets.",
+            "",
+            "| | " + " | ".join(names[1:]) + " |",
+            "|---|" + "---|" * (len(names) - 1),
+        ]
+        for row in names[:-1]:
+            cells = [
+                f"{t['b']} / {t['c']}, p {_p(t['p_value'])} [{_p(t['p_holm'])}]" if (t := cell.get((row, col))) else ""
+                for col in names[1:]
+            ]
+            md.append(f"| {row} | " + " | ".join(cells) + " |")
+        md.append("")
+    per = metrics.get("per_technique", {})
+    signs = {t: m["prs"]["sign_test"] for t, m in per.items() if "sign_test" in m.get("prs", {})}
+    if signs:
+        md += [
+            "## PRS sign test: Improved against Worsened",
+            "",
+            "Exact two-sided sign test over the unflipped failures (Tied left out).",
+            "",
+            "| technique | Improved | Worsened | p |",
+            "|---|---:|---:|---:|",
+        ]
+        md += [f"| {t} | {s['plus']} | {s['minus']} | {_p(s['p_value'])} |" for t, s in signs.items()]
+        md.append("")
+    differences = metrics.get("frequency_bin_differences")
+    if differences:
+        md += [
+            "## Frequency bins: head - tail, head - torso",
+            "",
+            "Differences of proportions, unpaired (the bins hold different items), percentage points with 95% Newcombe "
+            "(hybrid Wilson) intervals.",
+            "",
+            "| contrast | technique | accuracy | gain |",
+            "|---|---|---|---|",
+        ]
+        for contrast, by_technique in differences.items():
+            for t, values in by_technique.items():
+                texts = [format_estimate(values.get(m), digits=1, percent=True) for m in ("accuracy", "gain")]
+                md.append(f"| {contrast} | {t} | " + " | ".join(texts) + " |")
+        md.append("")
+    md += _stability_section(metrics.get("ranking_stability") or {})
+    return md
+
+
+def _stability_section(stability: dict) -> list[str]:
+    columns = [(t, rate) for t, rates in stability.items() for rate in rates]
+    if not columns:
+        return []
+    ks = list(next(iter(stability[columns[0][0]].values())))
+    first = stability[columns[0][0]][columns[0][1]][ks[0]]
+    if not isinstance(first, dict):  # a results file from before the intervals: plain taus
+        return []
+    md = [
+        "## Ranking stability: Kendall tau-b of the method ranking at each K against the reference K",
+        "",
+        f"95% percentile bootstrap over base failures (seed {first['seed']}, {first['resamples']} resamples).",
+        "",
+        "| K | " + " | ".join(f"{rate.upper()} at τ = {t}" for t, rate in columns) + " |",
+        "|---:|" + "---|" * len(columns),
+    ]
+    for k in ks:
+        md.append(f"| {k} | " + " | ".join(format_estimate(stability[t][rate][k], digits=2) for t, rate in columns) + " |")
+    md.append("")
+    return md
 
 
 def _techniques(env: dict) -> tuple[list[str], dict[str, dict]]:

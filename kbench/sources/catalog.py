@@ -7,8 +7,8 @@ is where an upstream layout is mapped to the layout the recipes read (e.g. LAMA'
 holds `data/TREx/P19.jsonl`, which becomes `lama_trex/TREx/P19.jsonl`).
 
 Checksums: files taken from a git commit are pinned (`pinned_sha256.json`, computed from the
-copies in ../shared/data, which come from those commits). Archives whose bytes nobody here has
-seen (LAMA's data.zip, the full REBEL zip) have no pinned checksum; the first download records
+copies in ../shared/data, which come from those commits). Archives and files whose bytes nobody here
+has seen (LAMA's data.zip, the full REBEL zip, TruthfulQA.csv) have no pinned checksum; the first download records
 it in `kbench-data.lock` beside the data and later downloads must match it.
 
 Licenses are not repeated here: each source names its entry in `kbench.sources.references`, the one
@@ -29,6 +29,8 @@ from kbench.sources.references import Reference, reference
 
 LAMA_ZIP = "https://dl.fbaipublicfiles.com/LAMA/data.zip"
 REBEL_ZIP = "https://huggingface.co/datasets/Babelscape/rebel-dataset/resolve/main/rebel_dataset.zip"
+# the commit Hugging Face's truthful_qa loader reads; the CSV's bytes are locked on first download
+TRUTHFULQA_CSV = "https://raw.githubusercontent.com/sylinrl/TruthfulQA/013686a06be7a7bde5bf8223943e106c7250123c/TruthfulQA.csv"
 
 #: The 41 LAMA T-REx relations.
 LAMA_RELATIONS = (
@@ -232,6 +234,14 @@ def _catalog() -> list[Source]:
             "OpenStax American Government 3e: review questions and paragraphs (JSONL)",
             "openstax/osbooks-american-government",
             "9ca5ca7ddc1ee5fddbd51b15b946ce8feeea5852",
+        ),
+        Source(
+            "truthfulqa",
+            "TruthfulQA: 817 questions with true and false reference answers (ITI's probing set)",
+            "truthfulqa",
+            "https://github.com/sylinrl/TruthfulQA/tree/013686a06be7a7bde5bf8223943e106c7250123c",
+            (Download(TRUTHFULQA_CSV, dest="TruthfulQA.csv"),),
+            layout="TruthfulQA.csv as in the repository; `kbench evaluate kee` trains ITI's probes on it when present",
         ),
         Source(
             "kola_samples",

@@ -112,6 +112,19 @@ _REFERENCES = [
 }""",
     ),
     Reference(
+        "truthfulqa",
+        "TruthfulQA (Lin et al., 2022)",
+        license="apache-2.0",
+        note="The TruthfulQA repository (sylinrl/TruthfulQA) is licensed under the Apache License 2.0. kbench reads it "
+        "only to train ITI's probes (Li et al., 2023; MAPLE, Appendix B); no built dataset contains it.",
+        bibtex="""@inproceedings{lin2022truthfulqa,
+  title = {TruthfulQA: Measuring How Models Mimic Human Falsehoods},
+  author = {Lin, Stephanie and Hilton, Jacob and Evans, Owain},
+  booktitle = {Proceedings of ACL 2022},
+  year = {2022}
+}""",
+    ),
+    Reference(
         "maple",
         "MAPLE",
         bibtex="""@misc{maple,

@@ -11,12 +11,14 @@ from kbench.evaluate.engine import validate
 from kbench.metrics import kee as metrics
 from kbench.metrics.uncertainty import proportion_of
 from tests.conftest import run_kbench
+from pathlib import Path
 from tests.question_rows import question_row
 from tests.fixtures_models import tiny_causal_dir  # noqa: F401
 
 FACTS = [("Paris", "France", "P36"), ("Berlin", "Germany", "P36"), ("Rome", "Italy", "P36"), ("Madrid", "Spain", "P36"),
          ("Warsaw", "Marie Curie", "P19"), ("Ulm", "Albert Einstein", "P19"), ("Florence", "Dante", "P19")]
 TECHNIQUES = "temp0.7,caa,decore"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
 
 def write_dataset(root):
@@ -91,13 +93,13 @@ def test_metrics_match_the_rows(finished_run):
         got = overall[name]
         correct = table(name, "correct")
         assert got["accuracy"] == proportion_of(list(correct.values()))
-        assert got["gain"]["value"] == metrics.gain(base, correct)
-        assert got["loss"]["value"] == metrics.loss(base, correct)
-        prs = metrics.prs(base, correct, base_rank, table(name, "gold_rank")).as_dict()
-        assert got["prs"]["n"] == prs["n"]
-        assert {k: got["prs"][k]["value"] for k in ("improved", "tied", "worsened")} == {k: prs[k] for k in ("improved", "tied", "worsened")}
+        assert got["gain"] == metrics.gain(base, correct)
+        assert got["loss"] == metrics.loss(base, correct)
+        assert got["prs"] == metrics.prs(base, correct, base_rank, table(name, "gold_rank"))
+        improved, worsened = (round(got["prs"][k]["value"] * got["prs"]["n"]) if got["prs"]["n"] else 0 for k in ("improved", "worsened"))
+        assert (got["prs"]["sign_test"]["plus"], got["prs"]["sign_test"]["minus"]) == (improved, worsened)
         shallow, deep = metrics.partition_failures(base, table("partition@0.7", "sample_correct"), 3)
-        assert (got["beyond_sampling"]["0.7"]["sgr"]["value"], got["beyond_sampling"]["0.7"]["dgr"]["value"]) == \
+        assert (got["beyond_sampling"]["0.7"]["sgr"], got["beyond_sampling"]["0.7"]["dgr"]) == \
             metrics.gain_rates(shallow, deep, correct)
         paired = got["vs_baseline"]
         assert (paired["b"], paired["c"]) == (sum(correct[i] and not base[i] for i in base), sum(base[i] and not correct[i] for i in base))
@@ -105,6 +107,74 @@ def test_metrics_match_the_rows(finished_run):
     if not any(base.values()):
         assert overall["caa"]["loss"]["value"] is None
         assert "undefined" in (run / "comparison.md").read_text()
+
+
+def test_pairwise_tests_bin_differences_and_stability_intervals(finished_run):
+    run, _, first = finished_run
+    results = json.loads((run / "results.json").read_text())
+    m = results["metrics"]
+    rows = pl.read_parquet(run / "items.parquet")
+    correct = {t: dict(zip(part["item_id"], part["correct"])) for (t,), part in rows.group_by(["technique"])}
+    pairs = [(t["first"], t["second"]) for t in m["pairwise_tests"]]
+    assert pairs == [(a, b) for n, a in enumerate(m["techniques"]) for b in m["techniques"][n + 1:]]   # every pair, once
+    caa_decore = next(t for t in m["pairwise_tests"] if (t["first"], t["second"]) == ("caa", "decore"))
+    assert caa_decore["n_shared"] == len(FACTS)
+    assert caa_decore["b"] == sum(correct["caa"][i] and not correct["decore"][i] for i in correct["caa"])
+    head, tail = (m["per_frequency_bin"][b]["caa"]["accuracy"] for b in ("head", "tail"))
+    difference = m["frequency_bin_differences"]["head - tail"]["caa"]["accuracy"]
+    assert difference["paired"] is False and difference["interval"] == "newcombe"
+    assert difference["value"] == pytest.approx(head["value"] - tail["value"])
+    assert difference["ci_low"] <= difference["value"] <= difference["ci_high"]
+    assert "head - torso" not in m["frequency_bin_differences"]   # the dataset has no torso bin
+    tau = m["ranking_stability"]["0.7"]["sgr"]["3"]
+    assert tau["interval"] == "bootstrap" and tau["resamples"] == 1000 and tau["seed"] == 0
+    assert "accuracy head - tail" in results["headline"]
+    table = (run / "comparison.md").read_text()
+    assert "## Paired tests between techniques" in table and "| | temp0.7 | caa | decore |" in table
+    assert "PRS sign test" in table and "head - tail" in table and "unpaired" in table
+    assert "Kendall" in table and "deviates from MAPLE" in table
+    assert "deviations from MAPLE" in first.stderr and "decore" in first.stderr
+
+
+def test_deviations_are_recorded_per_technique(finished_run):
+    run, _, _ = finished_run
+    details = json.loads((run / "results.json").read_text())["metrics"]["technique_details"]
+    assert details["baseline"]["deviations"] == [] and details["caa"]["deviations"] == []
+    assert any("synthetic" in d for d in details["decore"]["deviations"])
+    assert any("10" in d for d in details["decore"]["deviations"])   # 3 masked heads instead of 10
+
+
+@pytest.mark.parametrize("with_truthfulqa", [False, True])
+def test_iti_records_its_probe_source(tiny_causal_dir, tmp_path, with_truthfulqa):  # noqa: F811
+    data_root = tmp_path / "data"
+    (data_root / "truthfulqa").mkdir(parents=True)
+    if with_truthfulqa:
+        (data_root / "truthfulqa" / "TruthfulQA.csv").write_bytes((FIXTURES / "truthfulqa" / "TruthfulQA.csv").read_bytes())
+    dataset = write_dataset(tmp_path / "dataset")
+    result = run_kbench("evaluate", "kee", "--dataset", str(dataset), "--model", str(tiny_causal_dir), "--techniques", "iti",
+                        "--k", "2", "--sweep-max", "2", "--technique-param", "iti.heads=4", "--out", str(tmp_path / "run"),
+                        env={"KBENCH_DATA_DIR": str(data_root)})
+    assert result.returncode == 0, result.stderr
+    iti = json.loads((tmp_path / "run" / "results.json").read_text())["metrics"]["technique_details"]["iti"]
+    sources = {f["probe_source"] for f in iti["fitted"]}
+    probe_deviation = [d for d in iti["deviations"] if "TruthfulQA" in d]
+    if with_truthfulqa:
+        (fit,) = iti["fitted"]   # one fit on TruthfulQA serves every item
+        assert sources == {"truthfulqa"} and fit["pool"] == 6 and "TruthfulQA.csv" in fit["probe_data"]
+        assert not probe_deviation
+    else:
+        assert sources == {"benchmark train facts"} and len(iti["fitted"]) == 2   # two folds of the items
+        assert probe_deviation and "kbench data fetch truthfulqa" in probe_deviation[0]
+    assert any("K = 4" in d for d in iti["deviations"])
+
+
+def test_iti_truthfulqa_required_but_missing_is_a_user_error(tiny_causal_dir, tmp_path):  # noqa: F811
+    dataset = write_dataset(tmp_path / "dataset")
+    result = run_kbench("evaluate", "kee", "--dataset", str(dataset), "--model", str(tiny_causal_dir), "--techniques", "iti",
+                        "--technique-param", "iti.heads=4", "--technique-param", "iti.probe_data=truthfulqa",
+                        "--out", str(tmp_path / "run"), env={"KBENCH_DATA_DIR": str(tmp_path)})
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert "kbench data fetch truthfulqa" in result.stderr
 
 
 def test_rerun_resumes_without_recomputing(finished_run):

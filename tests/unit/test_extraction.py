@@ -98,6 +98,14 @@ def test_outputs_aggregates_and_known_facts(causal, tmp_path):
     assert value(metrics["per_relation"]["P36"]["maple_accuracy"]) == pytest.approx(1 / 4)
     assert set(metrics["per_frequency_bin"]) == {"head", "torso", "tail", "unbinned"}
     assert metrics["per_frequency_bin"]["unbinned"]["maple_accuracy"]["n"] == 1
+    from kbench.metrics.uncertainty import difference_unpaired
+    bins = metrics["per_frequency_bin"]
+    for contrast, other in (("head - tail", "tail"), ("head - torso", "torso")):
+        got = metrics["frequency_bin_differences"][contrast]["maple_accuracy"]
+        head, low = bins["head"]["maple_accuracy"], bins[other]["maple_accuracy"]
+        assert got == difference_unpaired(head["k"], head["n"], low["k"], low["n"]) and got["paired"] is False
+        assert results["headline"][f"maple_accuracy {contrast}"] == got
+    assert "mean_gold_logprob" not in metrics["frequency_bin_differences"]["head - tail"]   # a mean has no Newcombe interval
     assert metrics["stop"] == ["\n", ". ", ","] and set(metrics["per_source"]) == {"inline"}
     known = pl.read_parquet(out / "known_facts.parquet")
     assert known["id"].to_list() == ["test-0", "test-4"] and known["correct"].all()

@@ -182,3 +182,52 @@ def test_unknown_names_are_refused_before_anything_is_written(tmp_path):
     with pytest.raises(UserError, match="unknown source 'lama'; known: lama_trex"):
         fetch_sources(["lama"], tmp_path / "data")
     assert not (tmp_path / "data").exists()
+
+
+def test_truthfulqa_csv_is_fetched_locked_and_read_as_itis_probing_set(httpserver, mirror, tmp_path):
+    """The catalog's TruthfulQA entry against a local server serving a small CSV in the real file's format."""
+    import hashlib
+
+    from kbench.evaluate.techniques.truthfulqa import read_probing_set
+    from kbench.sources.catalog import TRUTHFULQA_CSV
+
+    body = (Path(__file__).resolve().parents[1] / "fixtures" / "truthfulqa" / "TruthfulQA.csv").read_bytes()
+    httpserver.expect_request(mirror_path(TRUTHFULQA_CSV)).respond_with_data(body)
+    root = tmp_path / "data"
+    assert fetch_sources(["truthfulqa"], root, mirror=mirror) == [root / "truthfulqa"]
+    got = root / "truthfulqa" / "TruthfulQA.csv"
+    assert got.read_bytes() == body
+    assert "apache-2.0" in (root / "truthfulqa" / "SOURCE.md").read_text()
+    assert "/013686a06be7a7bde5bf8223943e106c7250123c/" in TRUTHFULQA_CSV   # a pinned commit, not a branch
+    lock = json.loads((root / LOCK_FILE).read_text())   # no checksum could be pinned offline: the first download locks it
+    assert lock["files"][TRUTHFULQA_CSV] == {"sha256": hashlib.sha256(body).hexdigest(), "bytes": len(body)}
+    probing = read_probing_set(got)
+    assert len(probing.questions) == 6 and probing.sha256 == hashlib.sha256(body).hexdigest()
+    question, true, false = probing.questions[2]
+    assert question == "What is the capital of Australia?"
+    assert true == ("The capital of Australia is Canberra", "Canberra", "Canberra is the capital")   # Best Answer first, once
+    assert false == ("The capital of Australia is Sydney", "The capital of Australia is Melbourne")
+    build, select = probing.split(0.2)
+    assert len(select) == 1 and len(build) == 5 and not {q for q, _, _ in build} & {q for q, _, _ in select}
+    true_texts, false_texts = probing.statements(select)
+    assert all(t.startswith("Q: ") and " A: " in t for t in true_texts + false_texts)
+    # a changed upstream file is refused against the lock
+    httpserver.clear()
+    httpserver.expect_request(mirror_path(TRUTHFULQA_CSV)).respond_with_data(body + b"x")
+    with pytest.raises(UserError, match="checksum mismatch"):
+        fetch_sources(["truthfulqa"], root, mirror=mirror, force=True)
+    assert got.read_bytes() == body
+
+
+def test_truthfulqa_csv_problems_name_the_file_and_line(tmp_path):
+    from kbench.errors import InputError
+    from kbench.evaluate.techniques.truthfulqa import read_probing_set
+
+    bad = tmp_path / "TruthfulQA.csv"
+    bad.write_text("Type,Question,Best Answer\nx,q,a\n")
+    with pytest.raises(InputError, match=r"TruthfulQA.csv: not TruthfulQA's CSV: missing column\(s\) Category"):
+        read_probing_set(bad)
+    header = "Type,Category,Question,Best Answer,Correct Answers,Incorrect Answers,Source\n"
+    bad.write_text(header + "A,B,Why?,Because,Because,Not so,src\nA,B,What?,That,That,,src\n")
+    with pytest.raises(InputError, match=r"TruthfulQA.csv:3: a question needs"):
+        read_probing_set(bad)

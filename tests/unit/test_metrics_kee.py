@@ -8,6 +8,7 @@ import pytest
 from scipy.stats import kendalltau
 
 from kbench.metrics import kee
+from kbench.metrics.uncertainty import proportion
 
 # Six items. base: a,b,c right; d,e,f wrong. technique: a,d right; rest wrong.
 BASE = {"a": True, "b": True, "c": True, "d": False, "e": False, "f": False}
@@ -15,18 +16,18 @@ TECH = {"a": True, "b": False, "c": False, "d": True, "e": False, "f": False}
 
 
 def test_accuracy_gain_loss_by_hand():
-    assert kee.accuracy(BASE) == pytest.approx(3 / 6)
-    assert kee.accuracy(TECH) == pytest.approx(2 / 6)
-    assert kee.gain(BASE, TECH) == pytest.approx(1 / 3)   # F_base={d,e,f}, recovered {d}
-    assert kee.loss(BASE, TECH) == pytest.approx(2 / 3)   # S_base={a,b,c}, broken {b,c}
+    assert kee.accuracy(BASE)["value"] == pytest.approx(3 / 6)
+    assert kee.accuracy(TECH)["value"] == pytest.approx(2 / 6)
+    assert kee.gain(BASE, TECH) == proportion(1, 3)   # F_base={d,e,f}, recovered {d}
+    assert kee.loss(BASE, TECH) == proportion(2, 3)   # S_base={a,b,c}, broken {b,c}
 
 
 def test_empty_denominators_are_undefined():
     all_right = {"a": True, "b": True}
     all_wrong = {"a": False, "b": False}
-    assert kee.gain(all_right, all_wrong) is None         # no base failures
-    assert kee.loss(all_wrong, all_right) is None         # no base successes
-    assert kee.accuracy({}) is None
+    assert kee.gain(all_right, all_wrong)["value"] is None   # no base failures
+    assert kee.loss(all_wrong, all_right)["value"] is None   # no base successes
+    assert kee.accuracy({})["value"] is None
 
 
 def test_mismatched_items_are_an_error():
@@ -41,15 +42,17 @@ def test_prs_counts_only_unflipped_failures_not_ranked_first():
     tech_rank = {"a": 9, "d": 1, "e": 3, "f": 4, "g": 20, "h": 6, "i": 1}
     # 0→0 items: e,f,g,h,i; h (base rank 1) and i (technique rank 1) are dropped -> e,f,g
     result = kee.prs(base, tech, base_rank, tech_rank)
-    assert result.n == 3
-    assert result.improved == pytest.approx(1 / 3)   # e: 3 < 10
-    assert result.tied == pytest.approx(1 / 3)       # f: 4 == 4
-    assert result.worsened == pytest.approx(1 / 3)   # g: 20 > 7
+    assert result["n"] == 3
+    assert result["improved"] == proportion(1, 3)   # e: 3 < 10
+    assert result["tied"] == proportion(1, 3)       # f: 4 == 4
+    assert result["worsened"] == proportion(1, 3)   # g: 20 > 7
+    assert result["sign_test"]["plus"] == 1 and result["sign_test"]["minus"] == 1 and result["sign_test"]["p_value"] == 1.0
 
 
 def test_prs_with_no_eligible_items_is_undefined():
     result = kee.prs({"a": False}, {"a": False}, {"a": 1}, {"a": 2})
-    assert result.n == 0 and result.improved is None and result.tied is None and result.worsened is None
+    assert result["n"] == 0 and all(result[k]["value"] is None for k in ("improved", "tied", "worsened"))
+    assert result["sign_test"]["p_value"] == 1.0
 
 
 def test_shallow_deep_partition_and_gain_rates():
@@ -65,8 +68,8 @@ def test_shallow_deep_partition_and_gain_rates():
     assert shallow4 == {"d", "e", "g"} and deep4 == {"f"}
     method = {"a": True, "d": True, "e": False, "f": True, "g": False}
     sgr, dgr = kee.gain_rates(shallow, deep, method)
-    assert sgr == pytest.approx(1 / 2) and dgr == pytest.approx(1 / 2)
-    assert kee.gain_rates(set(), set(), method) == (None, None)
+    assert sgr == proportion(1, 2) and dgr == proportion(1, 2)
+    assert [e["value"] for e in kee.gain_rates(set(), set(), method)] == [None, None]
     with pytest.raises(ValueError, match="fewer than k"):
         kee.partition_failures(base, samples, k=5)
 
@@ -110,3 +113,58 @@ def test_ranking_stability_against_reference_k():
     assert out[30] == pytest.approx(-1.0)   # caa/recite swap; temp0.7 undefined at K=30 is left out
     with pytest.raises(ValueError, match="reference K"):
         kee.ranking_stability({1: {}}, reference_k=20)
+
+
+def _stability_case(n_items=12, methods=("a", "b", "c")):
+    """Items i0..: base wrong on all; the first correct sample of item n is at n % 5 (5 = none)."""
+    base = {f"i{n}": n % 6 == 0 for n in range(n_items)}
+    samples = {f"i{n}": [s == n % 5 and n % 7 != 3 for s in range(5)] for n in range(n_items)}
+    correct = {m: {f"i{n}": (n * (j + 2)) % 3 == 0 for n in range(n_items)} for j, m in enumerate(methods)}
+    return base, samples, correct
+
+
+def test_ranking_stability_intervals_value_is_the_plain_tau_and_the_interval_brackets_it():
+    base, samples, correct = _stability_case()
+    got = kee.ranking_stability_intervals(base, samples, correct, sweep_max=5, reference_k=3, seed=1, resamples=200)
+    for rate, index in (("sgr", 0), ("dgr", 1)):
+        points = {k: {m: kee.gain_rates(*kee.partition_failures(base, samples, k), correct[m])[index]["value"] for m in correct}
+                  for k in range(1, 6)}
+        plain = kee.ranking_stability(points, reference_k=3)
+        for k in range(1, 6):
+            estimate = got[rate][str(k)]
+            assert estimate["value"] == plain[k]
+            assert estimate["n"] == sum(not ok for ok in base.values())
+            assert estimate["seed"] == 1 and estimate["resamples"] == 200 and estimate["interval"] == "bootstrap"
+            if estimate["ci_low"] is not None:
+                assert -1 <= estimate["ci_low"] <= estimate["ci_high"] <= 1
+    assert got["sgr"]["3"]["ci_low"] == got["sgr"]["3"]["ci_high"] == 1.0   # K = reference: tau is 1 in every replicate
+    again = kee.ranking_stability_intervals(base, samples, correct, sweep_max=5, reference_k=3, seed=1, resamples=200)
+    assert again == got   # seeded: bit-identical
+
+
+def test_ranking_stability_intervals_replicate_tau_matches_the_pure_function():
+    """One resample drawn by hand: the vectorised tau equals kendall_tau_b of the resampled rates."""
+    import numpy as np
+
+    base, samples, correct = _stability_case()
+    failures = sorted(i for i, ok in base.items() if not ok)
+    rng = np.random.default_rng(5)
+    draw = np.bincount(rng.integers(0, len(failures), len(failures)), minlength=len(failures))
+    got = kee.ranking_stability_intervals(base, samples, correct, sweep_max=5, reference_k=5, seed=5, resamples=1)
+    expanded = [f for f, c in zip(failures, draw) for _ in range(c)]
+    renamed = {f"{f}#{n}": f for n, f in enumerate(expanded)}
+    b = {r: False for r in renamed}
+    s = {r: samples[f] for r, f in renamed.items()}
+    c = {m: {r: correct[m][f] for r, f in renamed.items()} for m in correct}
+    points = {k: {m: kee.gain_rates(*kee.partition_failures(b, s, k), c[m])[0]["value"] for m in c} for k in range(1, 6)}
+    tau = kee.ranking_stability(points, reference_k=5)[2]
+    if tau is None:
+        assert got["sgr"]["2"]["ci_low"] is None and got["sgr"]["2"]["undefined_resamples"] == 1
+    else:
+        assert got["sgr"]["2"]["ci_low"] == pytest.approx(tau)
+
+
+def test_ranking_stability_intervals_without_failures_or_methods_are_undefined():
+    got = kee.ranking_stability_intervals({"a": True}, {"a": [True]}, {"m": {"a": True}}, 1, 1, resamples=10)
+    assert got["sgr"]["1"]["value"] is None and got["sgr"]["1"]["ci_low"] is None
+    assert got["sgr"]["1"]["undefined_resamples"] == 10 and got["sgr"]["1"]["n"] == 0

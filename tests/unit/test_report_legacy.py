@@ -73,11 +73,11 @@ def test_qa_truefalse_xteval_adapters():
 
 def test_kee_comparison_md_shows_intervals_for_v1_and_v2(tmp_path):
     markdown, table = comparison_tables(json.loads((GOLDEN / "kee" / "results.json").read_text()))
-    assert "| temp0.7 | 7 | 14.3 [2.6, 51.3]* |" in markdown and "undefined" in markdown
+    assert "| temp0.7 | 7 | not recorded | 14.3 [2.6, 51.3]* |" in markdown and "undefined" in markdown
     v2 = json.loads((Path(__file__).resolve().parents[1] / "fixtures/results_v2/kee/results.json").read_text())
     markdown, table = comparison_tables(v2)
-    assert "| recite | 40 | 40.0 [26.4, 55.4] | 17.9 [7.9, 35.6]* | 8.3 [1.5, 35.4]* | 1 | 5 | 0.219 |" in markdown
-    assert table.splitlines()[0] == "slice,technique,n,accuracy,gain,loss,mcnemar b,mcnemar c,mcnemar p"
+    assert "| recite | 40 | not recorded | 40.0 [26.4, 55.4] | 17.9 [7.9, 35.6]* | 8.3 [1.5, 35.4]* | 1 | 5 | 0.219 |" in markdown
+    assert table.splitlines()[0] == "slice,technique,n,deviates from MAPLE,accuracy,gain,loss,mcnemar b,mcnemar c,mcnemar p"
 
 
 def test_unknown_or_broken_results_are_input_errors(tmp_path):

@@ -244,7 +244,7 @@ def test_technique_params_are_validated_and_parsed():
         get_technique("iti", heads=0)
     with pytest.raises(UserError, match="technique 'caa': layers: Extra inputs are not permitted"):
         get_technique("caa", layers=3)
-    assert get_technique("iti").params() == {"alpha": 15.0, "heads": 48, "scale_heads": False, "held_out": 0.2}
+    assert get_technique("iti").params() == {"alpha": 15.0, "heads": 48, "scale_heads": False, "held_out": 0.2, "probe_data": "auto"}
 
 
 def test_settings_resolve_to_validated_params_before_anything_runs(loaded):

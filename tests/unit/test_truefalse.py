@@ -7,6 +7,7 @@ import json
 import pytest
 
 from kbench.errors import UserError
+from kbench.metrics.uncertainty import difference_paired
 from kbench.evaluate.engine import evaluate, validate
 from kbench.evaluate.task import RunContext
 from kbench.evaluate.truefalse import ANSWERS, TrueFalse, TrueFalseSettings, prompt_text
@@ -94,7 +95,34 @@ def test_closed_book_reports_before_and_after(tiny_causal_dir, left_dataset, tmp
     assert ba["after_accuracy"] == results["metrics"]["overall"]["accuracy"]
     assert ba["delta"] == pytest.approx(ba["after_accuracy"]["value"] - ba["before_accuracy"]["value"])
     assert ba["paired_test"]["n_shared"] == 4
+    after_ok, before_ok = ({i["id"]: i[f"{p}correct"] for i in map(json.loads, (tmp_path / "closed" / "items.jsonl").read_text().splitlines())}
+                           for p in ("", "before_"))
+    assert ba["difference"] == difference_paired(after_ok, before_ok) and ba["difference"]["paired"] is True
+    assert ba["difference"]["value"] == pytest.approx(ba["delta"]) and ba["difference"]["n"] == 4
+    assert results["headline"]["closed-book - prior"] == ba["difference"]
+    validate(results["metrics"], "results.truefalse.v2.json")
     assert results["metrics"]["base_model"]["identity"] != results["model"]["identity"]
+
+
+def test_open_book_minus_prior_is_paired_on_statements_across_runs(runner, left_dataset, tmp_path):
+    from kbench.report.build import build_report
+    from kbench.report.items import read_items
+    from kbench.report.left import setting_comparisons
+    from kbench.report.runs import load_runs
+
+    run_truefalse(runner, left_dataset, tmp_path / "prior", TrueFalseSettings(limit=4))
+    run_truefalse(runner, left_dataset, tmp_path / "open", TrueFalseSettings(setting="open-book", retriever="gold", limit=6))
+    runs = load_runs([tmp_path / "prior", tmp_path / "open"])
+    (got,) = setting_comparisons(runs, [read_items(r.path) for r in runs])
+    correct = {name: {i["id"]: i["correct"] for i in map(json.loads, (tmp_path / name / "items.jsonl").read_text().splitlines())}
+               for name in ("prior", "open")}
+    assert got["setting"] == "open-book-gold" and got["against"] == "prior"
+    assert got["difference"] == difference_paired(correct["open"], correct["prior"])
+    assert got["difference"]["n"] == 4 and got["difference"]["only_first"] == 2   # paired on the 4 shared statements
+    assert got["paired_test"]["n_shared"] == 4
+    build_report([tmp_path / "prior", tmp_path / "open"], tmp_path / "report")
+    table = (tmp_path / "report" / "left_settings.md").read_text()
+    assert "| open-book-gold - prior |" in table and "paired on statement ids" in table
 
 
 def test_bad_settings_are_user_errors(runner, left_dataset, tmp_path):

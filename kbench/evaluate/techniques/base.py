@@ -178,6 +178,11 @@ class Technique:
         """Raise a UserError when the settings cannot run on `model` (called before any stage,
         once `needs` is met)."""
 
+    def deviations(self, fitted: Sequence[dict]) -> list[str]:
+        """Where this technique, as configured and as fitted (its `detail["fit"]` records), departs
+        from MAPLE's configuration (Appendix B); empty when it follows it."""
+        return []
+
     def run(self, context: KeeContext, items: Sequence[KeeItem]) -> list[TechniqueOutput]:
         raise NotImplementedError
 

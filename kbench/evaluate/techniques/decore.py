@@ -104,6 +104,15 @@ class DeCoRe(Technique):
                 f"all; choose fewer (--technique-param decore.retrieval_heads=N)"
             )
 
+    def deviations(self, fitted):
+        out = [
+            "retrieval heads scored on a synthetic teacher-forced copy task; Wu et al. (2024), whom DeCoRe and MAPLE "
+            "follow, detect them on needle-in-a-haystack retrieval and count a head only when the model emits the copied token"
+        ]
+        if self.p.retrieval_heads != 10:
+            out.append(f"{self.p.retrieval_heads} masked heads instead of MAPLE's 10")
+        return out
+
     def heads(self, context) -> dict:
         """The fit record: masked heads, their scores and how they were found (cached)."""
         p, model = self.p, context.model

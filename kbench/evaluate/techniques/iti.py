@@ -2,16 +2,18 @@
 Truthful Answers from a Language Model"; as configured in MAPLE, Appendix B).
 
 Probes: one logistic-regression probe per attention head on the head's output (the input of
-o_proj, at the last token) for true vs false statements. Offline there is no TruthfulQA, so the
-statements come from the benchmark itself: answer prompt + " " + gold (true) and + " " + another
-item's answer (false), built from the train split or from the other fold (`fitting.py`).
-80% of the pool trains the probes, 20% ranks them by validation accuracy; the top K heads are
-shifted. Direction: ITI's default mass-mean direction (mean true − mean false activation of the
-head, unit length); shift = alpha × sigma × direction, sigma = population standard deviation of
-the pool's true and false activations projected on the direction (`head_shifts`). Only the K
-chosen heads move; every other head's output is untouched. As in the reference code (start_edit_location "lt"),
-the shift is added at the last position of each forward pass: the prompt's last token, then
-every generated token.
+o_proj, at the last token) for true vs false statements. As in MAPLE and Li et al., the statements
+come from TruthfulQA when the data root holds it (`kbench data fetch truthfulqa`; `truthfulqa.py`):
+80% of its questions train the probes, 20% rank them by validation accuracy, and one fit serves
+every item. Without it (`probe_data` = auto) they come from the benchmark itself, which the
+results record as a deviation: answer prompt + " " + gold (true) and + " " + another item's answer
+(false), built from the train split or from the other fold (`fitting.py`), 80% of the pool
+training the probes and 20% ranking them. The top K heads are shifted. Direction: ITI's default
+mass-mean direction (mean true − mean false activation of the head, unit length); shift =
+alpha × sigma × direction, sigma = population standard deviation of the pool's true and false
+activations projected on the direction (`head_shifts`). Only the K chosen heads move; every other
+head's output is untouched. As in the reference code (start_edit_location "lt"), the shift is
+added at the last position of each forward pass: the prompt's last token, then every generated token.
 
 Parameters: alpha = 15 and K = 48 heads, ITI's defaults, which MAPLE uses for every model.
 A model with fewer than K heads in all is an error, not a silent clamp: K heads are the
@@ -25,12 +27,15 @@ reference fits sklearn's LogisticRegression; selection only needs the accuracy r
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import Field
 
 from kbench.errors import UserError
 from kbench.evaluate.techniques import register_technique
 from kbench.evaluate.techniques.base import Technique, TechniqueParams, greedy_answers
 from kbench.evaluate.techniques.fitting import FitStore, contrast_texts, fitting_plan, split_pool
+from kbench.evaluate.techniques.truthfulqa import ProbingSet, find_csv, read_probing_set
 from kbench.io import stable_hash
 from kbench.models.interface import Capability, HeadShift, Intervention
 from kbench.progress import progress
@@ -123,6 +128,11 @@ class ITIParams(TechniqueParams):
     heads: int = Field(48, ge=1)  # K, heads shifted (ITI / MAPLE: 48)
     scale_heads: bool = False  # scale K by the model's heads / 1024 (not the paper)
     held_out: float = Field(0.2, gt=0, lt=1)  # share of the pool that ranks the probes
+    probe_data: Literal["auto", "truthfulqa", "benchmark"] = "auto"  # auto: TruthfulQA when the data root has it
+
+
+TRUTHFULQA = "truthfulqa"
+BENCHMARK = "benchmark train facts"
 
 
 @register_technique("iti")
@@ -134,40 +144,75 @@ class ITI(Technique):
     def check(self, model) -> None:
         layout = model.layout()
         heads_to_shift(layout.num_layers * layout.num_heads, self.p.heads, self.p.scale_heads)
+        if self.p.probe_data == "truthfulqa" and find_csv() is None:
+            raise UserError(
+                "ITI probe_data=truthfulqa: the data root has no truthfulqa/TruthfulQA.csv; run `kbench data fetch truthfulqa`"
+            )
 
-    def fit(self, context, pool):
-        """({layer: shift}, record) fitted on `pool`; cached in the run's fit folder."""
+    def probing_set(self) -> ProbingSet | None:
+        """TruthfulQA when this run's probes train on it, else None (the benchmark's facts)."""
+        path = None if self.p.probe_data == "benchmark" else find_csv()
+        return read_probing_set(path) if path is not None else None
+
+    def deviations(self, fitted):
+        out = []
+        sources = {r.get("probe_source") for r in fitted}
+        if any(s != TRUTHFULQA for s in sources):
+            out.append(
+                "probes trained on the benchmark's own true/false completions (train facts or the other fold), not on "
+                "TruthfulQA as in MAPLE and Li et al.; `kbench data fetch truthfulqa` makes them follow MAPLE"
+            )
+        used = {r.get("heads_used") for r in fitted}
+        if self.p.heads != 48 or used - {48}:
+            out.append(f"K = {', '.join(map(str, sorted(used - {None}) or [self.p.heads]))} shifted heads instead of MAPLE's 48")
+        if self.p.alpha != 15:
+            out.append(f"alpha = {self.p.alpha} instead of MAPLE's 15")
+        return out
+
+    def contrasts(self, context, pool, probing: ProbingSet | None):
+        """{"build": (true, false), "select": (true, false)} statement texts, and the fit key's data part."""
+        if probing is not None:
+            build, select = probing.split(self.p.held_out)
+            texts = {"build": probing.statements(build), "select": probing.statements(select or build)}
+            return texts, {"probe_set": TRUTHFULQA, "probe_set_sha256": probing.sha256}, not select
+        build, select = split_pool(pool, self.p.held_out)
+        texts = {name: contrast_texts(context, part, pool) for name, part in (("build", build), ("select", select or build))}
+        return texts, {"pool": sorted(i.id for i in pool)}, not select
+
+    def fit(self, context, pool, probing: ProbingSet | None = None):
+        """({layer: shift}, record) fitted on TruthfulQA (`probing`) or else on `pool`; cached in the run's fit folder."""
         import torch
 
         p, model = self.p, context.model
         layout = model.layout()
         k = heads_to_shift(layout.num_layers * layout.num_heads, p.heads, p.scale_heads)
         store = FitStore(context.fit_dir)
-        key = {"format": 2, "model": model.identity, **self.params(), "pool": sorted(i.id for i in pool)}
+        texts, data_key, no_select = self.contrasts(context, pool, probing)
+        key = {"format": 2, "model": model.identity, **self.params(), **data_key}
         found = store.load("iti", key)
         if found is not None:
             tensors, meta = found
             return {int(k): v for k, v in tensors.items()}, meta["record"]
         layers = list(range(layout.num_layers))
-        build, select = split_pool(pool, p.held_out)
         acts = {}
         with progress(f"ITI fit on {len(pool)} facts", total=5, unit="passes") as advance:
-            for name, part in (("build", build), ("select", select or build)):
-                true, false = contrast_texts(context, part, pool)
+            for name, (true, false) in texts.items():
                 acts[name] = []
-                for texts in (true, false):
-                    acts[name].append(model.activations(texts, "heads", layers))  # (texts, layers, heads, dim)
+                for part in (true, false):
+                    acts[name].append(model.activations(part, "heads", layers))  # (texts, layers, heads, dim)
                     advance(1)
             accuracy = probe_accuracies(*features(acts["build"]), *features(acts["select"]))
             advance(1)
         selected = select_heads(accuracy, k, layout.num_heads)
-        parts = ("build", "select") if select else ("build",)  # without a held-out share, select is build
+        parts = ("build",) if no_select else ("build", "select")  # without a held-out share, select is build
         true_all = torch.cat([acts[name][0] for name in parts])
         false_all = torch.cat([acts[name][1] for name in parts])
         shifts, sigmas = head_shifts(selected, true_all, false_all, p.alpha, layout.num_heads)
         record = {
-            "pool": len(pool),
-            "pool_ids_sha256": stable_hash(key["pool"]),
+            "probe_source": TRUTHFULQA if probing is not None else BENCHMARK,
+            "probe_data": probing.describe() if probing is not None else f"{len(pool)} benchmark items",
+            "pool": len(probing.questions) if probing is not None else len(pool),
+            "pool_ids_sha256": probing.sha256 if probing is not None else stable_hash(key["pool"]),
             "pairs": len(true_all),
             "heads_requested": p.heads,
             "heads_used": k,
@@ -181,8 +226,10 @@ class ITI(Technique):
 
     def run(self, context, items):
         outputs = {}
-        for pool, answered in fitting_plan(context, items):
-            shifts, record = self.fit(context, pool)
+        probing = self.probing_set()
+        plan = [([], list(items))] if probing is not None else fitting_plan(context, items)  # TruthfulQA: one fit for all
+        for pool, answered in plan:
+            shifts, record = self.fit(context, pool, probing)
             prompts = [context.answer_prompt(i.question) for i in answered]
             results = greedy_answers(
                 context, prompts, answered, head_intervention(shifts), detail=[{"fit": record} for _ in answered]

@@ -54,6 +54,17 @@ class Recite(Technique):
     family = "prompting"
     Params = ReciteParams
 
+    def deviations(self, fitted):
+        if self.p.runs == 1:
+            return ["1 recite-and-answer run instead of MAPLE's 20 (greedy recitation, no vote)"]
+        out = [
+            f"recitations sampled at temperature {self.p.recite_temperature} (seed {self.p.seed}) so the vote is not over "
+            "identical greedy runs; MAPLE states 20 runs and a majority vote but not how the recitations differ"
+        ]
+        if self.p.runs != 20:
+            out.append(f"{self.p.runs} recite-and-answer runs instead of MAPLE's 20")
+        return out
+
     def run(self, context, items):
         p, model = self.p, context.model
         stage1 = [context.task_prompt(RECITE_INSTRUCTION, i.question, "Passage") for i in items]
