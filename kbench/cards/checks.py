@@ -56,7 +56,7 @@ def _source_text(source: dict) -> str:
 def render_checks(folder: DatasetFolder, family: str) -> str:
     """The card's first lines: the knowledge-source verdict, one line per check, the judges."""
     checks = _stages(folder, CHECK_NAMES)
-    judges = _stages(folder, JUDGE_STAGES)
+    judges = [s for s in _stages(folder, JUDGE_STAGES) if (s.get("details") or {}).get("judge")]
     if not checks and not judges and family != "maple-wiki":
         return ""
     sources = [_source(s) for s in _stages(folder, VERIFYING_STAGES)]
