@@ -19,7 +19,7 @@ from kbench.errors import InputError
 
 #: The checks whose source decides whether the dataset may say "verified against Wikidata".
 VERIFYING_STAGES = {"verify_wikidata": "existence", "single_answer": "single answer"}
-CHECK_NAMES = {**VERIFYING_STAGES, "domain_taxonomy": "domains"}
+CHECK_NAMES = {**VERIFYING_STAGES, "domain_taxonomy": "domain classes"}
 JUDGE_STAGES = {"judge_domain": "domain-mismatch judge", "judge_single_answer": "single-answer classification"}
 CLAIM = "verified against wikidata"
 

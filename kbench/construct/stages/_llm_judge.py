@@ -9,10 +9,12 @@ asks the model nothing).
 
 Both stages are off by default: without a model (`model = "..."` in the stage, or `kbench build
 --judge-model NAME`, which wins) they pass every row through and record that they did not run.
-With a model they add `<stage>_verdict` to every row; dropped rows go to `rejected/<stage>.parquet`
-with their verdict and the judge's words (`<stage>_output`). A reply whose first words hold no
-verdict is `unparseable`: dropped with reason `judge_unparseable` (`unparseable = "drop"`, the
-default: the check did not pass) or kept (`"keep"`), never a crash.
+Each prompt ends in the cue "Verdict (yes or no):" (after the chat template's generation prompt
+for chat models), so the reply's first word is the verdict. With a model they add
+`<stage>_verdict` to every row; dropped rows go to `rejected/<stage>.parquet` with their verdict
+and the judge's words (`<stage>_output`). A reply whose first words hold no verdict is
+`unparseable`: dropped with reason `judge_unparseable` (`unparseable = "drop"`, the default: the
+check did not pass) or kept (`"keep"`), never a crash.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ LOG = logging.getLogger(__name__)
 #: Verdict words are looked for among the reply's first words (after markdown and punctuation).
 VERDICT_WINDOW = 4
 BATCH = 32
+CUE = "Verdict (yes or no)"
 
 
 class JudgeParams(StageParams):
@@ -102,7 +105,9 @@ class LlmJudge(Stage):
             raise UserError(f"{self.name} needs the column(s) {', '.join(missing)}; put it after the stages that add them")
         model = self._open()
         chat = self._chat(model.tokenizer)
-        prompts = [question_turn(model.tokenizer, self.question(row), "Answer", chat) for row in df.iter_rows(named=True)]
+        # the reply starts after the cue, also in a chat turn: small instruct models then give the verdict word first
+        cue = CUE + ":" if chat else ""
+        prompts = [question_turn(model.tokenizer, self.question(row), CUE, chat) + cue for row in df.iter_rows(named=True)]
         distinct = list(dict.fromkeys(prompts))
         replies: dict[str, str] = {}
         with progress(f"{self.name}: asking {model.name}", len(distinct), unit="prompts") as advance:

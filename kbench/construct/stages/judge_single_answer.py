@@ -5,7 +5,8 @@ the Wikidata SPARQL API and LLM-based classification; multi-answer cases introdu
 ambiguity by conflating a model's lack of knowledge with its preference for an alternative valid
 entity." The SPARQL count is `single_answer`; this stage is the classification, run after it. The
 paper does not print the prompt, so the wording below is kbench's, built from that sentence. A
-reply starting "multiple" drops the row as `multiple_answers_judged`; "single" keeps it. Shared
+reply starting "no" (not exactly one correct answer) drops the row as `multiple_answers_judged`;
+"yes" keeps it. Shared
 behaviour (model, prompt form, unparseable replies): `_llm_judge`.
 """
 
@@ -19,15 +20,14 @@ PROMPT = (
     "correct answer; a question with several valid answers is ambiguous.\n"
     "Question: what is the {relation} of {subject}?\n"
     "Example answer: {object}\n"
-    "Does this question have a single correct answer or multiple valid answers? Reply single or "
-    "multiple, then give a short reason."
+    "Does this question have exactly one correct answer? Reply yes or no, then give a short reason."
 )
 
 
 @register_stage
 class JudgeSingleAnswer(LlmJudge):
     name = "judge_single_answer"
-    verdicts = {"single": "single", "one": "single", "multiple": "multiple", "several": "multiple"}
+    verdicts = {"yes": "single", "no": "multiple"}
     drop_verdict, drop_reason = "multiple", "multiple_answers_judged"
     needed_columns = ("subject", "object")
 
