@@ -122,3 +122,43 @@ def test_a_store_folder_without_an_import_record_is_refused(tmp_path):
     (tmp_path / "store").mkdir()
     with pytest.raises(UserError, match="kbench wikidata import"):
         VerifyWikidata(VerifyWikidata.Params(store=str(tmp_path / "store")), _ctx(tmp_path)).input_files()
+
+
+def test_a_build_pointed_at_the_imported_slice_records_it_and_drops_what_it_contradicts(
+        facts, slice_store, shared_data, tmp_path):
+    nt, store = slice_store
+    recipe = tmp_path / "mini.toml"
+    recipe.write_text(f"""
+[pipeline]
+name = "mini"
+
+[[stages]]
+stage = "load_lama"
+trex = "{(shared_data / 'lama_trex').as_posix()}"
+relations = ["P19"]
+max_per_relation = 60
+
+[[stages]]
+stage = "verify_wikidata"
+id = "verify"
+store = "{store.as_posix()}"
+
+[[stages]]
+stage = "single_answer"
+id = "single"
+store = "{store.as_posix()}"
+""", encoding="utf-8")
+    out = tmp_path / "out"
+    done = run_kbench("build", str(recipe), "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    manifest = json.loads((out / "manifest.json").read_text())
+    recorded = manifest["knowledge_sources"]
+    assert set(recorded) == {"verify", "single"} and manifest["judges"] == {}
+    assert recorded["single"]["kind"] == "import" and recorded["single"]["files"] == [{"file": "slice.nt", "sha256": sha256_file(nt)}]
+    stats = {s["id"]: s for s in json.loads((out / "stats.json").read_text())["stages"]}
+    assert stats["verify"]["details"]["knowledge_source"] == recorded["verify"]
+    unverified = pl.read_parquet(out / "rejected" / "verify.parquet")
+    assert {facts["subject_id"][i] for i in ABSENT} <= set(unverified["subject_id"])
+    ambiguous = pl.read_parquet(out / "rejected" / "single.parquet")
+    assert set(ambiguous["reason"]) == {"multiple_answers"} and ambiguous.height > 0
+    assert set(ambiguous["subject_id"]) <= {facts["subject_id"][i] for i in TWO_BIRTHPLACES}
