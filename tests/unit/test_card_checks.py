@@ -70,3 +70,13 @@ def test_a_card_that_calls_an_inputs_only_build_verified_is_refused(tmp_path, sh
     root_ok = _folder(tmp_path / "b", shared_data, {"single": ("single_answer", IMPORT)})
     monkeypatch.setenv("KBENCH_CARD_TEMPLATES", str(templates))
     assert write_card(root_ok, family="lama-binned").is_file()
+
+
+def test_an_endpoint_is_recorded_without_credentials(tmp_path):
+    from kbench.construct.context import StageContext
+    from kbench.construct.stages._wikidata_common import WikidataParams, knowledge_source
+
+    ctx = StageContext(recipe_path=tmp_path / "r.toml", run_dir=tmp_path / "run", seed=0,
+                       options={"sparql_endpoint": "https://me:s3cret@wd.example.org:8890/sparql?api_key=abc#x"})
+    source = knowledge_source(WikidataParams(store="x.nt"), ctx)
+    assert source == {"kind": "endpoint", "description": "live endpoint", "url": "https://wd.example.org:8890/sparql"}
