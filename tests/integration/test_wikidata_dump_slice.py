@@ -162,3 +162,18 @@ store = "{store.as_posix()}"
     ambiguous = pl.read_parquet(out / "rejected" / "single.parquet")
     assert set(ambiguous["reason"]) == {"multiple_answers"} and ambiguous.height > 0
     assert set(ambiguous["subject_id"]) <= {facts["subject_id"][i] for i in TWO_BIRTHPLACES}
+
+
+def test_each_import_into_a_store_is_recorded(slice_store, tmp_path):
+    import shutil
+
+    nt, store = slice_store
+    copy = tmp_path / "wikidata"
+    shutil.copytree(store, copy)
+    more = tmp_path / "more.nt"
+    more.write_text(f"<{ENTITY}Q42> <{LABEL}> {_label('Douglas Adams')} .\n", encoding="utf-8")
+    done = run_kbench("wikidata", "import", str(more), "--store", str(copy))
+    assert done.returncode == 0, done.stderr
+    record = json.loads((copy / "kbench-import.json").read_text())
+    assert [entry["file"] for entry in record["imports"]] == ["slice.nt", "more.nt"]
+    assert record["imports"][1]["sha256"] == sha256_file(more)
