@@ -6,7 +6,8 @@ Contract of `write_card(DIR)`:
   * the template is `data_cards/<family>.md`: YAML front matter (Hub metadata plus a `kbench:` block
     with default `sources` and papers to `cite`, removed from the output) and a markdown body whose
     `{{placeholders}}` are filled here from manifest.json, stats.json and the parquet splits
-    (`{{drops}}`: what each step dropped, per fact source, `kbench.cards.drops`);
+    (`{{drops}}`: what each step dropped, per fact source, `kbench.cards.drops`; `{{checks}}`: what
+    the Wikidata checks ran against and whether LLM judges ran, `kbench.cards.checks`);
   * `configs`, `license`, `size_categories` and `source_datasets` are computed, never copied from
     the template; the license is inherited from the sources and `--license` may only tighten it
     (see `kbench.cards.licenses`) unless forced;
@@ -22,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from kbench.cards import licenses
+from kbench.cards.checks import check_claims, render_checks
 from kbench.cards.drops import render_drops
 from kbench.cards.folder import DatasetFolder, ensure_file_hashes, load_folder
 from kbench.cards.validate import validate_card
@@ -284,6 +286,7 @@ def render_card(folder: DatasetFolder, *, family: str | None = None, license_id:
     )
     fills = {
         "title": f"{folder.manifest.get('dataset', folder.root.name)} {folder.manifest.get('version', '')}".strip(),
+        "checks": render_checks(folder, family),
         "overview": _overview(folder),
         "license": _license_text(chosen, source_keys, chosen_by_user=bool(license_id)),
         "structure": _structure(folder),
@@ -301,7 +304,9 @@ def render_card(folder: DatasetFolder, *, family: str | None = None, license_id:
         return fills[match.group(1)]
 
     front = yaml.safe_dump(meta, sort_keys=False, allow_unicode=True, width=1000)
-    return f"---\n{front}---\n\n{_PLACEHOLDER.sub(fill, body).strip()}\n"
+    text = f"---\n{front}---\n\n{_PLACEHOLDER.sub(fill, body).strip()}\n"
+    check_claims(text, folder)
+    return text
 
 
 def write_card(root: str | Path, *, family: str | None = None, license_id: str | None = None, force: bool = False) -> Path:

@@ -37,6 +37,9 @@ def build(
     shard_rows: Optional[int] = typer.Option(
         None, "--shard-rows", help="With --executor ray: rows per shard (default 100000); the output does not depend on it."
     ),
+    judge_model: Optional[str] = typer.Option(
+        None, "--judge-model", help="Run the LLM-judge stages (judge_domain, judge_single_answer) with this model; off without."
+    ),
     device: Optional[str] = typer.Option(
         None, "--device", help="Device of model stages (extract_rebel): cpu, cuda, auto; overrides the recipe's."
     ),
@@ -54,6 +57,8 @@ def build(
     options = {"sparql_endpoint": sparql_endpoint} if sparql_endpoint else {}
     if device:
         options["device"] = device
+    if judge_model:
+        options["judge_model"] = judge_model
 
     def progress(i: int, n: int, report) -> None:
         how = "reused" if report.reused else f"{report.seconds:.1f}s"

@@ -61,10 +61,14 @@ def import_(
     rdf_file: Path = typer.Argument(..., help="An N-Triples (.nt) or Turtle (.ttl) file."),
     store: Path = typer.Option(..., "--store", help="The store folder to create or add to."),
 ) -> None:
-    """Load N-Triples/Turtle into a pyoxigraph store on disk (servable with `oxigraph serve-read-only`)."""
+    """Load N-Triples/Turtle (e.g. a slice of Wikidata's truthy dump) into a pyoxigraph store on disk
+    (servable with `oxigraph serve-read-only`); each file's name and sha256 is recorded in the store."""
     from rich.console import Console
 
-    from kbench.sources.wikidata_store import import_rdf
+    from kbench.sources.wikidata_store import IMPORT_RECORD, import_rdf
 
     count = import_rdf(rdf_file.expanduser(), store.expanduser())
-    Console(stderr=True).print(f"{store} now holds {count:,} triples")
+    Console(stderr=True).print(
+        f"{store} now holds {count:,} triples; {rdf_file.name} is recorded in {store / IMPORT_RECORD} "
+        f'(a recipe\'s `store = "{store}"` names it as the knowledge source)'
+    )

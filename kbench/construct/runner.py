@@ -285,6 +285,8 @@ def run_recipe(
                 "config_hash": prev_key,
                 "command": f"kbench build {recipe.path.name}",
                 "executor": executor.name,
+                # what each check ran against (a store from the inputs, an import, an endpoint) and which judge model
+                **{k + "s": {r.id: r.details[k] for r in result.stages if k in r.details} for k in ("knowledge_source", "judge")},
             },
         )
     return result

@@ -11,9 +11,11 @@ Subset contents (N-Triples, sorted, deduplicated, so equal inputs give equal byt
 Rows without a valid id (`^[QP][1-9][0-9]*$`) are skipped: they are never written into RDF.
 
 Stores: `import_rdf` loads N-Triples/Turtle into a store folder (what `oxigraph serve-read-only`
-serves, too). `open_cached_store` builds the store for a file once, in
-`<cache>/wikidata/stores/<sha256 of the file>/` (built in a temporary folder, then renamed), and
-opens it read-only, so several processes and stages can share it.
+serves, too) and records each imported file's name and sha256 in the folder's `kbench-import.json`
+(what a build names as its knowledge source; `open_imported_store` opens such a folder).
+`open_cached_store` builds the store for a file once, in `<cache>/wikidata/stores/<sha256 of the
+file>/` (built in a temporary folder, then renamed), and opens it read-only, so several processes
+and stages can share it.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kbench.errors import InputError, UserError, require
-from kbench.io import atomic_path, iter_jsonl, sha256_file
+from kbench.io import atomic_path, iter_jsonl, sha256_file, write_json
 from kbench.sources.wikidata import DIRECT, ENTITY, RDF, RDFS, SCHEMA, SKOS, WIKIBASE, XSD, is_valid_id
 
 #: Google-RE's Freebase predicates and the Wikidata properties they correspond to.
@@ -39,6 +41,7 @@ GOOGLE_RE_PROPERTIES = {
 }
 BUILTIN_PROPERTY_LABELS = {"P19": "place of birth", "P20": "place of death", "P569": "date of birth"}
 RDF_FORMATS = {".nt": "N_TRIPLES", ".ttl": "TURTLE"}
+IMPORT_RECORD = "kbench-import.json"  # the files `import_rdf` loaded into a store folder
 
 
 @dataclass
@@ -246,14 +249,17 @@ def import_rdf(rdf_file: str | Path, store_dir: str | Path) -> int:
     """Load an N-Triples/Turtle file into the pyoxigraph store at `store_dir`; returns its triple count.
 
     All or nothing: a new store is built in a temporary folder and renamed into place; an existing
-    store gets the file in one transaction (which holds the file in memory).
+    store gets the file in one transaction (which holds the file in memory). Either way the
+    file's name and sha256 are added to the folder's `kbench-import.json`.
     """
     pyoxigraph = require("pyoxigraph", "the embedded Wikidata store", extra="wikidata")
     rdf_file, store_dir = Path(rdf_file), Path(store_dir)
     if not rdf_file.is_file():
         raise InputError(rdf_file, "file not found")
     fmt = rdf_format(rdf_file)
+    entry = {"file": rdf_file.name, "sha256": sha256_file(rdf_file)}
     if store_dir.is_dir() and any(store_dir.iterdir()):
+        record = _import_record(store_dir)
         store = pyoxigraph.Store(str(store_dir))
         try:
             store.load(path=str(rdf_file), format=fmt)
@@ -263,11 +269,13 @@ def import_rdf(rdf_file: str | Path, store_dir: str | Path) -> int:
         count = len(store)
         del store
         gc.collect()
+        write_json(store_dir / IMPORT_RECORD, {"imports": [*record, entry], "triples": count})
         return count
     store_dir.parent.mkdir(parents=True, exist_ok=True)
     building = Path(tempfile.mkdtemp(prefix=f".{store_dir.name}.", dir=store_dir.parent))
     try:
         count = _bulk_load(rdf_file, building)
+        write_json(building / IMPORT_RECORD, {"imports": [entry], "triples": count})
         if store_dir.is_dir():
             store_dir.rmdir()  # empty, checked above
         os.replace(building, store_dir)
@@ -276,7 +284,31 @@ def import_rdf(rdf_file: str | Path, store_dir: str | Path) -> int:
     return count
 
 
-_OPEN_STORES: dict[Path, object] = {}
+def _import_record(store_dir: Path) -> list[dict]:
+    """The files imported into `store_dir` so far (none recorded: a store made before the record)."""
+    import json
+
+    path = store_dir / IMPORT_RECORD
+    if not path.is_file():
+        return []
+    try:
+        return list(json.loads(path.read_text(encoding="utf-8"))["imports"])
+    except (ValueError, KeyError, TypeError) as exc:
+        raise InputError(path, f"not a kbench import record: {exc}") from exc
+
+
+_OPEN_STORES: dict[Path | tuple[Path, str], object] = {}
+
+
+def open_imported_store(store_dir: Path, record: Path):
+    """(read-only store, identity) for a folder made by `kbench wikidata import`; the identity
+    hashes its import record, so another import into the folder changes it."""
+    pyoxigraph = require("pyoxigraph", "the embedded Wikidata store", extra="wikidata")
+    identity = f"oxigraph-import:sha256:{sha256_file(record)}"
+    key = (Path(store_dir).resolve(), identity)
+    if key not in _OPEN_STORES:
+        _OPEN_STORES[key] = pyoxigraph.Store.read_only(str(store_dir))
+    return _OPEN_STORES[key], identity
 
 
 def open_cached_store(rdf_file: str | Path, cache_dir: str | Path):

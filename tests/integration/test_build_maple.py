@@ -49,6 +49,17 @@ def test_builds_a_loadable_binned_domain_checked_dataset(built):
     assert set(pl.read_parquet(built / "rejected" / "quality.parquet")["reason"]) == set(drops["quality"])
 
 
+def test_card_says_checked_against_the_inputs_only_and_judges_off(built):
+    done = run_kbench("card", str(built))
+    assert done.returncode == 0, done.stderr
+    body = (built / "README.md").read_text(encoding="utf-8").split("---\n", 2)[2].lstrip()
+    first = body.splitlines()[2]
+    assert first.startswith("**Checked against the inputs only.**")
+    assert "not run (off by default)" in body and "verified against wikidata" not in body.lower()
+    manifest = json.loads((built / "manifest.json").read_text())
+    assert {s["kind"] for s in manifest["knowledge_sources"].values()} == {"inputs"} and manifest["judges"] == {}
+
+
 def test_inspect_shows_bins_domains_and_drops(built):
     done = run_kbench("inspect", str(built), env={"COLUMNS": "200"})  # wide enough not to elide names
     assert done.returncode == 0, done.stderr

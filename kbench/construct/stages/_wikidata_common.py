@@ -3,13 +3,19 @@
 Exactly one data source per stage:
   * `ctx.options["sparql_endpoint"]` (from `kbench build --sparql-endpoint URL`): HTTP, and the
     store settings below are not used;
-  * `store = "file.nt"` (or `.ttl`): the embedded store built from that file;
+  * `store = "file.nt"` (or `.ttl`): the embedded store built from that file; or
+    `store = "stores/wikidata"`: a store folder made by `kbench wikidata import` (e.g. of a
+    truthy-dump slice; its `kbench-import.json` names the imported files and their sha256);
   * `[stages.subset_from]` with the LAMA input locations: kbench writes the Wikidata-shaped subset
     itself (cached by the inputs' sha256) and builds the embedded store from it, so a fresh
     machine needs no manual step.
 Results from an HTTP endpoint are cached under `<cache>/sparql/` unless `cache = false`; the
 embedded store is local and answers faster than the cache files can be written, so its answers
 are not cached (and a finished stage is never rerun anyway: the runner's resume markers).
+
+What a check was run against decides what the dataset may claim (a store written from the inputs
+verifies nothing the inputs did not already say), so every stage records its `knowledge_source`
+(`knowledge_source` below) in stats.json; the manifest and the card repeat it.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from kbench.construct.stage import StageParams
 from kbench.errors import UserError
 from kbench.io import stable_hash
 from kbench.sources.wikidata import DEFAULT_BATCH_SIZE, WikidataClient
+from kbench.sources.wikidata_store import IMPORT_RECORD
 
 SUBSET_WRITER_VERSION = 2
 
@@ -59,6 +66,50 @@ class WikidataParams(StageParams):
         return self
 
 
+#: The three kinds of knowledge source, as the manifest, stats.json and the card name them.
+SOURCE_KINDS = {
+    "inputs": "embedded store built from the inputs",
+    "import": "imported Wikidata dump or subset",
+    "endpoint": "live endpoint",
+}
+
+
+def public_url(url: str) -> str:
+    """`url` without user, password, query or fragment (where tokens hide), for records."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if parts.port:
+        host += f":{parts.port}"
+    return urlunsplit((parts.scheme, host, parts.path, "", ""))
+
+
+def _store_path(params: WikidataParams, ctx: StageContext) -> Path:
+    return ctx.resolve(params.store)
+
+
+def knowledge_source(params: WikidataParams, ctx: StageContext) -> dict:
+    """What this stage's checks ran against: `kind` (a SOURCE_KINDS key), its description, and
+    the endpoint URL (credentials removed) or the store's files with their sha256."""
+    import json
+
+    from kbench.io import sha256_file
+
+    endpoint = ctx.options.get("sparql_endpoint")
+    if endpoint:
+        return {"kind": "endpoint", "description": SOURCE_KINDS["endpoint"], "url": public_url(str(endpoint))}
+    if params.store is None:
+        files = [{"file": ctx.display_path(p), "sha256": sha256_file(p)} for p in wikidata_input_files(params, ctx)]
+        return {"kind": "inputs", "description": SOURCE_KINDS["inputs"], "files": files}
+    store = _store_path(params, ctx)
+    if store.is_dir():
+        files = json.loads((store / IMPORT_RECORD).read_text(encoding="utf-8"))["imports"]
+    else:
+        files = [{"file": store.name, "sha256": sha256_file(store)}]
+    return {"kind": "import", "description": SOURCE_KINDS["import"], "store": ctx.display_path(store), "files": files}
+
+
 def endpoint_option(ctx: StageContext) -> dict:
     """The run option that changes a Wikidata stage's output (see `Stage.run_options`)."""
     endpoint = ctx.options.get("sparql_endpoint")
@@ -82,7 +133,12 @@ def subset_inputs(params: WikidataParams, ctx: StageContext):
 
 def wikidata_input_files(params: WikidataParams, ctx: StageContext) -> list[Path]:
     if params.store is not None:
-        return [ctx.resolve(params.store)]
+        store = _store_path(params, ctx)
+        if store.is_dir():
+            if not (store / IMPORT_RECORD).is_file():
+                raise UserError(f"{store}: a store folder must be made by `kbench wikidata import` (no {IMPORT_RECORD})")
+            return [store / IMPORT_RECORD]
+        return [store]
     if params.subset_from.rebel_documents:
         from kbench.sources.documents import document_files
 
@@ -124,12 +180,15 @@ def open_wikidata(params: WikidataParams, ctx: StageContext, on_batch=None) -> W
             str(endpoint), timeout=params.http_timeout, max_attempts=params.http_attempts, backoff=params.http_backoff
         )
     else:
-        from kbench.sources.wikidata_store import open_cached_store
+        from kbench.sources.wikidata_store import open_cached_store, open_imported_store
 
-        rdf_file = ctx.resolve(params.store) if params.store is not None else _subset_file(params, ctx)
-        if not rdf_file.is_file():
+        rdf_file = _store_path(params, ctx) if params.store is not None else _subset_file(params, ctx)
+        if rdf_file.is_dir():
+            store, identity = open_imported_store(rdf_file, rdf_file / IMPORT_RECORD)
+        elif rdf_file.is_file():
+            store, identity = open_cached_store(rdf_file, ctx.cache_dir)
+        else:
             raise UserError(f"Wikidata store file {rdf_file} does not exist")
-        store, identity = open_cached_store(rdf_file, ctx.cache_dir)
         transport = EmbeddedTransport(store, identity)
     cache = QueryCache(ctx.cache_dir / "sparql") if params.cache and endpoint else None
     return WikidataClient(SparqlClient(transport, cache), batch_size=params.batch_size, on_batch=on_batch)

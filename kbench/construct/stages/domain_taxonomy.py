@@ -35,6 +35,7 @@ from kbench.construct.stage import Stage, StageOutput, filter_with_reason, regis
 from kbench.construct.stages._wikidata_common import (
     WikidataParams,
     endpoint_option,
+    knowledge_source,
     open_wikidata,
     progress,
     wikidata_input_files,
@@ -79,6 +80,7 @@ def classes_query(ids: list[str], follow_subclass: bool) -> str:
 @register_stage
 class DomainTaxonomy(Stage):
     name = "domain_taxonomy"
+    version = 2  # 2: knowledge_source recorded
 
     class Params(WikidataParams):
         mapping: str
@@ -129,4 +131,6 @@ class DomainTaxonomy(Stage):
         ).then(pl.lit("domain_mismatch"))
         if self.params.require_domain:
             reason = reason.when(pl.col("domain").is_null()).then(pl.lit("no_domain"))
-        return filter_with_reason(out, reason.otherwise(pl.lit(None, dtype=pl.String)))
+        split = filter_with_reason(out, reason.otherwise(pl.lit(None, dtype=pl.String)))
+        split.details = {"knowledge_source": knowledge_source(self.params, self.ctx)}
+        return split

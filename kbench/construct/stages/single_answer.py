@@ -22,6 +22,7 @@ from kbench.construct.stage import Stage, StageOutput, filter_with_reason, regis
 from kbench.construct.stages._wikidata_common import (
     WikidataParams,
     endpoint_option,
+    knowledge_source,
     matches,
     open_wikidata,
     progress,
@@ -34,7 +35,7 @@ from kbench.sources.wikidata import ID_PATTERN, PROPERTY_PATTERN
 @register_stage
 class SingleAnswer(Stage):
     name = "single_answer"
-    version = 2  # 2: Google-RE birth dates written as Wikidata dateTime literals in the subset
+    version = 3  # 2: Google-RE birth dates as Wikidata dateTime literals; 3: knowledge_source recorded
     Params = WikidataParams
 
     def input_files(self) -> list[Path]:
@@ -66,4 +67,8 @@ class SingleAnswer(Stage):
             .then(pl.lit("multiple_answers"))
         )
         out = filter_with_reason(df.lazy(), reason)
-        return StageOutput(kept=out.kept.drop("__valid", "__count"), rejected=out.rejected.drop("__valid", "__count"))
+        return StageOutput(
+            kept=out.kept.drop("__valid", "__count"),
+            rejected=out.rejected.drop("__valid", "__count"),
+            details={"knowledge_source": knowledge_source(self.params, self.ctx)},
+        )

@@ -24,6 +24,7 @@ from kbench.construct.stage import Stage, StageOutput, filter_with_reason, regis
 from kbench.construct.stages._wikidata_common import (
     WikidataParams,
     endpoint_option,
+    knowledge_source,
     matches,
     open_wikidata,
     present,
@@ -37,7 +38,7 @@ from kbench.sources.wikidata import ID_PATTERN, PROPERTY_PATTERN
 @register_stage
 class VerifyWikidata(Stage):
     name = "verify_wikidata"
-    version = 2  # 2: Google-RE birth dates written as Wikidata dateTime literals in the subset
+    version = 3  # 2: Google-RE birth dates as Wikidata dateTime literals; 3: knowledge_source recorded
 
     class Params(WikidataParams):
         literal_object_relations: list[str] = ["P569", "P570"]
@@ -92,4 +93,8 @@ class VerifyWikidata(Stage):
             ]
         )
         out = filter_with_reason(df.lazy(), reason)
-        return StageOutput(kept=out.kept.drop("__problem"), rejected=out.rejected.drop("__problem"))
+        return StageOutput(
+            kept=out.kept.drop("__problem"),
+            rejected=out.rejected.drop("__problem"),
+            details={"knowledge_source": knowledge_source(self.params, self.ctx)},
+        )
