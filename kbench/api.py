@@ -81,7 +81,7 @@ def build(
     (the CLI's `--set`). Rerunning resumes finished stages.
 
     >>> import kbench
-    >>> built = kbench.build("lama", out=tmp / "lama", data_dir=data)
+    >>> built = kbench.build("lama", out=tmp / "lama", data_dir=data, overrides=["load.max_per_relation=5"])
     >>> built.path.name, built.stats["stages"][-1]["rows_out"] > 0
     ('lama', True)
     """
@@ -136,9 +136,9 @@ def evaluate(
     non-main processes of `accelerate launch`.
 
     >>> import kbench
-    >>> result = kbench.evaluate("extraction", dataset=tmp / "lama", model=tiny_model, limit=8, out=tmp / "run")
-    >>> sorted(result.headline)[:1], result.items.height
-    (['first_token_p1'], 8)
+    >>> result = kbench.evaluate("extraction", dataset=built.path, model=tiny_model, limit=8, out=tmp / "run")
+    >>> sorted(result.headline), result.items.height
+    (['exact_accuracy', 'first_token_p1_macro', 'maple_accuracy'], 8)
     """
     from pydantic import ValidationError
 
