@@ -13,7 +13,7 @@ from pathlib import Path
 
 from kbench.errors import UserError
 
-RECIPE_DIR = Path(__file__).resolve().parent.parent / "recipes"
+RECIPE_DIR = (Path(__file__).resolve().parent.parent / "recipes").resolve()  # in a checkout: pipelines/
 
 
 @dataclass(frozen=True)
