@@ -26,7 +26,7 @@ class PackagedRecipe:
 def packaged_recipes() -> list[PackagedRecipe]:
     """The recipes shipped with kbench, by name."""
     found = []
-    for path in sorted(RECIPE_DIR.glob("*.toml")):
+    for path in sorted(RECIPE_DIR.glob("*.toml"), key=lambda p: p.stem):
         header = tomllib.loads(path.read_text(encoding="utf-8")).get("pipeline", {})
         found.append(PackagedRecipe(path.stem, path, str(header.get("description", "")).strip()))
     return found
