@@ -163,7 +163,9 @@ def test_publish_evaluation_run_as_a_results_dataset(hub, tmp_path):
     out = run_kbench("publish", str(run), "--repo-id", "someone/results", env=env)
     assert out.returncode == 0, out.stderr
     uploaded = fake.committed_files()
-    assert sorted(uploaded) == ["README.md", "items.jsonl", "items.parquet", "results.json"]
+    assert sorted(uploaded) == ["README.md", "items.jsonl", "items.parquet", "report/explorer-1.html", "report/index.html",
+                                "results.json"]
+    assert b"accuracy" in uploaded["report/index.html"]   # the run's HTML report travels with it
     card = uploaded["README.md"].decode()
     assert "config_name: items" in card and "path: items.parquet" in card and "`accuracy`: 0.500 [0.095, 0.905]* (n = 2)" in card
     assert card.count("config_name:") == 1  # the JSONL twin of items.parquet is not a second config
