@@ -61,9 +61,13 @@ def test_a_pip_user_builds_evaluates_and_reports_from_an_empty_folder(venv, shar
     work = tmp_path / "empty"
     work.mkdir()
 
-    where = _run([str(venv / "bin" / "python"), "-c", "import kbench, kbench.construct.recipe_names as r; "
-                  "print(kbench.__file__); print(r.RECIPE_DIR)"], work, env).stdout.split()
-    assert all(Path(p).is_relative_to(venv) for p in where), where   # the wheel's copy, not the checkout
+    probe = ("import tomllib, kbench, kbench.construct.recipe_names as r\n"
+             "maple = r.resolve_recipe('maple-wiki')\n"
+             "mappings = [s['mapping'] for s in tomllib.loads(maple.read_text())['stages'] if 'mapping' in s]\n"
+             "print(kbench.__file__, r.RECIPE_DIR, *[maple.parent / m for m in mappings])")
+    where = _run([str(venv / "bin" / "python"), "-c", probe], work, env).stdout.split()
+    assert len(where) == 3 and all(Path(p).is_relative_to(venv) for p in where), where   # the wheel's copy, not the checkout
+    assert Path(where[2]).is_file()   # a recipe's paths relative to its own file resolve inside the installed package
 
     listed = _run([kbench, "recipes"], work, env).stdout.splitlines()
     assert [line.split()[0] for line in listed] == ["evolving", "lama", "lama-trex", "left-textbook", "maple-wiki"]
