@@ -1,3 +1,28 @@
-"""kbench: build knowledge-probing benchmarks and evaluate what language models know."""
+"""kbench: build knowledge-probing benchmarks and evaluate what language models know.
+
+    import kbench
+    built = kbench.build("lama", data_dir="~/kbench-data")
+    result = kbench.evaluate("extraction", dataset=built.path, model="smollm2-135m", limit=20)
+    kbench.report([result.run_dir], out="report")
+
+The names are resolved on first use, so `import kbench` stays light (see kbench/api.py).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
+__all__ = ["BuiltDataset", "EvalResult", "build", "evaluate", "report", "__version__"]
+
+if TYPE_CHECKING:
+    from kbench.api import BuiltDataset, EvalResult, build, evaluate, report
+
+
+def __getattr__(name: str) -> Any:
+    if name in ("evaluate", "report"):  # callable subpackages (kbench/api.py says why)
+        return importlib.import_module(f"kbench.{name}")
+    if name in ("build", "BuiltDataset", "EvalResult"):
+        return getattr(importlib.import_module("kbench.api"), name)
+    raise AttributeError(f"module 'kbench' has no attribute {name!r}")

@@ -9,6 +9,12 @@
 and rows, with the columns checked against the record schema's `required` list (a missing column
 is an `InputError` naming the file and the schema). `seeded_sample` draws `--limit` items the
 same way for every task.
+
+`resolve_dataset(REF)` turns what `--dataset` names into a folder: a local folder as it is, or a
+Hub dataset id `ORG/NAME[@REVISION]` downloaded with huggingface_hub (`snapshot_download`, into
+its cache: a second run downloads nothing). A folder inside that cache
+(`.../datasets--ORG--NAME/snapshots/COMMIT/`) is described with its repo id and resolved commit,
+so the results record exactly which published version was evaluated.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ from __future__ import annotations
 import fcntl
 import os
 import random
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -25,6 +32,8 @@ from pathlib import Path
 from kbench.errors import InputError, UserError
 
 SPLIT_ORDER = ("train", "dev", "validation", "test")  # how splits are listed; others follow by name
+_HUB_ID = re.compile(r"^(?P<repo>[A-Za-z0-9][\w.-]{0,95}/[A-Za-z0-9][\w.-]{0,95})(?:@(?P<revision>[\w./-]{1,200}))?$")
+_HUB_SNAPSHOT = re.compile(r"datasets--(?P<org>[^/]+?)--(?P<name>[^/]+)/snapshots/(?P<commit>[0-9a-f]{40})$")
 
 
 @dataclass(frozen=True)
@@ -43,13 +52,52 @@ class Split:
 
     def describe(self) -> dict:
         """The `dataset` block of a results envelope."""
-        return {
+        block = {
             "path": str(self.dataset),
             "config": self.config,
             "split": self.name,
             "file": str(self.path),
             "sha256": self.sha256,
         }
+        hub = hub_origin(self.dataset)
+        return block | {"hub": hub} if hub else block
+
+
+def hub_origin(folder: Path) -> dict | None:
+    """{"repo_id", "commit"} of a folder in huggingface_hub's cache, else None."""
+    found = _HUB_SNAPSHOT.search(Path(folder).as_posix().rstrip("/"))
+    return {"repo_id": f"{found['org']}/{found['name']}", "commit": found["commit"]} if found else None
+
+
+def resolve_dataset(ref: str | Path) -> Path:
+    """A local dataset folder, or the downloaded snapshot of Hub dataset `ORG/NAME[@REVISION]`."""
+    path = Path(ref).expanduser()
+    if path.exists():
+        return path
+    hub_id = _HUB_ID.match(str(ref))
+    if hub_id is None:
+        raise UserError(f"--dataset {ref}: no such folder, and not a Hub dataset id (ORG/NAME[@REVISION])")
+    return download_hub_dataset(hub_id["repo"], hub_id["revision"])
+
+
+def download_hub_dataset(repo_id: str, revision: str | None = None) -> Path:
+    """snapshot_download of a dataset repo (the token from huggingface_hub's usual places, never shown)."""
+    try:
+        from huggingface_hub import get_token, snapshot_download
+        from huggingface_hub.errors import RepositoryNotFoundError, RevisionNotFoundError
+    except ImportError as exc:
+        raise UserError(f"--dataset {repo_id}: a Hub dataset needs huggingface_hub (pip install 'kbench[hub]')") from exc
+    wanted = f"{repo_id}@{revision}" if revision else repo_id
+    try:
+        return Path(snapshot_download(repo_id, repo_type="dataset", revision=revision))
+    except RevisionNotFoundError:
+        raise UserError(f"--dataset {wanted}: the Hub dataset has no revision {revision!r}") from None
+    except RepositoryNotFoundError:
+        raise UserError(f"--dataset {wanted}: no local folder of that name and no such Hub dataset (or no access)") from None
+    except Exception as exc:  # connection and HTTP errors of every kind: one line, the token removed
+        token = get_token()
+        message = f"--dataset {wanted}: download from the Hub failed: {type(exc).__name__}: {exc}"
+        raise UserError(message.replace(token, "***") if token else message) from None
 
 
 def configs(dataset: Path) -> list[str]:

@@ -5,8 +5,9 @@
     manifest `files` section that matches the files byte for byte (sha256); it uploads exactly
     `publishable_files(DIR)`: no `.kbench/` work files, locks or temp files;
   * an evaluation run (has results.json) is published as a results dataset, as lm-eval publishes
-    its details: results.json, the per-item tables, and a generated card whose `configs` open the
-    per-item tables with `datasets.load_dataset`.
+    its details: results.json, the per-item tables, the run's HTML report (`report/`, rendered
+    for the upload as `kbench report RUN` renders it) and a generated card whose `configs` open
+    the per-item tables with `datasets.load_dataset`.
 `publish(...)` then calls `create_repo` and `upload_folder` (repo_type="dataset"). `--dry-run`
 prints the plan's file list, which is exactly what `upload_folder` would send.
 
@@ -40,7 +41,7 @@ class UploadPlan:
     kind: str  # "dataset" or "results"
     root: Path
     files: list[str]  # paths in the repo, sorted; exactly what is uploaded
-    generated: dict[str, str] = field(default_factory=dict)  # repo path -> text written only into the upload
+    generated: dict[str, str | bytes] = field(default_factory=dict)  # repo path -> content written only into the upload
 
 
 def check_repo_id(repo_id: str) -> str:
@@ -96,10 +97,21 @@ def _plan_results(root: Path) -> UploadPlan:
     tables = [f for f in candidates if f.endswith(_PER_ITEM_SUFFIXES)]
     files = [f for f in candidates if f in tables or ("/" not in f and f.endswith(".json"))]
     per_item = [f for f in tables if not (f.endswith(".jsonl") and f[: -len(".jsonl")] + ".parquet" in tables)]
-    card = results_card(root, run, per_item, files)
+    report = _render_report(root)
+    card = results_card(root, run, per_item, [*files, *report])
     validate_card(card, root, where=root / "README.md (generated)")
-    files = sorted(set(files) | {"README.md"})
-    return UploadPlan("results", root, files, generated={"README.md": card})
+    files = sorted(set(files) | set(report) | {"README.md"})
+    return UploadPlan("results", root, files, generated={"README.md": card, **report})
+
+
+def _render_report(root: Path) -> dict[str, bytes]:
+    """The run's HTML report (summary with intervals, item explorer, charts) as `report/...` files."""
+    from kbench.report.build import build_report
+
+    with tempfile.TemporaryDirectory(prefix="kbench-report-") as tmp:
+        out = Path(tmp) / "report"
+        build_report([root], out)
+        return {f"report/{p.relative_to(out).as_posix()}": p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()}
 
 
 def results_card(root: Path, run, per_item: list[str], files: list[str]) -> str:
@@ -204,7 +216,8 @@ def _upload_staged(api, plan: UploadPlan, repo_id: str) -> None:
             target = staging / rel
             target.parent.mkdir(parents=True, exist_ok=True)
             if rel in plan.generated:
-                target.write_text(plan.generated[rel], encoding="utf-8")
+                content = plan.generated[rel]
+                target.write_bytes(content if isinstance(content, bytes) else content.encode("utf-8"))
                 continue
             try:
                 os.link(plan.root / rel, target)  # no copy of large per-item tables when the filesystem allows

@@ -12,7 +12,7 @@ from kbench.cli.main import app
 
 @app.command()
 def build(
-    recipe: Path = typer.Argument(..., help="A pipeline recipe (TOML), e.g. pipelines/lama-trex.toml."),
+    recipe: str = typer.Argument(..., help="A packaged recipe's name (see `kbench recipes`), or a recipe TOML file."),
     out: Optional[Path] = typer.Option(None, "--out", help="Run directory (default: runs/<dataset name>)."),
     set_: list[str] = typer.Option([], "--set", help="Override a recipe value: STAGE_ID.KEY=VALUE or pipeline.KEY=VALUE."),
     sparql_endpoint: Optional[str] = typer.Option(
@@ -21,7 +21,8 @@ def build(
     data_dir: Optional[Path] = typer.Option(
         None,
         "--data-dir",
-        help="Where the recipe's `data:` inputs live (default: $KBENCH_DATA_DIR, else ../shared/data beside the repository).",
+        help="Where the recipe's `data:` inputs live (default: $KBENCH_DATA_DIR, else the per-user data folder "
+        "`kbench data fetch` fills, else ../shared/data beside a checkout; `kbench data root` says which).",
     ),
     executor: str = typer.Option(
         "local", "--executor", help="Where row-wise stages run: local (this process) or ray (shards on a Ray cluster)."
@@ -47,18 +48,9 @@ def build(
     """Build a dataset from a recipe. Rerunning the same command resumes finished stages."""
     from rich.console import Console
 
-    from kbench.construct.executors import make_executor
-    from kbench.construct.recipe import load_recipe
-    from kbench.construct.runner import run_recipe
+    from kbench.api import build as build_dataset
 
     console = Console(stderr=True)
-    parsed = load_recipe(recipe, set_)
-    run_dir = out or Path("runs") / parsed.header.name
-    options = {"sparql_endpoint": sparql_endpoint} if sparql_endpoint else {}
-    if device:
-        options["device"] = device
-    if judge_model:
-        options["judge_model"] = judge_model
 
     def progress(i: int, n: int, report) -> None:
         how = "reused" if report.reused else f"{report.seconds:.1f}s"
@@ -67,12 +59,21 @@ def build(
             f"[{i + 1}/{n}] {report.id:<18} {report.rows_in:>8,} → {report.rows_out:>8,} rows  ({drops:,} dropped, {how})"
         )
 
-    runner = make_executor(executor, ray_address=ray_address, workers=workers, shard_rows=shard_rows)
-    try:
-        result = run_recipe(parsed, run_dir, options=options, data_dir=data_dir, on_stage=progress, executor=runner)
-    finally:
-        runner.close()
-    console.print(f"dataset written to {result.run_dir} (config hash {result.config_hash[:12]})")
+    built = build_dataset(
+        recipe,
+        out=out,
+        data_dir=data_dir,
+        overrides=set_,
+        sparql_endpoint=sparql_endpoint,
+        device=device,
+        judge_model=judge_model,
+        executor=executor,
+        ray_address=ray_address,
+        workers=workers,
+        shard_rows=shard_rows,
+        on_stage=progress,
+    )
+    console.print(f"dataset written to {built.path} (config hash {built.config_hash[:12]})")
 
 
 @app.command()

@@ -32,7 +32,9 @@ def card(
 
 @app.command()
 def publish(
-    folder: Path = typer.Argument(..., help="A built dataset folder, or an evaluation run directory (results.json)."),
+    folder: Path = typer.Argument(
+        ..., help="A built dataset folder, or an evaluation run directory (uploads results.json, items and its HTML report)."
+    ),
     repo_id: str = typer.Option(..., "--repo-id", help="Hub dataset repo, ORG/NAME."),
     private: bool = typer.Option(False, "--private", help="Create the repo as private."),
     dry_run: bool = typer.Option(

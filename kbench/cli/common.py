@@ -23,7 +23,7 @@ from typing import Any, Optional
 
 import typer
 
-DATASET = typer.Option(..., "--dataset", help="A dataset folder built by `kbench build`.")
+DATASET = typer.Option(..., "--dataset", help="A dataset folder built by `kbench build`, or a Hub dataset ORG/NAME[@REVISION].")
 MODEL = typer.Option(
     ..., "--model", help="smollm2-135m, gemma3-270m, a .gguf file, a model folder, a hub id, or openai:URL (a server)."
 )
@@ -160,13 +160,6 @@ def settings_for(task_name: str, values: dict[str, Any]):
         raise UserError(f"--{key.replace('_', '-')}: {message}") from None
 
 
-def default_run_dir(task: str, *parts) -> Path:
-    """runs/<task>-<hash of everything that names the run>, when --out is not given."""
-    from kbench.io import stable_hash
-
-    return Path("runs") / f"{task}-{stable_hash([str(p) for p in parts])[:10]}"
-
-
 def run_task(
     task_name: str,
     values: dict[str, Any],
@@ -178,34 +171,21 @@ def run_task(
     """Validate settings, open the model(s), run the engine with a progress bar, print the headline.
     Returns (results, the run directory); results are None on the non-main processes of
     `accelerate launch`."""
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+    from kbench.api import evaluate
 
-    from kbench.evaluate.engine import evaluate
-    from kbench.evaluate.task import TASKS, RunContext
-    from kbench.models.interface import open_model
-
-    settings = settings_for(task_name, values)
-    task = TASKS.get(task_name)()
-    run_dir = out or default_run_dir(
+    settings = settings_for(task_name, values)  # first, so an error names the flag the user typed
+    result = evaluate(
         task_name,
-        dataset.resolve(),
-        options.model,
-        options.dtype,
-        sorted((extra_models or {}).items()),
-        settings.model_dump_json(),
+        dataset=dataset,
+        model=options.spec(),
+        out=out,
+        models={role: options.spec(name) for role, name in (extra_models or {}).items()},
+        **settings.model_dump(),
     )
-    model = open_model(options.spec())
-    models = {role: open_model(options.spec(name)) for role, name in (extra_models or {}).items()}
-    ctx = RunContext(settings=settings, dataset=dataset, model=model, run_dir=Path(run_dir), models=models)
-    console = Console(stderr=True)
-    columns = [TextColumn(task_name), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn()]
-    with Progress(*columns, console=console) as bar:
-        handle = bar.add_task("items", total=None)
-        results = evaluate(task, ctx, progress=lambda n, total: bar.update(handle, advance=n, total=total))
-    if results is not None:
-        print_headline(results, Path(run_dir))
-    return results, Path(run_dir)
+    if result is None:
+        return None, Path(out or ".")
+    print_headline(result.results, result.run_dir)
+    return result.results, result.run_dir
 
 
 def print_headline(results: dict, run_dir: Path) -> None:

@@ -1,9 +1,9 @@
 """`kbench data list|root|fetch`: the sources recipes read, and where they come from.
 
 kbench data list
-kbench data root            # the data folder `kbench build` would use, for scripts
-kbench data fetch lama_trex lama_google_re lama_trex_autoprompt_splits wikidata_aliases_xfactr --to ~/kbench-data
-kbench build pipelines/lama-trex.toml --data-dir ~/kbench-data
+kbench data root            # the data folder `kbench build` would use (stdout) and the rule that chose it (stderr)
+kbench data fetch lama_trex lama_google_re lama_trex_autoprompt_splits wikidata_aliases_xfactr
+kbench build lama-trex      # finds what `data fetch` wrote into the per-user data folder
 """
 
 from __future__ import annotations
@@ -47,35 +47,35 @@ def list_sources(
 def root(
     data_dir: Optional[Path] = typer.Option(None, "--data-dir", help="An explicit data folder (checked, then printed)."),
 ) -> None:
-    """Print the data folder `kbench build` would use (exit 2 when there is none), e.g. for scripts."""
+    """Print the data folder `kbench build` would use (exit 2 when there is none), e.g. for scripts,
+    and on stderr the rule that chose it: --data-dir, $KBENCH_DATA_DIR, the per-user data folder
+    (when it holds anything), or ../shared/data beside a checkout, in that order."""
     from kbench.construct.data_root import find_data_dir
     from kbench.errors import UserError
 
     folder, origin = find_data_dir(data_dir)
     if folder is None or not folder.is_dir():
-        raise UserError(f"no data folder: {origin if folder is None else f'{folder} does not exist'}")
+        raise UserError(f"no data folder: {origin if folder is None else f'{folder} (from {origin}) does not exist'}")
     typer.echo(str(folder))
+    typer.echo(f"chosen by: {origin}", err=True)
 
 
 def _fetch_root(explicit: Optional[Path]) -> Path:
-    from kbench.construct.data_root import ENV_VAR, repository_default
-    from kbench.errors import UserError
+    """--to, else $KBENCH_DATA_DIR, else the per-user data folder (which `kbench build` then finds)."""
+    from kbench.construct.data_root import ENV_VAR, user_data_root
 
     if explicit is not None:
         return explicit
     if os.environ.get(ENV_VAR):
         return Path(os.environ[ENV_VAR])
-    default = repository_default()
-    if default is None:
-        raise UserError(f"where should the data go? Pass --to DIR (or set {ENV_VAR}), then build with --data-dir DIR")
-    return default
+    return user_data_root()
 
 
 @data_app.command("fetch")
 def fetch(
     names: list[str] = typer.Argument(..., help="Source folder names (see `kbench data list`)."),
     to: Optional[Path] = typer.Option(
-        None, "--to", help="The data folder (default: $KBENCH_DATA_DIR, else ../shared/data beside the repository)."
+        None, "--to", help="The data folder (default: $KBENCH_DATA_DIR, else the per-user data folder `kbench build` finds)."
     ),
     mirror: Optional[str] = typer.Option(
         None, "--mirror", help="Fetch https://HOST/PATH from MIRROR/HOST/PATH instead (default: $KBENCH_DATA_MIRROR)."
@@ -105,5 +105,9 @@ def fetch(
         written = fetch_sources(
             names, root, mirror=mirror or os.environ.get(MIRROR_ENV) or None, force=force, say=console.print, on_bytes=on_bytes
         )
+    from kbench.construct.data_root import find_data_dir
+
     resolved = root.expanduser().resolve()
-    console.print(f"{len(written)} folder(s) written; build with: kbench build RECIPE --data-dir {resolved}")
+    found, _ = find_data_dir()
+    flag = "" if found == resolved else f" --data-dir {resolved}"  # the flag only when a build would not find it
+    console.print(f"{len(written)} folder(s) written to {resolved}; build with: kbench build RECIPE{flag}")

@@ -5,7 +5,6 @@ from __future__ import annotations
 import errno
 import sys
 
-import click
 import typer
 
 from kbench.errors import UserError
@@ -35,6 +34,7 @@ def _register() -> None:
         eval_xteval,  # noqa: F401
         export_cmd,  # noqa: F401
         read_cmd,  # noqa: F401
+        recipes_cmd,  # noqa: F401
         report_cmd,  # noqa: F401
         wikidata_cmd,  # noqa: F401
     )
@@ -45,22 +45,49 @@ _register()
 _ENVIRONMENT_ERRNOS = {errno.ENOSPC, errno.EROFS, errno.EACCES, errno.EDQUOT, errno.EPERM}
 
 
+def _click_kind(exc: BaseException) -> str | None:
+    """The kind of a click control-flow exception ("exit", "abort", "help", "usage"), else None.
+
+    Matched by class name along the MRO: typer >= 0.29 raises its vendored `typer._click`
+    classes, older typer raises the `click` package's, and a user may have either."""
+    names = {cls.__name__ for cls in type(exc).__mro__}
+    if "Exit" in names:
+        return "exit"
+    if "Abort" in names:
+        return "abort"
+    if "NoArgsIsHelpError" in names:
+        return "help"
+    if "ClickException" in names:
+        return "usage"
+    return None
+
+
 def main(argv: list[str] | None = None) -> None:
     try:
-        app(args=argv, standalone_mode=False)
+        app(args=argv, prog_name="kbench", standalone_mode=False)
     except UserError as exc:
         typer.echo(f"error: {exc}", err=True)
         sys.exit(exc.exit_code)
-    except click.exceptions.Exit as exc:
-        sys.exit(exc.exit_code)
-    except click.ClickException as exc:
-        exc.show()
-        sys.exit(exc.exit_code)
-    except (click.exceptions.Abort, KeyboardInterrupt):
-        typer.echo("interrupted: finished work is kept; rerun the same command to resume", err=True)
-        sys.exit(130)
+    except KeyboardInterrupt:
+        _interrupted()
     except OSError as exc:
         if exc.errno not in _ENVIRONMENT_ERRNOS:
             raise
         typer.echo(f"error: {exc.strerror}: {exc.filename or ''}".rstrip(": "), err=True)
         sys.exit(2)
+    except Exception as exc:
+        kind = _click_kind(exc)
+        if kind is None:
+            raise
+        if kind == "exit":
+            sys.exit(exc.exit_code)
+        if kind == "abort":
+            _interrupted()
+        exc.show()  # usage line, "Try 'kbench --help'", one-line reason; or, for a bare group, its help
+        # a bare `kbench` (or `kbench evaluate`) asks for the help: that is not an error
+        sys.exit(0 if kind == "help" else exc.exit_code)
+
+
+def _interrupted() -> None:
+    typer.echo("interrupted: finished work is kept; rerun the same command to resume", err=True)
+    sys.exit(130)

@@ -45,7 +45,7 @@ def report(
         standardize_runs(list(run_dirs[1:]), out)
         typer.echo(f"standardised scores written to {out}")
         return
-    from kbench.report.build import build_report
+    from kbench.api import report as write_report
 
-    index = build_report(list(run_dirs), out, relations)
+    index = write_report(list(run_dirs), out=out, relations=relations)
     typer.echo(f"report written to {index}")

@@ -8,9 +8,17 @@ machine:
 
 After `data:` comes a relative POSIX path (no leading `/`, no `..`, no backslashes); its first
 part is a source folder (`kbench data list` names them, `kbench data fetch NAME` downloads one).
-The data root is, in this order: `kbench build --data-dir DIR`, the environment variable
-`KBENCH_DATA_DIR`, or `../shared/data` beside the repository kbench runs from, when that exists
-(for a clone of a local checkout: beside that checkout).
+The data root is the first of these rules that gives one (`kbench data root` prints the folder
+and the rule):
+
+  1. `kbench build --data-dir DIR`;
+  2. the environment variable `KBENCH_DATA_DIR`;
+  3. the per-user data folder, when it holds anything: platformdirs' `user_data_dir("kbench")`
+     (Linux: `$XDG_DATA_HOME/kbench`, else ~/.local/share/kbench; macOS: ~/Library/Application
+     Support/kbench; Windows: %LOCALAPPDATA%\\kbench). `kbench data fetch` writes there by default,
+     so a pip user's `kbench data fetch NAME` then `kbench build RECIPE` just works;
+  4. `../shared/data` beside the repository kbench runs from, when that exists (for a clone of a
+     local checkout: beside that checkout); an installed wheel has no such fallback.
 """
 
 from __future__ import annotations
@@ -65,6 +73,13 @@ def old_style_hint(value: Any) -> str | None:
     return PREFIX + value.split(marker, 1)[1]
 
 
+def user_data_root() -> Path:
+    """The per-user data folder (rule 3): where `kbench data fetch` writes without --to."""
+    from platformdirs import user_data_dir
+
+    return Path(user_data_dir("kbench", appauthor=False))
+
+
 def repository_default(checkout: Path | None = None) -> Path | None:
     """`../shared/data` beside the checkout kbench is imported from (None for an installed wheel).
     A clone of a local checkout (`git clone /work/main /tmp/fresh`) has no data beside it; it
@@ -102,11 +117,17 @@ def find_data_dir(explicit: Path | None = None) -> tuple[Path | None, str]:
     env = os.environ.get(ENV_VAR)
     if env:
         return Path(env).expanduser().resolve(), ENV_VAR
+    user = user_data_root()
+    if user.is_dir() and any(user.iterdir()):
+        return user.resolve(), "the per-user data folder (where `kbench data fetch` writes by default)"
     default = repository_default()
     if default is not None and default.is_dir():
         return default.resolve(), "default (../shared/data beside the repository)"
     where = f" ({default} does not exist)" if default is not None else ""
-    return None, f"no --data-dir, no {ENV_VAR}, and no ../shared/data beside the repository{where}"
+    return None, (
+        f"no --data-dir, no {ENV_VAR}, nothing in the per-user data folder {user}, "
+        f"and no ../shared/data beside the repository{where}"
+    )
 
 
 def check_data_root(recipe_path: Path, refs: list[tuple[str, str]], explicit: Path | None) -> Path | None:

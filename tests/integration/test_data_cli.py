@@ -55,6 +55,20 @@ def test_fetch_verifies_and_refuses_a_corrupted_file(httpserver, shared_data, tm
     assert list(other.iterdir()) == []   # no folder, no staging leftovers
 
 
+def test_fetch_without_to_fills_the_per_user_folder_that_build_then_finds(httpserver, shared_data, tmp_path):
+    aliases = source("wikidata_aliases_xfactr").downloads[0]
+    good = (shared_data / "wikidata_aliases_xfactr" / "TREx_en.txt").read_bytes()
+    httpserver.expect_request(mirror_path(aliases.url)).respond_with_data(good)
+    env = {"XDG_DATA_HOME": str(tmp_path / "xdg")}   # platformdirs' per-user data folder on Linux
+    done = run_kbench("data", "fetch", "wikidata_aliases_xfactr", "--mirror", httpserver.url_for("/"), env=env, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    user = tmp_path / "xdg" / "kbench"
+    assert (user / "wikidata_aliases_xfactr" / "TREx_en.txt").read_bytes() == good
+    assert "--data-dir" not in done.stderr   # a build finds this folder without the flag
+    root = run_kbench("data", "root", env=env, cwd=tmp_path)
+    assert root.stdout.strip() == str(user.resolve()) and "per-user" in root.stderr
+
+
 def test_list_names_sources_and_licenses(shared_data):
     listed = run_kbench("data", "list", "--data-dir", str(shared_data))
     assert listed.returncode == 0, listed.stderr

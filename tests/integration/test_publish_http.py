@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import gzip
+import hashlib
 import json
 import re
 import pytest
@@ -17,16 +18,21 @@ from conftest import run_kbench
 from werkzeug import Request, Response
 
 from kbench.io import write_json, write_parquet
+from tests.fixtures_models import tiny_causal_dir  # noqa: F401
 from kbench.metrics.uncertainty import proportion
 
 TOKEN = "hf_kbenchTestTokenThatMustNeverLeak0042"
 REPO = "someone/lama-probe"
 
 
+COMMIT = "a" * 40  # the commit every upload to the stand-in creates
+
+
 class FakeHub:
     def __init__(self):
         self.requests: list[dict] = []
         self.refuse_create = False  # answer repo creation as the Hub does for a token without write access
+        self.published: dict[str, bytes] = {}  # repo path -> bytes, served back as dataset REPO at COMMIT
 
     def handle(self, request: Request) -> Response:
         body = request.get_data()
@@ -47,11 +53,33 @@ class FakeHub:
             files = json.loads(body)["files"]
             return _json({"files": [{"path": f["path"], "uploadMode": "regular", "shouldIgnore": False, "oid": None}
                                     for f in files]})
+        served = self.serve(request, path)
+        if served is not None:
+            return served
         if re.fullmatch(r"/api/datasets/([^/]+/[^/]+)/commit/main", path):
             return _json({"commitUrl": f"{request.host_url}datasets/{REPO}/commit/{'a' * 40}",
                           "commitOid": "a" * 40, "pullRequestUrl": None})
         return Response(json.dumps({"error": f"unexpected {request.method} {path}"}), status=404,
                         content_type="application/json")
+
+    def serve(self, request: Request, path: str) -> Response | None:
+        """The download side (snapshot_download): revision info, the file tree, the files."""
+        revision = re.fullmatch(rf"/api/datasets/{REPO}/revision/(.+)", path)
+        if revision and revision[1] not in ("main", COMMIT):
+            return Response(json.dumps({"error": "Invalid rev id"}), status=404, content_type="application/json",
+                            headers={"X-Error-Code": "RevisionNotFound"})
+        if revision:
+            return _json({"id": REPO, "sha": COMMIT, "siblings": [{"rfilename": p} for p in sorted(self.published)]})
+        if re.fullmatch(rf"/api/datasets/{REPO}/tree/{COMMIT}(/.*)?", path):
+            return _json([{"type": "file", "path": p, "size": len(b), "oid": hashlib.sha1(b).hexdigest()}
+                          for p, b in sorted(self.published.items())])
+        resolved = re.fullmatch(rf"/datasets/{REPO}/resolve/{COMMIT}/(.+)", path)
+        if resolved and resolved[1] in self.published:
+            body = self.published[resolved[1]]
+            headers = {"X-Repo-Commit": COMMIT, "ETag": f'"{hashlib.sha1(body).hexdigest()}"'}
+            # werkzeug answers HEAD with this Content-Length and no body
+            return Response(body, status=200, headers=headers, content_type="application/octet-stream")
+        return None
 
     def by_path(self, suffix: str) -> list[dict]:
         return [r for r in self.requests if r["path"].endswith(suffix) or suffix in r["path"]]
@@ -135,7 +163,9 @@ def test_publish_evaluation_run_as_a_results_dataset(hub, tmp_path):
     out = run_kbench("publish", str(run), "--repo-id", "someone/results", env=env)
     assert out.returncode == 0, out.stderr
     uploaded = fake.committed_files()
-    assert sorted(uploaded) == ["README.md", "items.jsonl", "items.parquet", "results.json"]
+    assert sorted(uploaded) == ["README.md", "items.jsonl", "items.parquet", "report/explorer-1.html", "report/index.html",
+                                "results.json"]
+    assert b"accuracy" in uploaded["report/index.html"]   # the run's HTML report travels with it
     card = uploaded["README.md"].decode()
     assert "config_name: items" in card and "path: items.parquet" in card and "`accuracy`: 0.500 [0.095, 0.905]* (n = 2)" in card
     assert card.count("config_name:") == 1  # the JSONL twin of items.parquet is not a second config
@@ -160,3 +190,28 @@ def test_hub_refusal_is_one_clear_line_without_the_token(hub, tmp_path, shared_d
     assert "Traceback" not in out.stderr and TOKEN not in out.stdout + out.stderr
     assert not fake.by_path("/preupload/") and not fake.by_path("/commit/")  # nothing uploaded after the refusal
     fake.assert_token_only_in_authorization()
+
+
+def test_a_published_benchmark_is_evaluated_by_its_hub_id_with_the_commit_recorded(hub, tmp_path,
+                                                                                  tiny_causal_dir):  # noqa: F811
+    from tests.dataset_folders import question_dataset
+
+    fake, env = hub
+    folder = question_dataset(tmp_path / "bench", [
+        {"id": f"q{i}", "relation": "P36", "subject": s, "object": o, "answers": [o], "prompt_cloze": f"The capital of {s} is"}
+        for i, (s, o) in enumerate([("France", "Paris"), ("Germany", "Berlin"), ("Italy", "Rome"), ("Spain", "Madrid")])])
+    fake.published = {p.relative_to(folder).as_posix(): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+
+    out = tmp_path / "run"
+    args = ["evaluate", "extraction", "--model", str(tiny_causal_dir), "--limit", "3", "--max-new-tokens", "2"]
+    done = run_kbench(*args, "--dataset", f"{REPO}@main", "--out", str(out), env=env, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    block = json.loads((out / "results.json").read_text())["dataset"]
+    assert block["hub"] == {"repo_id": REPO, "commit": COMMIT}
+    assert block["sha256"] == hashlib.sha256((folder / "data/default/test.parquet").read_bytes()).hexdigest()
+    assert f"datasets--{REPO.replace('/', '--')}" in block["path"]   # huggingface_hub's cache
+    fake.assert_token_only_in_authorization()
+
+    missing = run_kbench(*args, "--dataset", f"{REPO}@v9", "--out", str(tmp_path / "bad"), env=env, cwd=tmp_path)
+    assert missing.returncode == 2 and "no revision 'v9'" in missing.stderr and "Traceback" not in missing.stderr
+    assert TOKEN not in missing.stdout + missing.stderr

@@ -82,6 +82,42 @@ def test_environment_variable_names_the_root(tmp_path, monkeypatch):
     assert result.stages[0].rows_out == 3
 
 
+def test_the_per_user_folder_comes_after_the_env_and_before_the_checkout_once_it_holds_data(tmp_path, monkeypatch):
+    from kbench.construct.data_root import user_data_root
+
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))  # platformdirs' Linux rule
+    user = user_data_root()
+    assert user == tmp_path / "xdg" / "kbench"
+    user.mkdir(parents=True)
+    empty_choice = find_data_dir(None)
+    assert empty_choice[0] != user.resolve() and "per-user" not in empty_choice[1]   # empty: not chosen
+    write_data_root(user)
+    folder, rule = find_data_dir(None)
+    assert folder == user.resolve() and "per-user" in rule
+    result = run_recipe(load_recipe(write_recipe(tmp_path / "r")), tmp_path / "run")   # `kbench build` finds it
+    assert result.stages[0].rows_out == 3
+    env_root = write_data_root(tmp_path / "env-data")
+    monkeypatch.setenv(ENV_VAR, str(env_root))
+    assert find_data_dir(None) == (env_root.resolve(), ENV_VAR)   # the environment still wins
+
+
+def test_data_root_prints_the_folder_and_the_rule_that_chose_it(tmp_path):
+    import os
+    import sys
+
+    user = write_data_root(tmp_path / "xdg" / "kbench")
+    env = {**os.environ, "XDG_DATA_HOME": str(tmp_path / "xdg")}
+    env.pop(ENV_VAR, None)
+    shown = subprocess.run([sys.executable, "-m", "kbench", "data", "root"], env=env, capture_output=True, text=True,
+                           cwd=tmp_path, timeout=120)
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.strip() == str(user.resolve())
+    assert "chosen by: the per-user data folder" in shown.stderr
+    flagged = subprocess.run([sys.executable, "-m", "kbench", "data", "root", "--data-dir", str(user)], env=env,
+                             capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert flagged.returncode == 0 and "chosen by: --data-dir" in flagged.stderr
+
+
 def test_default_is_shared_data_beside_the_checkout(tmp_path):
     checkout = tmp_path / "work" / "kbench"
     checkout.mkdir(parents=True)

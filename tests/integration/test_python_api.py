@@ -1,0 +1,77 @@
+"""The public Python API (`kbench.build`, `kbench.evaluate`, `kbench.report`): every docstring
+example runs, in order, in one namespace; the API and the CLI give the same numbers; `import
+kbench` stays light; `kbench.evaluate` is both the function and the package of the engine."""
+
+from __future__ import annotations
+
+import doctest
+import json
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import REPO_ROOT, run_kbench
+from tests.fixtures_models import tiny_causal_dir  # noqa: F401
+
+
+@pytest.fixture(scope="module")
+def examples(shared_data, tiny_causal_dir, tmp_path_factory):  # noqa: F811
+    """The namespace after running every example of kbench.api: build, then evaluate, then report."""
+    import kbench.api
+
+    namespace = {"tmp": tmp_path_factory.mktemp("api"), "data": shared_data, "tiny_model": str(tiny_causal_dir)}
+    parser, runner = doctest.DocTestParser(), doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
+    for function in (kbench.api.build, kbench.api.evaluate, kbench.api.report):
+        test = parser.get_doctest(function.__doc__, namespace, function.__qualname__, kbench.api.__file__, 0)
+        assert test.examples, f"{function.__qualname__} has no example"
+        runner.run(test, clear_globs=False)
+        namespace = test.globs  # a DocTest copies its globals: carry them to the next example
+    assert runner.failures == 0, "a docstring example failed (see the output above)"
+    return namespace
+
+
+def test_every_docstring_example_runs(examples):
+    assert (examples["tmp"] / "report" / "index.html").is_file()
+
+
+def test_the_api_and_the_cli_give_the_same_numbers(examples, tmp_path):
+    result = examples["result"]
+    out = tmp_path / "cli-run"
+    done = run_kbench("evaluate", "extraction", "--dataset", str(examples["built"].path), "--model", examples["tiny_model"],
+                      "--limit", "8", "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    assert json.loads((out / "results.json").read_text())["headline"] == result.headline
+    assert result.results["settings"] == json.loads((out / "results.json").read_text())["settings"]
+    assert result.items.columns and result.items.height == 8
+
+
+def test_an_opened_model_names_the_same_default_run_folder_as_its_name(examples, tmp_path, monkeypatch):
+    import kbench
+    from kbench.models.interface import ModelSpec, open_model
+
+    monkeypatch.chdir(tmp_path)
+    by_name = kbench.evaluate("extraction", dataset=examples["built"].path, model=examples["tiny_model"], limit=4)
+    opened = open_model(ModelSpec(name=examples["tiny_model"]))
+    by_model = kbench.evaluate("extraction", dataset=examples["built"].path, model=opened, limit=4)
+    assert by_name.run_dir == by_model.run_dir and by_name.run_dir.parent.name == "runs"
+    assert by_model.results["timing"]["items_computed"] == 0   # the second call resumed the first's run
+    assert by_name.headline == by_model.headline
+
+
+def test_a_bad_setting_names_the_keyword(examples):
+    import kbench
+    from kbench.errors import UserError
+
+    with pytest.raises(UserError, match="limit"):
+        kbench.evaluate("extraction", dataset=examples["built"].path, model=examples["tiny_model"], limit=0)
+
+
+def test_import_kbench_is_light_and_evaluate_is_also_the_engine_package():
+    probe = ("import sys, kbench; light = sorted(m for m in sys.modules if m.split('.')[0] in ('polars', 'torch', 'kbench'));"
+             "import kbench.evaluate.engine as engine; "
+             "print(light, callable(kbench.evaluate), callable(kbench.report), kbench.evaluate.engine is engine, "
+             "kbench.build.__module__)")
+    shown = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=REPO_ROOT, timeout=120)
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.split() == ["['kbench']", "True", "True", "True", "kbench.api"]
