@@ -37,16 +37,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from kbench.registry import Registry
 
-TASKS: Registry[type[Task]] = Registry(
-    "evaluation task",
-    modules=(
-        "kbench.evaluate.extraction",
-        "kbench.evaluate.kee",
-        "kbench.evaluate.qa",
-        "kbench.evaluate.truefalse",
-        "kbench.evaluate.xteval.task",
-    ),
-)
+TASKS: Registry[type[Task]] = Registry("evaluation task", package="kbench.evaluate")
 
 
 class TaskSettings(BaseModel):
