@@ -120,6 +120,7 @@ def _grouped(rows: Sequence[dict], key) -> dict[str, list[dict]]:
 class Extraction(Task):
     name = "extraction"
     Settings = ExtractionSettings
+    primary_metric = ("maple_accuracy", "lama_p_at_1")  # the second under --protocol lama
     metrics_schema = "results.extraction.v2.json"
 
     def plan(self, ctx: RunContext) -> Plan:

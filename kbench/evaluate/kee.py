@@ -224,6 +224,7 @@ def _stability(techniques: Sequence[str], by_tech, partitions, ids, k: int, swee
 class KnowledgeElicitation(Task):
     name = "kee"
     Settings = KeeSettings
+    primary_metric = ("accuracy",)
     metrics_schema = "results.kee.v2.json"
 
     def plan(self, ctx: RunContext) -> Plan:

@@ -143,6 +143,8 @@ def aggregate(items: list[dict], seed: int = u.BOOTSTRAP_SEED) -> dict:
 class KnowledgeUpdateQA(Task):
     name = "qa"
     Settings = QASettings
+    primary_metric = ("updated_em",)
+    outcome_columns = ("em", "em_updated")  # edited facts count against their updated answer
     metrics_schema = "results.qa.v2.json"
 
     def plan(self, ctx: RunContext) -> Plan:

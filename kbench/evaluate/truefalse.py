@@ -211,6 +211,7 @@ def headline_name(settings: TrueFalseSettings) -> str:
 class TrueFalse(Task):
     name = "truefalse"
     Settings = TrueFalseSettings
+    primary_metric = ("accuracy",)
     metrics_schema = "results.truefalse.v2.json"
 
     def plan(self, ctx: RunContext) -> Plan:

@@ -43,6 +43,7 @@ EXTRACTION = "extraction"
 class Xteval(Task):
     name = "xteval"
     Settings = XtevalSettings
+    primary_metric = ("usable_knowledge",)
     metrics_schema = "results.xteval.v2.json"
     collective = True
 
