@@ -17,7 +17,9 @@ to swap the judged model or add models (LEFT's closed book) or to act on the res
 
 from __future__ import annotations
 
+import contextlib
 import inspect
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,7 +29,10 @@ import typer
 from typer.core import TyperGroup
 
 from kbench.cli import settings_options
+from kbench.logs import run_log
 from kbench.registry import Registry
+
+LOG = logging.getLogger(__name__)
 
 DATASET = typer.Option(..., "--dataset", help="A dataset folder built by `kbench build`.")
 MODEL = typer.Option(..., "--model", help="smollm2-135m, gemma3-270m, a .gguf file, a model folder or a hub id.")
@@ -235,11 +240,10 @@ def run_task(
     extra_models: dict[str, str] | None = None,
     flag_names: dict[tuple, str] | None = None,
 ) -> tuple[dict | None, Path]:
-    """Validate settings, open the model(s), run the engine with a progress bar, print the headline.
-    Returns (results, the run directory); results are None on the non-main processes of
-    `accelerate launch`."""
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+    """Validate settings, open the model(s), run the engine (it shows the progress), print the
+    headline; the run folder's log.txt gets the run's log records. Returns (results, the run
+    directory); results are None on the non-main processes of `accelerate launch`."""
+    import os
 
     from kbench.evaluate.engine import evaluate
     from kbench.evaluate.task import TASKS, RunContext
@@ -255,14 +259,13 @@ def run_task(
         sorted((extra_models or {}).items()),
         settings.model_dump_json(),
     )
-    model = open_model(options.spec())
-    models = {role: open_model(options.spec(name)) for role, name in (extra_models or {}).items()}
-    ctx = RunContext(settings=settings, dataset=dataset, model=model, run_dir=Path(run_dir), models=models)
-    console = Console(stderr=True)
-    columns = [TextColumn(task_name), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn()]
-    with Progress(*columns, console=console) as bar:
-        handle = bar.add_task("items", total=None)
-        results = evaluate(task, ctx, progress=lambda n, total: bar.update(handle, advance=n, total=total))
+    main_process = os.environ.get("RANK", "0") == "0"  # under `accelerate launch`, one process writes the log
+    with run_log(Path(run_dir) / "log.txt") if main_process else contextlib.nullcontext():
+        LOG.info("evaluate %s: model %s, dataset %s, run folder %s", task_name, options.model, dataset, run_dir)
+        model = open_model(options.spec())
+        models = {role: open_model(options.spec(name)) for role, name in (extra_models or {}).items()}
+        ctx = RunContext(settings=settings, dataset=dataset, model=model, run_dir=Path(run_dir), models=models)
+        results = evaluate(task, ctx)
     if results is not None:
         print_headline(results, Path(run_dir))
     return results, Path(run_dir)

@@ -22,6 +22,19 @@ evaluate_app = typer.Typer(help="Evaluate a model on a built dataset.", no_args_
 app.add_typer(evaluate_app, name="evaluate")
 
 
+@app.callback()
+def _logging(
+    verbose: bool = typer.Option(False, "-v", "--verbose", help="Log debug records too (same as --log-level DEBUG)."),
+    log_level: str = typer.Option("INFO", "--log-level", help="DEBUG | INFO | WARNING | ERROR: kbench's records on stderr."),
+) -> None:
+    from kbench.logs import configure
+
+    try:
+        configure("DEBUG" if verbose else log_level)
+    except ValueError:
+        raise UserError(f"--log-level {log_level}: not one of DEBUG, INFO, WARNING, ERROR") from None
+
+
 def _register() -> None:
     # Every module of kbench.cli adds its commands to `app` or `evaluate_app` (one file per command family).
     from kbench.registry import import_package
