@@ -1,4 +1,4 @@
-"""Answer matching for knowledge probing (REFERENCE.md, "Answer matching" and "LAMA P@1").
+"""Answer matching for knowledge probing (docs/definitions.md, "Answer matching" and "LAMA P@1").
 
 * `normalize_for_matching`: MAPLE's normalisation - drop every character that is not a letter
   or digit (any script), including all whitespace; case-insensitive unless `case_sensitive`.

@@ -1,5 +1,5 @@
-"""Models compared on the items they share, paired (`../shared/REFERENCE.md`, "Uncertainty and
-comparisons").
+"""Models compared on the items they share, paired (docs/definitions.md, "Intervals and
+tests").
 
 Runs of the same task are compared only on the item ids every one of them has; the comparison
 says how many items are shared and how many each run leaves out. Each run's accuracy on the shared
