@@ -92,6 +92,12 @@ class EvaluateCommand:
         settings = TASKS.get(self.task).Settings
         return settings_options.settings_flags(settings, self.prefixes, self.renames, self.exclude, self.comma)
 
+    def call(self, flags: list[settings_options.Flag], kwargs: dict[str, Any]) -> tuple[dict[str, Any], TaskCall]:
+        """The parsed options -> (the shared options, what the command function asks of the run)."""
+        common = {name: kwargs.pop(name) for name, _, _ in SHARED_OPTIONS}
+        call = self.fn(settings_options.collect(flags, kwargs), **kwargs)
+        return common, call if isinstance(call, TaskCall) else TaskCall(values=call)
+
     def click_command(self):
         """The click command: shared options, then the settings' options, then the function's own."""
         import typing
@@ -109,9 +115,7 @@ class EvaluateCommand:
         flag_names = {f.path: f.flag for f in flags}
 
         def command(**kwargs):
-            common = {name: kwargs.pop(name) for name, _, _ in SHARED_OPTIONS}
-            call = self.fn(settings_options.collect(flags, kwargs), **kwargs)
-            call = call if isinstance(call, TaskCall) else TaskCall(values=call)
+            common, call = self.call(flags, kwargs)
             values = {k: common[k] for k in ("split", "config", "limit", "seed")} | call.values
             options = ModelOptions(
                 call.model or common["model"],

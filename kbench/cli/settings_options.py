@@ -117,11 +117,11 @@ def collect(flags: list[Flag], kwargs: dict[str, Any]) -> dict[str, Any]:
     values: dict[str, Any] = {}
     for f in flags:
         value = kwargs.pop(f.param)
-        if value is None or (isinstance(value, list) and not value):
+        if value is None or (isinstance(value, (list, tuple)) and not value):  # a repeatable option not given
             continue
         if f.comma:
             value = tuple(v.strip() for v in value.split(",") if v.strip())
-        elif isinstance(value, list):
+        elif isinstance(value, (list, tuple)):
             value = tuple(value)
         target = values
         for key in f.path[:-1]:
