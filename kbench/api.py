@@ -20,6 +20,8 @@ stays importable, and `import kbench` stays light: nothing heavy is imported unt
 from __future__ import annotations
 
 import contextlib
+import logging
+import os
 import sys
 import types
 from collections.abc import Callable
@@ -31,6 +33,9 @@ if TYPE_CHECKING:
     import polars as pl
 
     from kbench.construct.runner import StageReport
+
+
+LOG = logging.getLogger("kbench.api")
 
 
 @dataclass(frozen=True)
@@ -150,6 +155,7 @@ def evaluate(
     from kbench.errors import UserError
     from kbench.evaluate.engine import evaluate as run_engine
     from kbench.evaluate.task import TASKS, RunContext
+    from kbench.logs import run_log
 
     task_cls = TASKS.get(task)
     try:
@@ -169,8 +175,10 @@ def evaluate(
     main, extra = _open(model, options), {role: _open(m, options) for role, m in (models or {}).items()}
     run_dir = Path(out) if out is not None else _default_run_dir(task, folder, model, options, models or {}, parsed)
     ctx = RunContext(settings=parsed, dataset=folder, model=main, run_dir=run_dir, models=extra)
-    with _EngineProgress(task) as on_progress:
-        results = run_engine(task_cls(), ctx, progress=on_progress)
+    main_process = os.environ.get("RANK", "0") == "0"  # under `accelerate launch`, one process writes the log
+    with run_log(run_dir / "log.txt") if main_process else contextlib.nullcontext():
+        LOG.info("evaluate %s: model %s, dataset %s, run folder %s", task, main.name, dataset, run_dir)
+        results = run_engine(task_cls(), ctx)  # the engine shows the progress
     if results is None:
         return None
     return EvalResult(task, run_dir, results["headline"], results["metrics"], results)
@@ -220,27 +228,6 @@ def _default_run_dir(task: str, dataset: Path, model: Any, options: dict, models
     extra = sorted((role, _model_key(m, options)[0]) for role, m in models.items())
     parts = [dataset.resolve(), name, dtype, extra, settings.model_dump_json()]
     return Path("runs") / f"{task}-{stable_hash([str(p) for p in parts])[:10]}"
-
-
-class _EngineProgress(contextlib.ExitStack):
-    """The engine reports (items done, total) with the total on its first call; the display
-    (`kbench.progress.progress`: a bar with an ETA on a terminal, log lines elsewhere) starts then."""
-
-    def __init__(self, task: str):
-        super().__init__()
-        self.task = task
-        self.advance: Callable[[int], None] | None = None
-
-    def __enter__(self) -> Callable[[int, int], None]:
-        super().__enter__()
-        return self.update
-
-    def update(self, n: int, total: int) -> None:
-        from kbench.progress import progress
-
-        if self.advance is None:
-            self.advance = self.enter_context(progress(self.task, total=total))
-        self.advance(n)
 
 
 class CallableModule(types.ModuleType):

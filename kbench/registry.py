@@ -1,20 +1,24 @@
-"""One registry helper for every pluggable kind: stages, techniques, frequency sources, QA
-scorers, packaged models and evaluation tasks.
+"""One registry helper for every pluggable kind: tasks, techniques, model backends, executors,
+stages, frequency sources, QA scorers, packaged models and evaluate commands.
 
-    TASKS = Registry("evaluation task", modules=("kbench.evaluate.extraction", ...))
+    TASKS = Registry("evaluation task", package="kbench.evaluate")
 
     @TASKS.register("extraction")
     class Extraction: ...
 
-Register at the definition site. A duplicate name is a programming error (`ValueError`, both
-definitions named); an unknown name is a `UserError` that lists the known ones, never a silent
-skip. `modules` are imported on first lookup, so the registrations in them have run.
+Register at the definition site; the registry finds the definitions itself: on the first lookup
+it imports every module of `package` (and of its subpackages; names starting with "_" are
+skipped), so a new plug-in is one new module and no list is kept by hand. A duplicate name is a
+programming error (`ValueError`, both definitions named); an unknown name is a `UserError` that
+lists the known ones, never a silent skip. Names are listed sorted, whatever order the modules
+happened to be imported in.
 """
 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Iterable
+import pkgutil
+from collections.abc import Callable
 from typing import Generic, TypeVar
 
 from kbench.errors import UserError
@@ -23,11 +27,11 @@ T = TypeVar("T")
 
 
 class Registry(Generic[T]):
-    def __init__(self, kind: str, modules: Iterable[str] = ()):
+    def __init__(self, kind: str, package: str | None = None):
         self.kind = kind
-        self._modules = tuple(modules)
+        self._package = package
         self._entries: dict[str, T] = {}
-        self._loaded = False
+        self._loaded = package is None
 
     def register(self, name: str) -> Callable[[T], T]:
         def decorate(entry: T) -> T:
@@ -44,17 +48,16 @@ class Registry(Generic[T]):
 
     def _load(self) -> None:
         if not self._loaded:
-            self._loaded = True
-            for module in self._modules:
-                importlib.import_module(module)
+            self._loaded = True  # first: a module that looks a name up while being imported must not recurse
+            import_package(self._package)
 
     def names(self) -> list[str]:
         self._load()
-        return list(self._entries)
+        return sorted(self._entries)
 
     def items(self) -> dict[str, T]:
         self._load()
-        return dict(self._entries)
+        return {name: self._entries[name] for name in sorted(self._entries)}
 
     def __contains__(self, name: str) -> bool:
         self._load()
@@ -63,8 +66,16 @@ class Registry(Generic[T]):
     def get(self, name: str) -> T:
         self._load()
         if name not in self._entries:
-            raise UserError(f"unknown {self.kind} {name!r}; known: {', '.join(self._entries) or '(none)'}")
+            raise UserError(f"unknown {self.kind} {name!r}; known: {', '.join(self.names()) or '(none)'}")
         return self._entries[name]
+
+
+def import_package(package: str) -> None:
+    """Import every module of `package` and of its subpackages, skipping private ("_") names."""
+    root = importlib.import_module(package)
+    for info in pkgutil.walk_packages(root.__path__, prefix=f"{package}."):
+        if not info.name.rsplit(".", 1)[1].startswith("_"):
+            importlib.import_module(info.name)
 
 
 def _where(entry: object) -> str:

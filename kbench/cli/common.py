@@ -1,27 +1,36 @@
 """What every `kbench evaluate TASK` shares: the options (each defined once, meaning the same
 everywhere), the model set-up, the run itself and its headline table.
 
-A task's command file declares only the task's own options; `evaluate_command` adds the shared
-ones and runs the task:
+A task's options are generated from its `Settings` model (`settings_options`); its command file
+adds only what cannot be derived, and registers at the definition:
 
     @evaluate_command("extraction")
-    def extraction(prompt: str = typer.Option("cloze", "--prompt"), ...) -> dict:
+    def extraction(values: dict) -> dict:
         \"\"\"Help text.\"\"\"
-        return {"prompt": prompt, ...}        # the task's own settings (the shared ones are added)
+        return values                          # the settings the user gave (the shared ones are added)
 
-The function may return a `TaskCall` instead, to swap the judged model or add models (LEFT's
-closed book) or to act on the results afterwards (KEE's comparison report).
+The function may take options of its own (typer parameters) and may return a `TaskCall` instead,
+to swap the judged model or add models (LEFT's closed book) or to act on the results afterwards
+(KEE's comparison report). Commands are built when first asked for (`EvaluateCommands`), so
+`kbench --help` and `kbench build` never import the tasks (and torch).
 """
 
 from __future__ import annotations
 
 import inspect
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
 import typer
+from typer.core import TyperGroup
+
+from kbench.cli import settings_options
+from kbench.registry import Registry
+
+LOG = logging.getLogger(__name__)
 
 DATASET = typer.Option(..., "--dataset", help="A dataset folder built by `kbench build`, or a Hub dataset ORG/NAME[@REVISION].")
 MODEL = typer.Option(
@@ -66,24 +75,47 @@ class TaskCall:
     after: Callable[[dict, Path], None] | None = None  # called with (results, run dir) on the main process
 
 
-def evaluate_command(task_name: str) -> Callable:
-    """Register `fn` as `kbench evaluate TASK` with the shared options before its own."""
-    from kbench.cli.main import evaluate_app
+@dataclass
+class EvaluateCommand:
+    """One `kbench evaluate TASK`: the command function and how its Settings become options."""
 
-    def decorate(fn: Callable) -> Callable:
+    task: str
+    fn: Callable
+    prefixes: dict[str, str]
+    renames: dict[str, str]
+    exclude: tuple[str, ...]
+    comma: tuple[str, ...]
+
+    def flags(self) -> list[settings_options.Flag]:
+        from kbench.evaluate.task import TASKS
+
+        settings = TASKS.get(self.task).Settings
+        return settings_options.settings_flags(settings, self.prefixes, self.renames, self.exclude, self.comma)
+
+    def call(self, flags: list[settings_options.Flag], kwargs: dict[str, Any]) -> tuple[dict[str, Any], TaskCall]:
+        """The parsed options -> (the shared options, what the command function asks of the run)."""
+        common = {name: kwargs.pop(name) for name, _, _ in SHARED_OPTIONS}
+        call = self.fn(settings_options.collect(flags, kwargs), **kwargs)
+        return common, call if isinstance(call, TaskCall) else TaskCall(values=call)
+
+    def click_command(self):
+        """The click command: shared options, then the settings' options, then the function's own."""
         import typing
 
-        hints = typing.get_type_hints(fn)  # the command modules use postponed (string) annotations
-        own = [p.replace(annotation=hints.get(p.name, p.annotation)) for p in inspect.signature(fn).parameters.values()]
+        flags = self.flags()
+        hints = typing.get_type_hints(self.fn)  # the command modules use postponed (string) annotations
+        own = [
+            p.replace(annotation=hints.get(p.name, p.annotation), kind=inspect.Parameter.KEYWORD_ONLY)
+            for p in list(inspect.signature(self.fn).parameters.values())[1:]  # the first takes the settings values
+        ]
         shared = [
             inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=option, annotation=kind)
             for name, kind, option in SHARED_OPTIONS
         ]
+        flag_names = {f.path: f.flag for f in flags}
 
         def command(**kwargs):
-            common = {name: kwargs.pop(name) for name, _, _ in SHARED_OPTIONS}
-            call = fn(**kwargs)
-            call = call if isinstance(call, TaskCall) else TaskCall(values=call)
+            common, call = self.call(flags, kwargs)
             values = {k: common[k] for k in ("split", "config", "limit", "seed")} | call.values
             options = ModelOptions(
                 call.model or common["model"],
@@ -94,17 +126,53 @@ def evaluate_command(task_name: str) -> Callable:
                 common["no_cache"],
             )
             extra = {role: common["model"] if name is None else name for role, name in call.extra_models.items()}
-            results, run_dir = run_task(task_name, values, options, common["dataset"], common["out"], extra or None)
+            results, run_dir = run_task(
+                self.task, values, options, common["dataset"], common["out"], extra or None, flag_names=flag_names
+            )
             if results is not None and call.after is not None:
                 call.after(results, run_dir)
 
-        command.__signature__ = inspect.Signature([*shared, *[p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in own]])
-        command.__doc__ = fn.__doc__
-        command.__name__ = fn.__name__
-        evaluate_app.command(task_name)(command)
+        command.__signature__ = inspect.Signature([*shared, *settings_options.parameters(flags), *own])
+        command.__doc__ = self.fn.__doc__
+        app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
+        app.command(self.task)(command)
+        built = typer.main.get_command(app)
+        built.name = self.task
+        return built
+
+
+#: task name -> its evaluate command; every module of kbench.cli may register one.
+EVALUATE_COMMANDS: Registry[EvaluateCommand] = Registry("evaluate command", package="kbench.cli")
+
+
+def evaluate_command(
+    task_name: str,
+    prefixes: dict[str, str] | None = None,
+    renames: dict[str, str] | None = None,
+    exclude: tuple[str, ...] = (),
+    comma: tuple[str, ...] = (),
+) -> Callable:
+    """Register `fn(values, **own_options)` as `kbench evaluate TASK` (see the module docstring).
+    `prefixes`, `renames`, `exclude` and `comma` (dotted settings paths) shape the generated
+    options: see `settings_options.settings_flags`."""
+
+    def decorate(fn: Callable) -> Callable:
+        EVALUATE_COMMANDS.add(task_name, EvaluateCommand(task_name, fn, prefixes or {}, renames or {}, exclude, comma))
         return fn
 
     return decorate
+
+
+class EvaluateCommands(TyperGroup):
+    """The `kbench evaluate` group: its commands are the registered ones, built when asked for."""
+
+    def list_commands(self, ctx) -> list[str]:
+        return sorted({*super().list_commands(ctx), *EVALUATE_COMMANDS.names()})
+
+    def get_command(self, ctx, cmd_name: str):
+        if cmd_name not in self.commands and cmd_name in EVALUATE_COMMANDS:
+            self.commands[cmd_name] = EVALUATE_COMMANDS.get(cmd_name).click_command()
+        return super().get_command(ctx, cmd_name)
 
 
 @dataclass(frozen=True)
@@ -140,8 +208,9 @@ def _process_device(device: str) -> str:
     return device
 
 
-def settings_for(task_name: str, values: dict[str, Any]):
-    """The task's validated settings; None values mean "the task's default"."""
+def settings_for(task_name: str, values: dict[str, Any], flag_names: dict[tuple, str] | None = None):
+    """The task's validated settings; None values mean "the task's default". An error names the
+    flag (`flag_names`: settings path -> the flag the user typed; else --path-with-dashes)."""
     from pydantic import ValidationError
 
     from kbench.errors import UserError
@@ -156,8 +225,9 @@ def settings_for(task_name: str, values: dict[str, Any]):
         message = first["msg"].removeprefix("Value error, ")
         if not first["loc"]:  # a check across options names them itself
             raise UserError(message) from None
-        key = ".".join(str(p) for p in first["loc"])
-        raise UserError(f"--{key.replace('_', '-')}: {message}") from None
+        loc = tuple(str(p) for p in first["loc"])
+        flag = (flag_names or {}).get(loc) or (flag_names or {}).get(loc[:-1])  # loc[:-1]: an item of a tuple
+        raise UserError(f"{flag or '--' + '.'.join(loc).replace('_', '-')}: {message}") from None
 
 
 def run_task(
@@ -167,13 +237,15 @@ def run_task(
     dataset: Path,
     out: Optional[Path],
     extra_models: dict[str, str] | None = None,
+    flag_names: dict[tuple, str] | None = None,
 ) -> tuple[dict | None, Path]:
-    """Validate settings, open the model(s), run the engine with a progress bar, print the headline.
-    Returns (results, the run directory); results are None on the non-main processes of
-    `accelerate launch`."""
+    """Validate settings (errors name the flag the user typed), then run `kbench.evaluate` (the
+    Python API: the engine shows the progress, the run folder's log.txt gets the run's records) and
+    print the headline. Returns (results, the run directory); results are None on the non-main
+    processes of `accelerate launch`."""
     from kbench.api import evaluate
 
-    settings = settings_for(task_name, values)  # first, so an error names the flag the user typed
+    settings = settings_for(task_name, values, flag_names)  # first, so an error names the flag the user typed
     result = evaluate(
         task_name,
         dataset=dataset,

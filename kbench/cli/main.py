@@ -7,6 +7,7 @@ import sys
 
 import typer
 
+from kbench.cli.common import EvaluateCommands
 from kbench.errors import UserError
 
 app = typer.Typer(
@@ -16,28 +17,28 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     add_completion=False,
 )
-evaluate_app = typer.Typer(help="Evaluate a model on a built dataset.", no_args_is_help=True)
+evaluate_app = typer.Typer(help="Evaluate a model on a built dataset.", no_args_is_help=True, cls=EvaluateCommands)
 app.add_typer(evaluate_app, name="evaluate")
 
 
+@app.callback()
+def _logging(
+    verbose: bool = typer.Option(False, "-v", "--verbose", help="Log debug records too (same as --log-level DEBUG)."),
+    log_level: str = typer.Option("INFO", "--log-level", help="DEBUG | INFO | WARNING | ERROR: kbench's records on stderr."),
+) -> None:
+    from kbench.logs import configure
+
+    try:
+        configure("DEBUG" if verbose else log_level)
+    except ValueError:
+        raise UserError(f"--log-level {log_level}: not one of DEBUG, INFO, WARNING, ERROR") from None
+
+
 def _register() -> None:
-    # Each module adds its commands to `app` or `evaluate_app`; one file per command family.
-    from kbench.cli import (
-        build_cmd,  # noqa: F401
-        cache_cmd,  # noqa: F401
-        card_cmd,  # noqa: F401
-        data_cmd,  # noqa: F401
-        eval_extraction,  # noqa: F401
-        eval_kee,  # noqa: F401
-        eval_qa,  # noqa: F401
-        eval_truefalse,  # noqa: F401
-        eval_xteval,  # noqa: F401
-        export_cmd,  # noqa: F401
-        read_cmd,  # noqa: F401
-        recipes_cmd,  # noqa: F401
-        report_cmd,  # noqa: F401
-        wikidata_cmd,  # noqa: F401
-    )
+    # Every module of kbench.cli adds its commands to `app` or `evaluate_app` (one file per command family).
+    from kbench.registry import import_package
+
+    import_package("kbench.cli")
 
 
 _register()

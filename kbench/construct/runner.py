@@ -27,6 +27,7 @@ written in row groups of `ROW_GROUP_ROWS` rows.
 from __future__ import annotations
 
 import json
+import logging
 import shutil
 import time
 from collections.abc import Callable
@@ -45,6 +46,8 @@ from kbench.dataset import run_lock
 from kbench.errors import UserError
 from kbench.io import atomic_path, sha256_file, stable_hash, write_json
 from kbench.paths import default_cache_dir
+
+LOG = logging.getLogger(__name__)
 
 #: Rows per chunk of a row-wise stage: its peak memory is set by this number, not by the table's
 #: length. Measured on the MAPLE tail over a 1M-row triplet table (bench/stream_memory.py): 20k-row
@@ -140,6 +143,8 @@ def _drops(path: Path) -> dict[str, int]:
 
 
 def _log_event(run_dir: Path, event: dict) -> None:
+    """One line of .kbench/events.jsonl, and the same milestone in the log."""
+    LOG.info("stage %s: %s", event["stage"], ", ".join(f"{k} {v}" for k, v in event.items() if k != "stage"))
     with open(run_dir / ".kbench" / "events.jsonl", "a", encoding="utf-8") as fh:
         fh.write(json.dumps(event) + "\n")
 

@@ -109,7 +109,7 @@ class Stage:
         raise NotImplementedError
 
 
-STAGES: Registry[type[Stage]] = Registry("stage")
+STAGES: Registry[type[Stage]] = Registry("stage", package="kbench.construct.stages")
 
 
 def register_stage(cls: type[Stage]) -> type[Stage]:
@@ -121,10 +121,7 @@ def register_stage(cls: type[Stage]) -> type[Stage]:
 
 
 def stage_registry() -> dict[str, type[Stage]]:
-    """All registered stages, importing the built-in stage modules first."""
-    from kbench.construct import stages as _stages  # noqa: F401  (imports register the stages)
-
-    _stages.load_all()
+    """All registered stages (the registry imports every module of `kbench.construct.stages`)."""
     return STAGES.items()
 
 

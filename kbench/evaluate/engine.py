@@ -21,8 +21,10 @@ What it owns (a task never does):
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
+import logging
 import os
 import time
 from collections.abc import Callable
@@ -34,6 +36,9 @@ from kbench.evaluate.task import Plan, RunContext, Task
 from kbench.io import load_schema, read_json, write_json, write_jsonl, write_parquet
 from kbench.models.cached import CachedModel
 from kbench.models.interface import require
+from kbench.progress import progress as progress_bar
+
+LOG = logging.getLogger(__name__)
 
 SCHEMA = "kbench.results.v2"
 ENVELOPE_SCHEMA = "results.v2.json"
@@ -193,12 +198,18 @@ def evaluate(task: Task, ctx: RunContext, progress: Callable[[int, int], None] |
     }
     total = sum(len(u.items) for u in plan.units)
     started = time.perf_counter()
-    with RunDirectory(ctx.run_dir, config, procs) as run:
+    with RunDirectory(ctx.run_dir, config, procs) as run, contextlib.ExitStack() as stack:
         done = run.journal.read()
         todo = [(i, u) for i, u in enumerate(plan.units) if u.key not in done]
+        resumed = len(keys) - len(todo)
+        LOG.info(
+            "%s: %d units, %d items; %d units journalled before, %d to compute", task.name, len(keys), total, resumed, len(todo)
+        )
         if progress is not None:
             progress(total - sum(len(u.items) for _, u in todo), total)
         cache_before = ctx.model.cache_stats()
+        bar = stack.enter_context(progress_bar(f"{task.name} ({ctx.run_dir.name})", total, "items"))
+        bar(total - sum(len(u.items) for _, u in todo))
         for index, unit in enumerate(plan.units):
             if unit.key in done:
                 state = task.restore(ctx, state, unit, done[unit.key])
@@ -214,8 +225,12 @@ def evaluate(task: Task, ctx: RunContext, progress: Callable[[int, int], None] |
                 state = task.restore(ctx, state, unit, rows)
             else:
                 continue
-            if progress is not None and unit.key not in done:
-                progress(len(unit.items), total)
+            if unit.key not in done:
+                LOG.debug("%s: unit %s computed (%d items)", task.name, unit.key, len(unit.items))
+                bar(len(unit.items))
+                if progress is not None:
+                    progress(len(unit.items), total)
+        stack.close()
         cache_after = ctx.model.cache_stats()
         procs.barrier()
         if not procs.is_main:
@@ -257,6 +272,7 @@ def evaluate(task: Task, ctx: RunContext, progress: Callable[[int, int], None] |
         task.finish(ctx, state, rows, results)
         write_items(ctx.run_dir, rows)
         write_json(ctx.run_dir / "results.json", results)
+        LOG.info("%s: wrote %s (%d items, %.1fs)", task.name, ctx.run_dir / "results.json", len(rows), seconds)
     return results
 
 

@@ -58,13 +58,17 @@ UNDEFINED = {
 
 
 class ExtractionSettings(TaskSettings):
-    prompt: Literal["cloze", "question", "chat"] = "cloze"
-    fewshot: int = Field(default=0, ge=0)
-    protocol: Literal["maple", "lama"] = "maple"
-    common_vocab: str | None = None
-    case_sensitive: bool = False
-    max_new_tokens: int = Field(default=16, ge=1)
-    stop: tuple[str, ...] | None = None  # None: the prompt form's default (prompts.STOPS)
+    prompt: Literal["cloze", "question", "chat"] = Field("cloze", description="Prompt form.")
+    fewshot: int = Field(default=0, ge=0, description="Solved examples from the train split before each item.")
+    protocol: Literal["maple", "lama"] = Field(
+        "maple", description="maple: generate + match, first_token_p1 beside it; lama: strict single-token LAMA P@1."
+    )
+    common_vocab: str | None = Field(None, description="lama protocol: restrict objects and ranks to this word list (a file).")
+    case_sensitive: bool = Field(False, description="MAPLE matching keeps case.")
+    max_new_tokens: int = Field(default=16, ge=1, description="Tokens generated per item.")
+    stop: tuple[str, ...] | None = Field(
+        None, description="A stop string; default: the prompt form's (cloze: newline, '. ', ','; question/chat: newline)."
+    )
 
 
 def _single_token(tokenizer, text: str) -> int | None:
@@ -150,6 +154,7 @@ def _grouped(rows: Sequence[dict], key) -> dict[str, list[dict]]:
 class Extraction(Task):
     name = "extraction"
     Settings = ExtractionSettings
+    primary_metric = ("maple_accuracy", "lama_p_at_1")  # the second under --protocol lama
     metrics_schema = "results.extraction.v2.json"
 
     def needs(self, settings: ExtractionSettings) -> dict[str, frozenset[Capability]]:

@@ -44,20 +44,24 @@ SEED_A = 42
 PARTITION = "partition"
 FITTING_SPLITS = ("train", "dev")
 UNIT_ITEMS = 64
+ALL_TECHNIQUES = ("baseline", "temp0.7", "temp1.2", "recite", "genread", "caa", "iti", "decore", "activation_decoding")
 
 
 class KeeSettings(TaskSettings):
-    techniques: tuple[str, ...] = ("baseline",)
-    k: int = Field(default=20, ge=1)  # samples that split base failures into shallow / deep
-    sweep_max: int = Field(default=30, ge=1)  # K = 1..sweep_max for the ranking-stability check
-    temperatures: tuple[float, ...] = (0.7, 1.2)
-    recite_runs: int = Field(default=20, ge=1)
-    fit_pool_limit: int = Field(default=3254, ge=1)  # train (or dev) split items used to fit CAA / ITI (MAPLE's CAA pool)
-    top_k: int | None = Field(default=None, ge=1)  # sampling scheme of temperature baselines and partition (None: off)
-    top_p: float = Field(default=1.0, gt=0, le=1)  # nucleus mass of that scheme (1.0: off)
+    # MAPLE's full set, in its table order: a KEE run compares techniques, so the CLI and the library run them all
+    techniques: tuple[str, ...] = Field(
+        ALL_TECHNIQUES, description="Techniques to compare (MAPLE's nine by default); the baseline always runs."
+    )
+    k: int = Field(default=20, ge=1, description="Seed-A samples that split base failures into shallow / deep.")
+    sweep_max: int = Field(default=30, ge=1, description="Ranking stability is checked at K = 1..this.")
+    temperatures: tuple[float, ...] = Field((0.7, 1.2), description="Temperatures of the shallow/deep partition.")
+    recite_runs: int = Field(default=20, ge=1, description="RECITE recite-and-answer runs (majority vote).")
+    fit_pool_limit: int = Field(default=3254, ge=1, description="Train/dev items that fit CAA and ITI (MAPLE: 3,254).")
+    top_k: int | None = Field(default=None, ge=1, description="Sampling scheme (temperature baselines, partition): top-k.")
+    top_p: float = Field(default=1.0, gt=0, le=1, description="Sampling scheme: nucleus mass (1.0: no truncation).")
     technique_params: dict[str, dict[str, Any]] = {}  # {technique: {param: value}}, validated by each technique
-    case_sensitive: bool = False
-    prompt: Literal["auto", "chat", "question"] = "auto"  # auto: the chat template when the model has one
+    case_sensitive: bool = Field(False, description="MAPLE matching keeps case.")
+    prompt: Literal["auto", "chat", "question"] = Field("auto", description="auto: the chat template when the model has one.")
 
     @field_validator("techniques")
     @classmethod
@@ -229,6 +233,7 @@ class KeePlan:
 class KnowledgeElicitation(Task):
     name = "kee"
     Settings = KeeSettings
+    primary_metric = ("accuracy",)
     metrics_schema = "results.kee.v2.json"
 
     def needs(self, settings: KeeSettings) -> dict[str, frozenset[Capability]]:

@@ -45,10 +45,10 @@ HINT = "; is this an evolving QA dataset (pipelines/evolving.toml)?"
 
 class QASettings(TaskSettings):
     split: str = "all"  # the three category splits together; or one of them
-    metric: Literal["official", "card"] = "official"
-    prompt: Literal["question", "chat"] = "question"
-    fewshot: int = Field(default=0, ge=0)
-    max_new_tokens: int = Field(default=16, ge=1)
+    metric: Literal["official", "card"] = Field("official", description="official: EvolvingQA's scorer; card: the card's.")
+    prompt: Literal["question", "chat"] = Field("question", description="chat: the tokenizer's chat template.")
+    fewshot: int = Field(default=0, ge=0, description="Solved examples from the Unchanged items before each question.")
+    max_new_tokens: int = Field(default=16, ge=1, description="Tokens generated per question.")
 
 
 def build_qa_prompts(items: list[dict], settings: QASettings, tokenizer, examples: list[dict]) -> list[Prompt]:
@@ -144,6 +144,8 @@ def aggregate(items: list[dict], seed: int = u.BOOTSTRAP_SEED) -> dict:
 class KnowledgeUpdateQA(Task):
     name = "qa"
     Settings = QASettings
+    primary_metric = ("updated_em",)
+    outcome_columns = ("em", "em_updated")  # edited facts count against their updated answer
     metrics_schema = "results.qa.v2.json"
 
     def needs(self, settings: QASettings) -> dict[str, frozenset[Capability]]:

@@ -47,16 +47,7 @@ from kbench.models.cached import CachedModel
 from kbench.models.interface import Capability, LanguageModel
 from kbench.registry import Registry
 
-TASKS: Registry[type[Task]] = Registry(
-    "evaluation task",
-    modules=(
-        "kbench.evaluate.extraction",
-        "kbench.evaluate.kee",
-        "kbench.evaluate.qa",
-        "kbench.evaluate.truefalse",
-        "kbench.evaluate.xteval.task",
-    ),
-)
+TASKS: Registry[type[Task]] = Registry("evaluation task", package="kbench.evaluate")
 
 
 class TaskSettings(BaseModel):
@@ -125,6 +116,11 @@ class Task:
     name: ClassVar[str]
     Settings: ClassVar[type[TaskSettings]] = TaskSettings
     metrics_schema: ClassVar[str]
+    #: The headline metric that stands for a run in reports (charts, KoLA standardisation): the
+    #: first of these the headline has (a task may prefix it, as XTEVAL's `iid_usable_knowledge`).
+    primary_metric: ClassVar[tuple[str, ...]] = ()
+    #: The per-item columns that hold the 0/1 outcome paired comparisons use: the first non-null one.
+    outcome_columns: ClassVar[tuple[str, ...]] = ("correct",)
     #: False: under `accelerate launch` each unit goes to one process. True: every process takes
     #: part in every unit (the task trains with DDP inside `score`), the main process journals it.
     collective: ClassVar[bool] = False

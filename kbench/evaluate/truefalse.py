@@ -57,10 +57,14 @@ HINT = "; is this a LEFT dataset (pipelines/left-textbook.toml)?"
 
 class TrueFalseSettings(TaskSettings):
     split: str = "dev"
-    setting: Literal["prior", "closed-book", "open-book"] = "prior"
-    retriever: Literal["gold", "sbert"] | None = None
-    max_passage_words: int = Field(default=150, ge=1)
-    checkpoint: str | None = None  # closed-book: the model after `kbench read` (--model is the base)
+    setting: Literal["prior", "closed-book", "open-book"] = Field("prior", description="What the model reads first.")
+    retriever: Literal["gold", "sbert"] | None = Field(
+        None, description="open-book: gold (the section's paragraph) or sbert (MiniLM top-1)."
+    )
+    max_passage_words: int = Field(default=150, ge=1, description="open-book: cut the paragraph to this many words.")
+    checkpoint: str | None = Field(
+        None, description="closed-book: the folder written by `kbench read` (--model is then the model before reading)."
+    )
 
     @model_validator(mode="after")
     def _consistent(self):
@@ -212,6 +216,7 @@ def headline_name(settings: TrueFalseSettings) -> str:
 class TrueFalse(Task):
     name = "truefalse"
     Settings = TrueFalseSettings
+    primary_metric = ("accuracy",)
     metrics_schema = "results.truefalse.v2.json"
 
     def needs(self, settings: TrueFalseSettings) -> dict[str, frozenset[Capability]]:

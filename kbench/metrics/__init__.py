@@ -1,1 +1,1 @@
-"""Pure metric functions: answer matching, EM/F1, gains and losses, standardised scores, Rouge-L."""
+"""Pure metric functions: answer matching, EM/F1, gains and losses, standardised scores."""

@@ -1,6 +1,6 @@
 """MAPLE knowledge-elicitation (KEE) metrics as pure functions over per-item tables.
 
-Definitions follow `../shared/REFERENCE.md` (MAPLE) and the MAPLE paper (Section 3.2):
+Definitions follow the MAPLE paper (Section 3.2; docs/definitions.md#kee):
 
 - accuracy = |S| / N.
 - Gain = |F_base ∩ S_kee| / |F_base|; Loss = |S_base ∩ F_kee| / |S_base|.

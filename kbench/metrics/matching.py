@@ -1,4 +1,4 @@
-"""Answer matching for knowledge probing (REFERENCE.md, "Answer matching" and "LAMA P@1").
+"""Answer matching for knowledge probing (docs/definitions.md, "Answer matching" and "LAMA P@1").
 
 * `normalize_for_matching`: MAPLE's normalisation - drop every character that is not a letter
   or digit (any script), including all whitespace; case-insensitive unless `case_sensitive`.
@@ -7,9 +7,9 @@
   substring of everything).
 * `exact_match`: only the equality half of the rule. Reported beside `maple_correct` because
   substring matching counts "not Paris" as correct for "Paris".
-* `distinct_fact_hits` / `precision_at_1`: LAMA's P@1 - per relation, the mean over distinct
-  (subject, object) facts; overall, the unweighted (macro) mean over relations (`evaluate
-  extraction --protocol lama` bootstraps it as `lama_p_at_1`).
+* `distinct_fact_hits`: LAMA's P@1 inputs - per relation, one hit per distinct (subject, object)
+  fact; `uncertainty.macro_mean` of them is the unweighted (macro) mean over relations (`evaluate
+  extraction --protocol lama` reports it as `lama_p_at_1`).
 """
 
 from __future__ import annotations
@@ -44,12 +44,3 @@ def distinct_fact_hits(rows: Iterable[tuple[str, str, str, bool]]) -> dict[str, 
     for relation, subject, obj, hit in rows:
         seen.setdefault(relation, {}).setdefault((subject, obj), float(bool(hit)))
     return {rel: list(facts.values()) for rel, facts in seen.items()}
-
-
-def precision_at_1(rows: Iterable[tuple[str, str, str, bool]]) -> dict:
-    """rows: (relation, subject, object, correct). Returns {"per_relation": {rel: P@1},
-    "facts": {rel: n}, "macro": mean} over distinct facts (`distinct_fact_hits`)."""
-    hits = dict(sorted(distinct_fact_hits(rows).items()))
-    per_relation = {rel: sum(h) / len(h) for rel, h in hits.items()}
-    macro = sum(per_relation.values()) / len(per_relation) if per_relation else 0.0
-    return {"per_relation": per_relation, "facts": {rel: len(h) for rel, h in hits.items()}, "macro": macro}

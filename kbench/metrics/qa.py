@@ -9,7 +9,7 @@ Two scorers, chosen by name (`SCORERS`):
 * ``card`` -- the evaluation card's recipe: EM = the stripped strings are equal (case-sensitive);
   F1 = 2·|set(p) ∩ set(g)| / (|p| + |g|) over lowercased whitespace tokens, 0 when both are empty.
 
-Per-item scores are in [0, 1]; `aggregate` averages over items and reports ×100, as the paper does.
+Per-item scores are in [0, 1]; the QA task reports their means ×100, as the paper does.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 import string
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
 from kbench.registry import Registry
 
@@ -69,18 +69,3 @@ SCORERS.add("card", (card_em, card_f1))
 
 def get_scorer(name: str) -> tuple[Callable[[str, str], float], Callable[[str, str], float]]:
     return SCORERS.get(name)
-
-
-def aggregate(predictions: Sequence[str], golds: Sequence[str], metric: str = "official") -> dict[str, float | int]:
-    """{"em", "f1"} averaged over items ×100, and "n". An empty input gives n = 0 and None scores."""
-    if len(predictions) != len(golds):
-        raise ValueError(f"{len(predictions)} predictions but {len(golds)} golds")
-    em, f1 = get_scorer(metric)
-    n = len(predictions)
-    if n == 0:
-        return {"n": 0, "em": None, "f1": None}
-    return {
-        "n": n,
-        "em": 100.0 * sum(em(p, g) for p, g in zip(predictions, golds)) / n,
-        "f1": 100.0 * sum(f1(p, g) for p, g in zip(predictions, golds)) / n,
-    }

@@ -1,5 +1,5 @@
-"""Uncertainty beside every reported number, and paired comparisons (`../shared/REFERENCE.md`,
-"Uncertainty and comparisons").
+"""Uncertainty beside every reported number, and paired comparisons (docs/definitions.md,
+"Intervals and tests").
 
 Every number that kbench reports is an `Estimate` dict, the one shape that results files, tables,
 the report and the card read:

@@ -250,7 +250,7 @@ class ModelSpec:
     backend: str = "hf"
 
 
-BACKENDS: Registry = Registry("model backend", modules=("kbench.models.runner", "kbench.models.served.backend"))
+BACKENDS: Registry = Registry("model backend", package="kbench.models")
 #: The most each backend can offer (a served model may offer less: its probe decides); for error messages.
 BACKEND_CAPABILITIES: dict[str, frozenset[Capability]] = {
     "hf": frozenset(Capability),

@@ -1,5 +1,5 @@
-"""Models compared on the items they share, paired (`../shared/REFERENCE.md`, "Uncertainty and
-comparisons").
+"""Models compared on the items they share, paired (docs/definitions.md, "Intervals and
+tests").
 
 Runs of the same task are compared only on the item ids every one of them has; the comparison
 says how many items are shared and how many each run leaves out. Each run's accuracy on the shared
@@ -40,11 +40,11 @@ class Comparison:
         return self.items[label] - self.n_shared
 
 
-def correctness(rows: list[dict]) -> dict[str, dict[str, bool]]:
-    """group (technique, or "") -> item id -> correct."""
+def correctness(rows: list[dict], columns: tuple[str, ...] = ("correct",)) -> dict[str, dict[str, bool]]:
+    """group (technique, or "") -> item id -> correct (the first non-null of `columns`)."""
     out: dict[str, dict[str, bool]] = {}
     for row in rows:
-        ok, key = item_correct(row), row.get("item_id") or row.get("id")
+        ok, key = item_correct(row, columns), row.get("item_id") or row.get("id")
         if ok is not None and key is not None:
             out.setdefault(str(row.get("technique") or ""), {})[str(key)] = ok
     return out
@@ -104,7 +104,8 @@ def compare_runs(runs: list[Run], items: list[list[dict]]) -> tuple[list[Compari
             comparisons.append(comparison)
             notes += task_notes
         else:
-            comparisons.append(_compare(task, [runs[i] for i in members], [correctness(items[i]) for i in members]))
+            outcomes = [correctness(items[i], runs[i].outcome_columns) for i in members]
+            comparisons.append(_compare(task, [runs[i] for i in members], outcomes))
         differing = differing_settings([runs[i] for i in members])
         if differing:
             described = "; ".join(f"{key} ({_by_run(values)})" for key, values in differing.items())

@@ -68,11 +68,11 @@ def _columns(rows: list[dict]) -> list[str]:
     return [c for c in _ORDER if c in present] + [c for c in present if c not in _ORDER and c not in _HIDDEN]
 
 
-def _flat_table(rows: list[dict]) -> dict:
+def _flat_table(rows: list[dict], outcome: tuple[str, ...]) -> dict:
     columns = _columns(rows)
-    if "correct" not in columns and any(item_correct(r) is not None for r in rows):
+    if "correct" not in columns and any(item_correct(r, outcome) is not None for r in rows):
         columns.append("correct")  # QA: the EM that counts, so the correct/incorrect filter works
-    data = [[_plain(item_correct(r) if c == "correct" else r.get(c)) for c in columns] for r in rows]
+    data = [[_plain(item_correct(r, outcome) if c == "correct" else r.get(c)) for c in columns] for r in rows]
     return {
         "columns": [{"key": c, "kind": "bool" if c in ("correct", "exact") else "text"} for c in columns],
         "rows": data,
@@ -111,7 +111,7 @@ def _kee_table(rows: list[dict], dataset: dict[str, dict]) -> dict:
 
 
 def explorer_data(run: Run, items: list[dict], dataset: dict[str, dict]) -> dict:
-    table = _kee_table(items, dataset) if items and "technique" in items[0] else _flat_table(items)
+    table = _kee_table(items, dataset) if items and "technique" in items[0] else _flat_table(items, run.outcome_columns)
     keys = [c["key"] for c in table["columns"]]
     bins = (
         order_bins({r[keys.index("frequency_bin")] for r in table["rows"] if r[keys.index("frequency_bin")]})

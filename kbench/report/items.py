@@ -9,8 +9,8 @@
   that has labels: the items' `relation_label` column, the dataset split's, or a relations JSONL
   file (`--relations`, e.g. LAMA's relations.jsonl: {"relation": "P19", "label": "place of birth"}).
   A label equal to its id (hand-made datasets) counts as none. `run.labels_source` says which.
-- `item_correct(row)`: the 0/1 outcome a paired comparison uses: `correct`, or for QA rows the EM
-  against the answer that counts (`em`, or `em_updated` for edited facts).
+- `item_correct(row, columns)`: the 0/1 outcome a paired comparison uses: the first non-null of the
+  run task's `outcome_columns` (QA: `em`, or `em_updated` for edited facts).
 """
 
 from __future__ import annotations
@@ -90,8 +90,8 @@ def attach_relation_labels(run: Run, items: list[dict], dataset: dict[str, dict]
     run.relation_labels, run.labels_source = labels, source if labels else "none (bare relation ids)"
 
 
-def item_correct(row: dict) -> bool | None:
-    for key in ("correct", "em", "em_updated"):
+def item_correct(row: dict, columns: tuple[str, ...] = ("correct",)) -> bool | None:
+    for key in columns:
         if row.get(key) is not None:
             return bool(row[key])
     return None

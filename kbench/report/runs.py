@@ -10,7 +10,7 @@ The report never guesses key names inside `metrics`; it reads them by shape (`me
 a mapping {row: {metric: Estimate | nested metrics}} is a table, a mapping of such tables (KEE's
 per-bin technique tables) is a list of tables. Two names carry meaning: `per_relation` (rows are
 relation ids, shown with their labels) and `per_frequency_bin` (rows are bins, shown head, torso,
-tail). A run's primary metric (`PRIMARY_METRIC` of its task) is what the charts draw.
+tail). A run's primary metric (its task's `primary_metric`) is what the charts draw.
 """
 
 from __future__ import annotations
@@ -24,16 +24,22 @@ from kbench.io import read_json
 from kbench.report.legacy import to_v2
 
 V2 = "kbench.results.v2"
-# The number that stands for a run in charts, the summary and KoLA standardisation: one per task.
-# results.json is written with sorted keys, so the headline's order cannot say it.
-PRIMARY_METRIC = {
-    "extraction": ("maple_accuracy", "lama_p_at_1"),  # the second under --protocol lama
-    "kee": "accuracy",
-    "truefalse": "accuracy",
-    "qa": "updated_em",
-    "xteval": "usable_knowledge",
-}
 BIN_ORDER = ("head", "torso", "tail", "unbinned")
+
+
+def task_class(task: str):
+    """The evaluation task a run names (None for a task this kbench does not know)."""
+    from kbench.evaluate.task import TASKS
+
+    return TASKS.get(task) if task in TASKS else None
+
+
+def primary_metrics() -> dict[str, tuple[str, ...]]:
+    """task -> the headline metrics that stand for its runs, as each task declares
+    (results.json is written with sorted keys, so the headline's order cannot say it)."""
+    from kbench.evaluate.task import TASKS
+
+    return {name: cls.primary_metric for name, cls in TASKS.items().items()}
 
 
 def is_estimate(value: Any) -> bool:
@@ -120,12 +126,18 @@ class Run:
 
     @property
     def primary(self) -> str | None:
-        """The task's PRIMARY_METRIC when the headline has it (XTEVAL prefixes it with its setting:
+        """The task's `primary_metric` when the headline has it (XTEVAL prefixes it with its setting:
         `iid_usable_knowledge` before `ood_...`), else the first headline metric."""
-        preferred = PRIMARY_METRIC.get(self.task, ())
-        preferred = (preferred,) if isinstance(preferred, str) else preferred
+        cls = task_class(self.task)
+        preferred = cls.primary_metric if cls else ()
         candidates = [*preferred, *sorted(k for k in self.headline for p in preferred if k.endswith(f"_{p}"))]
         return next((k for k in candidates if k in self.headline), next(iter(self.headline), None))
+
+    @property
+    def outcome_columns(self) -> tuple[str, ...]:
+        """The per-item columns holding the 0/1 outcome, as the run's task declares."""
+        cls = task_class(self.task)
+        return cls.outcome_columns if cls else ("correct",)
 
     def table(self, name: str) -> dict[str, dict[str, Any]]:
         """A flat table of `metrics[name]` ({} when absent or not flat, as KEE's per-bin tables)."""

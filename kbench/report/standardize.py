@@ -1,7 +1,7 @@
 """`kbench report standardize RUN_DIR... --out DIR`: KoLA standardised scores across models and tasks.
 
 Each run directory holds one model's results for one evaluation, and counts as ONE task with ONE
-score: its task's primary headline metric (`kbench.report.runs.PRIMARY_METRIC`). Several
+score: its task's primary headline metric (the task's `primary_metric`). Several
 correlated numbers of one run (extraction's MAPLE, exact and rank-1 accuracies) would otherwise
 weigh as several tasks.
 
@@ -33,7 +33,7 @@ from pathlib import Path
 from kbench.errors import InputError, UserError
 from kbench.io import write_json, write_text
 from kbench.metrics.standardize import standardized_scores, z_scores
-from kbench.report.runs import PRIMARY_METRIC, load_run
+from kbench.report.runs import load_run, primary_metrics
 
 
 def task_name(run) -> str:
@@ -78,7 +78,7 @@ def standardize_runs(run_dirs: list[Path], out_dir: Path) -> dict:
     result = {
         "method": "KoLA: z per task with population std (0 when the std is 0), "
         "then min-max over all z into [0, 100] (50 when all z are equal)",
-        "metric_per_task": {**PRIMARY_METRIC, "other tasks": "the first headline metric"},
+        "metric_per_task": {**primary_metrics(), "other tasks": "the first headline metric"},
         "models": models,
         "tasks": tasks,
         "raw": raw,

@@ -51,13 +51,19 @@ def test_extraction(tiny_causal_dir, tmp_path):
     results = check_run(out, "extraction", 4)
     assert results["metrics"]["stop"] == ["\n"] and results["settings"]["stop"] == ["\n"]
     assert "maple_accuracy" in done.stdout and "95% CI" in done.stdout
+    assert "extraction (run): 0/4 items" in done.stderr and "4/4 items in" in done.stderr  # progress, not a terminal
+    log = (out / "log.txt").read_text()
+    assert "evaluate extraction: model" in log and "1 units, 4 items; 0 units journalled before" in log and "wrote" in log
     rerun_computes_nothing(args, out)
+    assert "1 units journalled before, 0 to compute" in (out / "log.txt").read_text()  # the rerun appends
     bad = run_kbench("evaluate", "extraction", "--dataset", str(dataset), "--model", str(tiny_causal_dir),
                      "--split", "nope", "--out", str(tmp_path / "bad"))
     assert bad.returncode == 2 and "no split 'nope'" in bad.stderr and "Traceback" not in bad.stderr
     bad = run_kbench("evaluate", "extraction", "--dataset", str(dataset), "--model", str(tiny_causal_dir),
                      "--protocol", "lamma", "--out", str(tmp_path / "bad"))
     assert bad.returncode == 2 and "--protocol" in bad.stderr and "Traceback" not in bad.stderr
+    bad = run_kbench("--log-level", "LOUD", "evaluate", "extraction", "--dataset", str(dataset), "--model", "x")
+    assert bad.returncode == 2 and "--log-level LOUD" in bad.stderr and "Traceback" not in bad.stderr
 
 
 @pytest.fixture(scope="module")

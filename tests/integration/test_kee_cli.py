@@ -191,7 +191,7 @@ def test_rerun_resumes_without_recomputing(finished_run):
 def test_unknown_technique_is_a_user_error(tmp_path):
     result = run_kbench("evaluate", "kee", "--dataset", str(tmp_path), "--model", "x", "--techniques", "baseline,cot")
     assert result.returncode == 2
-    assert "unknown technique(s) cot; known techniques: baseline" in result.stderr, result.stderr
+    assert "--techniques: unknown technique(s) cot; known techniques: activation_decoding, baseline" in result.stderr, result.stderr
     assert "Traceback" not in result.stderr
 
 

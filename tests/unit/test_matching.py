@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from kbench.metrics.matching import exact_match, maple_correct, normalize_for_matching, precision_at_1
+from kbench.metrics.matching import distinct_fact_hits, exact_match, maple_correct, normalize_for_matching
+from kbench.metrics.uncertainty import macro_mean
 
 
 def test_normalisation_drops_special_characters_and_whitespace():
@@ -36,14 +37,15 @@ def test_case_sensitive_option():
     assert exact_match("PARIS", ["Paris"], case_sensitive=True) is False
 
 
-def test_precision_at_1_per_relation_then_macro():
+def test_lama_p_at_1_per_relation_then_macro():
     rows = [
         ("P19", "A", "Ulm", True), ("P19", "B", "Rome", False), ("P19", "C", "Oslo", True),
         ("P19", "A", "Ulm", False),   # duplicate fact: its first row (True) counts
         ("P36", "X", "Paris", False),
     ]
-    result = precision_at_1(rows)
-    assert result["per_relation"] == {"P19": pytest.approx(2 / 3), "P36": 0.0}
-    assert result["facts"] == {"P19": 3, "P36": 1}
-    assert result["macro"] == pytest.approx((2 / 3 + 0.0) / 2)   # not the micro mean 2/4
-    assert precision_at_1([])["macro"] == 0.0
+    hits = distinct_fact_hits(rows)
+    assert hits == {"P19": [1.0, 0.0, 1.0], "P36": [0.0]}
+    estimate = macro_mean(hits)   # what `evaluate extraction --protocol lama` reports as lama_p_at_1
+    assert estimate["value"] == pytest.approx((2 / 3 + 0.0) / 2)   # not the micro mean 2/4
+    assert estimate["n"] == 4
+    assert macro_mean({})["value"] is None

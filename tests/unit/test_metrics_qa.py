@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from kbench.errors import UserError
-from kbench.metrics.qa import aggregate, card_em, card_f1, normalize_answer, official_em, official_f1
+from kbench.metrics.qa import card_em, card_f1, get_scorer, normalize_answer, official_em, official_f1
 
 
 def test_normalisation_order_and_articles():
@@ -50,11 +50,7 @@ def test_card_variant():
     assert card_f1("The Beatles.", "beatles") == 0.0  # no punctuation stripping in the card's recipe
 
 
-def test_aggregate_times_100():
-    out = aggregate(["The Beatles", "Paris", "Barack Obama"], ["beatles", "London", "Obama"])
-    assert out["n"] == 3
-    assert out["em"] == pytest.approx(100 / 3)
-    assert out["f1"] == pytest.approx(100 * (1 + 0 + 2 / 3) / 3)
-    assert aggregate([], [])["em"] is None
-    with pytest.raises(UserError):
-        aggregate(["a"], ["b"], metric="nope")
+def test_scorers_by_name():
+    assert get_scorer("official") == (official_em, official_f1) and get_scorer("card") == (card_em, card_f1)
+    with pytest.raises(UserError, match="unknown QA metric 'nope'; known: card, official"):
+        get_scorer("nope")

@@ -11,7 +11,7 @@ from kbench.metrics.uncertainty import binomial_two_sided, mcnemar, proportion
 from kbench.report.build import build_report
 from kbench.report.compare import compare_runs, correctness
 from kbench.report.items import read_items
-from kbench.report.runs import load_runs
+from kbench.report.runs import load_run, load_runs
 from tests.report_runs import extraction_run, lama_items, predict
 
 GOLDEN = Path(__file__).resolve().parents[1] / "fixtures" / "results_v1"
@@ -58,7 +58,9 @@ def test_kee_runs_are_compared_technique_by_technique(tmp_path):
 
 def test_qa_rows_are_paired_on_the_em_that_counts():
     rows = read_items(GOLDEN / "qa")
-    outcome = correctness(rows)[""]
+    columns = load_run(GOLDEN / "qa").outcome_columns  # as the QA task declares them
+    assert columns == ("em", "em_updated")
+    outcome = correctness(rows, columns)[""]
     assert len(outcome) == len(rows) == 5
     edited = next(r for r in rows if r["category"] == "edited")
     assert outcome[edited["id"]] == bool(edited["em_updated"])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 
 import polars as pl
 
@@ -73,3 +74,12 @@ def test_corpus_count_frequency_source(tmp_path):
     assert [p.name for p in source.input_files()] == ["docs.jsonl"]
     table = pl.LazyFrame({"object": ["France", "Paris", "Mars", None]})
     assert source.frequency(table).collect()["frequency"].to_list() == [1.0, 3.0, 0.0, None]
+
+
+def test_counting_shows_progress_with_an_eta_in_the_log(tmp_path, caplog, monkeypatch):
+    """Not on a terminal, a long stage's progress goes to the log: start, end (and every 10 s between)."""
+    monkeypatch.setattr(logging.getLogger("kbench"), "propagate", True)  # the CLI's configure() turns it off
+    with caplog.at_level(logging.INFO, logger="kbench.progress"):
+        _run(tmp_path)
+    lines = [r.getMessage() for r in caplog.records if r.name == "kbench.progress"]
+    assert lines[0] == "corpus counts: 0/7 names" and lines[-1].startswith("corpus counts: 7/7 names in ")

@@ -13,7 +13,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-EXECUTORS = ("local", "ray")
+from kbench.registry import Registry
+
+#: name -> executor class, constructed as cls(address=..., workers=..., shard_rows=...); each
+#: module of this package registers its own at the definition.
+EXECUTORS: Registry[type] = Registry("executor", package=__name__)
 
 
 @dataclass
@@ -44,16 +48,4 @@ class Executor(Protocol):
 def make_executor(
     name: str, *, ray_address: str | None = None, workers: int | None = None, shard_rows: int | None = None
 ) -> Executor:
-    from kbench.errors import UserError
-
-    if name == "local":
-        if ray_address or workers or shard_rows:
-            raise UserError("--ray-address, --workers and --shard-rows need --executor ray")
-        from kbench.construct.executors.local import LocalExecutor
-
-        return LocalExecutor()
-    if name == "ray":
-        from kbench.construct.executors.ray import RayExecutor
-
-        return RayExecutor(address=ray_address, workers=workers, shard_rows=shard_rows)
-    raise UserError(f"unknown executor {name!r}; choose one of: {', '.join(EXECUTORS)}")
+    return EXECUTORS.get(name)(address=ray_address, workers=workers, shard_rows=shard_rows)

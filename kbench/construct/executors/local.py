@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 from kbench.construct.chunks import parquet_chunks, run_chunked
-from kbench.construct.executors import RowWiseJob
+from kbench.construct.executors import EXECUTORS, RowWiseJob
+from kbench.errors import UserError
 
 
+@EXECUTORS.register("local")
 class LocalExecutor:
     name = "local"
+
+    def __init__(self, address: str | None = None, workers: int | None = None, shard_rows: int | None = None):
+        if address or workers or shard_rows:
+            raise UserError("--ray-address, --workers and --shard-rows need --executor ray")
 
     def run_row_wise(self, job: RowWiseJob) -> bool:
         import polars as pl

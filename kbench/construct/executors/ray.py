@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kbench.construct.chunks import ChunkWriter, count_rows, parquet_chunks, run_chunked
-from kbench.construct.executors import RowWiseJob
+from kbench.construct.executors import EXECUTORS, RowWiseJob
 from kbench.errors import UserError, require
 from kbench.io import write_json
 
@@ -107,6 +107,7 @@ class _ShardActor:
         return _on_this_node(run_shard(self.stage, stage_id, key, input_path, shard, chunk_rows))
 
 
+@EXECUTORS.register("ray")
 class RayExecutor:
     name = "ray"
 

@@ -21,7 +21,7 @@ seen: evidence sentences, counts in a table, pageviews, corpus hits). Contract:
         def run_options(self) -> dict: ...                # e.g. the SPARQL endpoint it asks
 
 A further source is one module in this package (its outside-system client, if any, in
-`kbench/sources/`), registered at its definition and listed in `FREQUENCY_SOURCES`' modules, so
+`kbench/sources/`), registered at its definition (the registry imports every module of this package), so
 recipes can name the source and its options are validated when the recipe is loaded.
 """
 
@@ -39,9 +39,7 @@ if TYPE_CHECKING:
 
     from kbench.construct.context import StageContext
 
-FREQUENCY_SOURCES: Registry[type[FrequencySource]] = Registry(
-    "frequency source", modules=tuple(f"kbench.construct.frequency.{m}" for m in ("evidence", "pageviews", "mentions", "corpus"))
-)
+FREQUENCY_SOURCES: Registry[type[FrequencySource]] = Registry("frequency source", package=__name__)
 
 
 #: The optional column in which a source names why a row must be dropped (see the contract above).

@@ -72,7 +72,8 @@ class Pageviews(FrequencySource):
 
     def frequency(self, table):
         import polars as pl
-        from rich.progress import Progress
+
+        from kbench.progress import progress
 
         o = self.options
         label_column, id_column = o.title_column or o.entity, f"{o.entity}_id"
@@ -106,11 +107,10 @@ class Pageviews(FrequencySource):
             max_attempts=o.max_attempts,
         )
         views: dict[str, int | None] = {}
-        with Progress(transient=True) as progress:
-            task = progress.add_task("pageviews", total=len(set(titles.values())))
+        with progress("pageviews", total=len(set(titles.values())), unit="titles") as advance:
             for title in sorted(set(titles.values())):
                 views[title] = client.total_views(title)
-                progress.advance(task)
+                advance(1)
         missing = sorted(k for k, t in titles.items() if views[t] is None)
         self._details = {
             "entities": len(titles),

@@ -29,6 +29,7 @@ from kbench.construct.context import StageContext
 from kbench.construct.stage import StageParams
 from kbench.errors import UserError
 from kbench.io import stable_hash
+from kbench.progress import progress  # noqa: F401  (the SPARQL stages' progress over ids looked up, with an ETA)
 from kbench.sources.wikidata import DEFAULT_BATCH_SIZE, WikidataClient
 from kbench.sources.wikidata_store import IMPORT_RECORD
 
@@ -213,22 +214,3 @@ def matches(column: str, pattern: str):
     import polars as pl
 
     return pl.col(column).cast(pl.Utf8).str.contains(f"^{pattern}$").fill_null(False)
-
-
-class progress:
-    """A rich progress bar over ids looked up (on stderr; silent when stderr is not a terminal)."""
-
-    def __init__(self, description: str, total: int):
-        from rich.console import Console
-        from rich.progress import Progress
-
-        console = Console(stderr=True)
-        self._progress = Progress(console=console, transient=True, disable=not console.is_terminal)
-        self._task = self._progress.add_task(description, total=total)
-
-    def __enter__(self):
-        self._progress.start()
-        return lambda n: self._progress.advance(self._task, n)
-
-    def __exit__(self, *exc_info):
-        self._progress.stop()

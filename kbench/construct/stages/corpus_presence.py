@@ -44,8 +44,8 @@ class CorpusPresence(Stage):
 
     def run(self, table) -> StageOutput:
         import polars as pl
-        from rich.progress import Progress
 
+        from kbench.progress import progress
         from kbench.sources.corpus_index import CorpusIndex, build_index
 
         p = self.params
@@ -53,13 +53,12 @@ class CorpusPresence(Stage):
         names = table.select("subject", "object").collect()
         distinct = sorted({n for n in names["subject"].to_list() + names["object"].to_list() if n})
         counts, docs, truncated = {}, {}, {}
-        with Progress(transient=True) as progress:
-            task = progress.add_task("corpus counts", total=len(distinct))
+        with progress("corpus counts", total=len(distinct), unit="names") as advance:
             for name in distinct:
                 counts[name] = index.count(name)
                 if p.mode == "same_document" and counts[name]:
                     docs[name], truncated[name] = index.documents_containing(name, p.max_occurrences)
-                progress.advance(task)
+                advance(1)
 
         count_of = pl.DataFrame(
             {"__name": list(counts), "__count": list(counts.values())}, schema={"__name": pl.String, "__count": pl.Int64}

@@ -146,9 +146,9 @@ class ExtractRebel(Stage):
 
     def run(self, table) -> StageOutput:
         import polars as pl
-        from rich.progress import Progress
 
         from kbench.construct.triplets import triplet_schema
+        from kbench.progress import progress
         from kbench.sources.rebel import sentence_spans, sentence_splitter
 
         p = self.params
@@ -157,8 +157,7 @@ class ExtractRebel(Stage):
         identity = self._model_identity()
         generation = {k: v for k, v in p.model_dump().items() if k not in ("model", "revision", "device", "docs_per_part")}
         frames = []
-        with Progress(transient=True) as progress:
-            task = progress.add_task("REBEL extraction (documents)", total=len(docs))
+        with progress("REBEL extraction", total=len(docs), unit="documents") as advance:
             for first in range(0, len(docs), p.docs_per_part):
                 part = docs[first : first + p.docs_per_part]
                 key = stable_hash(
@@ -179,7 +178,7 @@ class ExtractRebel(Stage):
                             rows.extend(triplet_rows(d, i, span, generated))
                     write_parquet(cached, pl.DataFrame(rows, schema=triplet_schema()))
                 frames.append(pl.read_parquet(cached))
-                progress.advance(task, len(part))
+                advance(len(part))
         frame = pl.concat(frames) if frames else pl.DataFrame(schema=triplet_schema())
         # a document's rows are consecutive: rle_id numbers the documents, so chunking cannot matter
         first_seen = pl.struct(pl.col("doc_id").rle_id(), "triplet_id").is_first_distinct()

@@ -14,7 +14,7 @@ Units (`unit`):
     entities, and every fact gets its entity's bin. Its `frequency` column is then the entity's.
     A row whose own frequency is unknown stays unknown (it is not given its entity's bin).
 
-Cuts (REFERENCE.md, MAPLE): the n ranked units, highest frequency first, are cut at
+Cuts (MAPLE's frequency bins): the n ranked units, highest frequency first, are cut at
 c_k = floor(n * cum_k / 100) (exact arithmetic) for `percentages` = [head, buffer, torso,
 buffer, tail] (default 10/20/40/20/10): the unit at position i (0-based) falls in the first
 segment k with i < c_k. Example, n = 25: cuts 2, 7, 17, 22, 25 -> 2 head, 5 buffer, 10 torso,

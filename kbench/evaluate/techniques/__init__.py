@@ -14,8 +14,7 @@ from typing import Any
 from kbench.errors import UserError
 from kbench.registry import Registry
 
-_MODULES = ("baseline", "temperature", "recite", "genread", "caa", "iti", "decore", "activation_decoding")
-TECHNIQUES: Registry[tuple[type, dict[str, Any]]] = Registry("technique", modules=(f"{__name__}.{m}" for m in _MODULES))
+TECHNIQUES: Registry[tuple[type, dict[str, Any]]] = Registry("technique", package=__name__)
 
 
 def register_technique(name: str, **params: Any) -> Callable[[type], type]:
@@ -27,9 +26,8 @@ def register_technique(name: str, **params: Any) -> Callable[[type], type]:
 
 
 def known_techniques() -> list[str]:
-    """Registered names in the order of `_MODULES`, whichever module was imported first."""
-    entries = TECHNIQUES.items()
-    return sorted(entries, key=lambda name: _MODULES.index(entries[name][0].__module__.rsplit(".", 1)[1]))
+    """Registered names, sorted."""
+    return TECHNIQUES.names()
 
 
 def get_technique(name: str, **overrides: Any):
@@ -37,8 +35,6 @@ def get_technique(name: str, **overrides: Any):
     Unknown or invalid parameters are a UserError naming the technique and the parameter."""
     from pydantic import ValidationError
 
-    if name not in TECHNIQUES:  # listed in module order, not in the order tests happened to import them
-        raise UserError(f"unknown technique {name!r}; known: {', '.join(known_techniques())}")
     cls, params = TECHNIQUES.get(name)
     try:
         instance = cls(**{**params, **overrides})

@@ -30,21 +30,33 @@ from kbench.models.training.softprompt import SoftPromptConfig
 
 
 class XtevalSettings(TaskSettings):
-    extraction: Literal["discrete", "soft"] = "soft"  # the paper: soft prompts (OptiPrompt)
-    top1: Literal["first-token", "full-answer"] = "first-token"  # causal LMs: which gold tokens must be the argmax
-    setting: Literal["iid", "ood", "both"] = "iid"  # iid: random 60/40; ood: relation-disjoint 60/40
-    extraction_seeds: int = Field(3, ge=1)
-    split_seeds: int = Field(3, ge=1)
-    finetune_seeds: int = Field(3, ge=1)
-    train_fraction: float = Field(0.6, gt=0, lt=1)
-    distractors_per_type: int = Field(50, ge=1)
-    probe_batch_size: int = Field(32, ge=1)
+    extraction: Literal["discrete", "soft"] = Field(
+        "soft", description="soft: OptiPrompt vectors (the paper's); discrete: the dataset's cloze prompts."
+    )
+    top1: Literal["first-token", "full-answer"] = Field(
+        "first-token", description="Known = top-1: the first gold token, or every one, is the argmax (masked LMs: the mask)."
+    )
+    setting: Literal["iid", "ood", "both"] = Field("iid", description="iid: random 60/40 of D; ood: relation-disjoint 60/40.")
+    extraction_seeds: int = Field(3, ge=1, description="Extraction seeds (paper: 3).")
+    split_seeds: int = Field(3, ge=1, description="Train/test split seeds (paper: 3).")
+    finetune_seeds: int = Field(3, ge=1, description="Fine-tuning seeds (paper: 3).")
+    train_fraction: float = Field(0.6, gt=0, lt=1, description="Share of D^theta the retriever trains on (paper: 0.6).")
+    distractors_per_type: int = Field(50, ge=1, description="Test distractors per document type (paper: 50).")
+    probe_batch_size: int = Field(32, ge=1, description="Facts per extraction forward pass (memory bound only).")
     finetune: FinetuneConfig = FinetuneConfig()
     softprompt: SoftPromptConfig = SoftPromptConfig()
-    known_facts: str | None = None  # D^theta from a file (parquet/jsonl: id[, correct]) instead of extraction
-    prompt_train_dir: str | None = None  # soft-prompt data: <relation>/train.jsonl, dev.jsonl
-    templates_dir: str | None = None  # a LAMA folder adding document templates (relations.jsonl, prompt_variants/)
-    template_variants: tuple[str, ...] = ("LPAQA",)  # paraphrase files to add; ("all",): every one
+    known_facts: str | None = Field(
+        None, description="D^theta from an extraction run (parquet/jsonl: id[, correct]) instead of step 1."
+    )
+    prompt_train_dir: str | None = Field(
+        None, description="Soft-prompt data: <relation>/train.jsonl and dev.jsonl; default: the dataset's train/dev splits."
+    )
+    templates_dir: str | None = Field(
+        None, description="A LAMA folder (relations.jsonl, prompt_variants/) adding document templates."
+    )
+    template_variants: tuple[str, ...] = Field(
+        ("LPAQA",), description="With --templates-dir: paraphrase files prompt_variants/<NAME>_relations.jsonl to add, or all."
+    )
 
     @property
     def settings(self) -> list[str]:

@@ -60,6 +60,7 @@ class XtevalPlan:
 class Xteval(Task):
     name = "xteval"
     Settings = XtevalSettings
+    primary_metric = ("usable_knowledge",)
     metrics_schema = "results.xteval.v2.json"
     collective = True
 
