@@ -8,7 +8,9 @@ stages, frequency sources, QA scorers, packaged models and evaluate commands.
 
 Register at the definition site; the registry finds the definitions itself: on the first lookup
 it imports every module of `package` (and of its subpackages; names starting with "_" are
-skipped), so a new plug-in is one new module and no list is kept by hand. A duplicate name is a
+skipped), so a new plug-in is one new module and no list is kept by hand. `get(name)` first tries
+the module named like the plug-in (`kbench.evaluate.extraction`), so one lookup does not import
+every plug-in's dependencies; the whole package is imported when that module does not have it. A duplicate name is a
 programming error (`ValueError`, both definitions named); an unknown name is a `UserError` that
 lists the known ones, never a silent skip. Names are listed sorted, whatever order the modules
 happened to be imported in.
@@ -51,6 +53,14 @@ class Registry(Generic[T]):
             self._loaded = True  # first: a module that looks a name up while being imported must not recurse
             import_package(self._package)
 
+    def _load_module_named(self, name: str) -> None:
+        if name.isidentifier():
+            try:
+                importlib.import_module(f"{self._package}.{name}")
+            except ModuleNotFoundError as exc:
+                if exc.name != f"{self._package}.{name}":
+                    raise
+
     def names(self) -> list[str]:
         self._load()
         return sorted(self._entries)
@@ -64,7 +74,10 @@ class Registry(Generic[T]):
         return name in self._entries
 
     def get(self, name: str) -> T:
-        self._load()
+        if name not in self._entries and not self._loaded:
+            self._load_module_named(name)  # the usual home first: `evaluate extraction` need not import torch
+        if name not in self._entries:
+            self._load()
         if name not in self._entries:
             raise UserError(f"unknown {self.kind} {name!r}; known: {', '.join(self.names()) or '(none)'}")
         return self._entries[name]

@@ -1,4 +1,4 @@
-"""The acquisition-utilization gaps of XTEVAL (docs/definitions.md#gaps), as pure functions.
+"""The acquisition-utilization gaps of XTEVAL (docs/definitions.md, "Acquisition-utilization gaps"), as pure functions.
 
     acc_D      the share of the diagnostic facts the model predicts at top-1 (|D^theta| / |D|)
     gap1       = 1 - acc_D                          knowledge the model never acquired

@@ -1,6 +1,6 @@
 """MAPLE knowledge-elicitation (KEE) metrics as pure functions over per-item tables.
 
-Definitions follow the MAPLE paper (Section 3.2; docs/definitions.md#kee):
+Definitions follow the MAPLE paper (Section 3.2; docs/definitions.md, "KEE metrics"):
 
 - accuracy = |S| / N.
 - Gain = |F_base ∩ S_kee| / |F_base|; Loss = |S_base ∩ F_kee| / |S_base|.

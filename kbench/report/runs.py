@@ -29,9 +29,13 @@ BIN_ORDER = ("head", "torso", "tail", "unbinned")
 
 def task_class(task: str):
     """The evaluation task a run names (None for a task this kbench does not know)."""
+    from kbench.errors import UserError
     from kbench.evaluate.task import TASKS
 
-    return TASKS.get(task) if task in TASKS else None
+    try:
+        return TASKS.get(task)
+    except UserError:
+        return None
 
 
 def primary_metrics() -> dict[str, tuple[str, ...]]:

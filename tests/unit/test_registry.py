@@ -61,3 +61,11 @@ def test_every_kind_is_discovered_from_its_package():
     assert EXECUTORS.names() == ["local", "ray"]
     assert "pageviews" in FREQUENCY_SOURCES.names() and "extract_rebel" in STAGES.names()
     assert TASKS.names() == EVALUATE_COMMANDS.names() and "caa" in TECHNIQUES.names() and BACKENDS.names() == ["hf"]
+
+
+def test_a_lookup_imports_the_module_named_like_the_plug_in_first(plugins):
+    import plugs
+
+    assert plugs.REG.get("zeta").__name__ == "Zeta"
+    assert "plugs.zeta" in sys.modules and "plugs.more.alpha" not in sys.modules  # the rest stays unimported
+    assert plugs.REG.get("alpha").__name__ == "Alpha"  # no module `plugs.alpha`: the whole package is walked

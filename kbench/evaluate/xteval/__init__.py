@@ -1,4 +1,4 @@
-"""XTEVAL: the acquisition-utilization gap (docs/definitions.md#gaps).
+"""XTEVAL: the acquisition-utilization gap (docs/definitions.md, "Acquisition-utilization gaps").
 
     extraction.py    step 1: D^theta with soft prompts (default), discrete prompts or a known-facts file
     softprompt.py    the soft prompts' training pairs (AutoPrompt folders)

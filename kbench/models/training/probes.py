@@ -2,7 +2,7 @@
 
 A `Probe` is one fact laid out as token ids plus the positions whose prediction must be the
 gold tokens. A fact counts as predicted at top-1 when the model's argmax is the gold token at
-every position read (docs/definitions.md#gaps: "the facts whose tail the model predicts at top-1"):
+every position read (docs/definitions.md, "Acquisition-utilization gaps": "the facts whose tail the model predicts at top-1"):
 - causal LMs, criterion "first-token" (the default): the gold's first token is the argmax at
   the slot after the prompt, i.e. its first-token rank is 1 (ties go to the lower token id);
 - causal LMs, criterion "full-answer": every gold token is the argmax given the tokens before
