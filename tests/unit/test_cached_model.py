@@ -51,6 +51,7 @@ class CountingBackend:
 
     name, identity, kind, dtype, tokenizer, code = "toy", "sha256:toy", "causal", "float32", None, "toy-code-1"
     backend = "toy"
+    device = "cpu"
     capabilities = frozenset({Capability.GENERATE, Capability.LOGLIKELIHOOD, Capability.RANK_EXACT})
 
     def __init__(self):

@@ -24,6 +24,7 @@ class EchoBackend:
 
     name, identity, kind, dtype, tokenizer, code = "echo", "sha256:echo", "causal", "float32", None, "echo-1"
     backend = "echo"
+    device = "cpu"
     capabilities = frozenset({Capability.GENERATE})
 
     def __init__(self):

@@ -31,6 +31,7 @@ class GenerationOnly:
     dtype = "float32"
     code = "standin-v1"
     backend = "standin"
+    device = "cpu"
     capabilities = frozenset({Capability.GENERATE})
 
     def __init__(self, tokenizer):
