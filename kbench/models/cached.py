@@ -78,6 +78,10 @@ class CachedModel:
         return self.inner.backend
 
     @property
+    def device(self) -> str:
+        return str(self.inner.device)
+
+    @property
     def capabilities(self) -> frozenset[Capability]:
         return frozenset(self.inner.capabilities)
 

@@ -148,6 +148,7 @@ class LanguageModel(Protocol):
     tokenizer: Any  # a transformers tokenizer (prompt building needs chat templates and vocabularies)
     code: str  # a hash of the source that computes outputs: changed code never reuses cached ones
     backend: str  # the BACKENDS name that opened it ("hf", ...)
+    device: Any  # where outputs are computed ("cpu", "cuda:0", a torch.device; a served model: its server)
     capabilities: frozenset[Capability]  # what this model can do (a served model: what its server's probe found)
 
     def describe(self) -> dict:
