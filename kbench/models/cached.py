@@ -78,12 +78,12 @@ class CachedModel:
         return self.inner.backend
 
     @property
-    def capabilities(self) -> frozenset[Capability]:
-        return frozenset(self.inner.capabilities)
-
-    @property
     def device(self) -> str:
         return str(self.inner.device)
+
+    @property
+    def capabilities(self) -> frozenset[Capability]:
+        return frozenset(self.inner.capabilities)
 
     def describe(self) -> dict:
         return self.inner.describe()

@@ -50,8 +50,7 @@ class CountingBackend:
     receives is recorded. The wrapper must cache it exactly as it caches the HF runner."""
 
     name, identity, kind, dtype, tokenizer, code = "toy", "sha256:toy", "causal", "float32", None, "toy-code-1"
-    backend = "toy"
-    device = "cpu"
+    backend, device = "toy", "cpu"
     capabilities = frozenset({Capability.GENERATE, Capability.LOGLIKELIHOOD, Capability.RANK_EXACT})
 
     def __init__(self):

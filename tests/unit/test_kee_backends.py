@@ -23,8 +23,7 @@ class EchoBackend:
     """Generates only: the answer is the capital it finds in the prompt's question, else "Ulm"."""
 
     name, identity, kind, dtype, tokenizer, code = "echo", "sha256:echo", "causal", "float32", None, "echo-1"
-    backend = "echo"
-    device = "cpu"
+    backend, device = "echo", "cpu"
     capabilities = frozenset({Capability.GENERATE})
 
     def __init__(self):
