@@ -106,6 +106,10 @@ def test_extraction_on_a_generation_only_backend_marks_rank_metrics_undefined(st
         assert slice_["first_token_p1"]["undefined"]
     items = pl.read_parquet(tmp_path / "run" / "items.parquet")
     assert items["gold_rank"].null_count() == items.height == 4 and items["correct"].to_list() == [True, False, True, True]
+    from kbench.report.build import build_report
+
+    build_report([tmp_path / "run"], tmp_path / "report")  # the report shows the reason too
+    assert f"undefined ({UNDEFINED['none']})" in (tmp_path / "report" / "index.html").read_text()
 
 
 @pytest.mark.parametrize("protocol", ["maple", "lama"])
