@@ -3,6 +3,12 @@
     results = evaluate(Extraction(), ctx, progress=bar.advance)
 
 What it owns (a task never does):
+- Capabilities first: the task's `needs(settings)` are checked against the model (and every extra
+  model) before the plan loads an item: a lacking model is a `UserError` naming the task or
+  technique, the capability and the backends that have it. The `model` block of results.json
+  records the backend and its capabilities.
+- The plan's state: `Plan.state` goes to every `score`, `restore` (which returns the state the next
+  units see) and `aggregate` / `finish` call; tasks keep nothing on `self`.
 - The run directory: `config.json` (everything the rows depend on: task, model identity, dataset
   sha256, settings); reopening a folder with a different config is a `UserError` naming the keys
   that differ, so two runs never mix their rows. An exclusive lock on `.lock` keeps a second

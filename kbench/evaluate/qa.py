@@ -154,8 +154,6 @@ class KnowledgeUpdateQA(Task):
 
     def plan(self, ctx: RunContext) -> Plan:
         s: QASettings = ctx.settings
-        if ctx.model.kind != "causal":
-            raise UserError("kbench evaluate qa generates answers and needs a causal LM")
         everything, files = read_items(ctx.dataset, s.config, s.split)
         items = seeded_sample(everything, s.limit, s.seed)
         examples = [r for r in everything if r["category"] == "unchanged"] if s.fewshot else []

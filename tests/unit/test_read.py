@@ -30,10 +30,14 @@ def _settings(model, text, out, **kw):
     return ReadSettings(model=str(model), text=str(text), out=str(out), **{"seq_len": 16, "batch_size": 2, "lr": 1e-3, **kw})
 
 
-def test_read_trains_and_saves_a_loadable_checkpoint(tiny_causal_dir, text_file, tmp_path):
+def test_read_trains_and_saves_a_loadable_checkpoint(tiny_causal_dir, text_file, tmp_path, caplog):
     out = tmp_path / "ckpt"
-    record = read_text(_settings(tiny_causal_dir, text_file, out, max_steps=3))
+    with caplog.at_level("INFO"):
+        record = read_text(_settings(tiny_causal_dir, text_file, out, max_steps=3))
     assert record["steps"] == 3 and len(record["epoch_losses"]) == 1
+    logged = [r.getMessage() for r in caplog.records]  # progress (kbench.progress) and the epoch's milestone
+    assert "reading paragraphs.jsonl: 0/3 steps" in logged and any(m.startswith("reading paragraphs.jsonl: 3/3 steps in") for m in logged)
+    assert any(m.startswith("epoch 1: mean loss") and "(step 3 of 3)" in m for m in logged)
     assert (out / "read.json").is_file() and (out / "model.safetensors").is_file()
     assert not list(out.rglob("*.bin")) and not list(out.rglob("*.pt"))  # no pickle anywhere
     before, after = load_model(str(tiny_causal_dir)), load_model(str(out))

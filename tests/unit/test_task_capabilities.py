@@ -59,6 +59,22 @@ class GenerationOnly:
     generate_and_rank = score_answers = sample = rank_first_token
 
 
+class TopKRanks(GenerationOnly):
+    """A server that also returns its top k first tokens: a gold's rank is known only within them."""
+
+    capabilities = frozenset({Capability.GENERATE, Capability.RANK_TOP_K})
+    RANKS = {"France": (1, -0.1), "Germany": (None, None), "Dante": (3, -2.0), "Toyota": (1, -0.5)}  # None: beyond k
+
+    def rank_first_token(self, prompts, golds, *, candidate_ids=None, intervention=None):
+        assert candidate_ids is None  # a top-k backend refuses candidates; the task never asks
+        self.calls.append("rank_first_token")
+        return [next(rank for subject, rank in self.RANKS.items() if subject in p) for p in prompts]
+
+    def generate_and_rank(self, prompts, golds, max_new_tokens=32, stop=None, *, candidate_ids=None, intervention=None):
+        texts = self.generate(prompts, max_new_tokens, stop)
+        return [(text, *rank) for text, rank in zip(texts, self.rank_first_token(prompts, golds))]
+
+
 @pytest.fixture
 def standin(tiny_causal_dir):  # noqa: F811
     from transformers import AutoTokenizer
@@ -91,6 +107,28 @@ def test_extraction_on_a_generation_only_backend_marks_rank_metrics_undefined(st
         assert slice_["first_token_p1"]["undefined"]
     items = pl.read_parquet(tmp_path / "run" / "items.parquet")
     assert items["gold_rank"].null_count() == items.height == 4 and items["correct"].to_list() == [True, False, True, True]
+    from kbench.report.build import build_report
+
+    build_report([tmp_path / "run"], tmp_path / "report")  # the report shows the reason too
+    assert f"undefined ({UNDEFINED['none']})" in (tmp_path / "report" / "index.html").read_text()
+
+
+@pytest.mark.parametrize("protocol", ["maple", "lama"])
+def test_top_k_ranks_keep_p_at_1_exact_and_leave_the_log_prob_undefined(standin, dataset, tmp_path, protocol):
+    model = TopKRanks(standin.tokenizer)
+    results = evaluate_task("extraction", model, dataset, tmp_path / "run", {"stop": ["\n"], "protocol": protocol})
+    validate(results, "results.v2.json")
+    validate(results["metrics"], "results.extraction.v2.json")
+    overall = results["metrics"]["overall"]
+    assert results["metrics"]["ranks"] == "top_k"
+    kept = {r["id"]: r for r in pl.read_parquet(tmp_path / "run" / "items.parquet").to_dicts()}
+    # rank 1 is always within the top k: P@1 counts the hits exactly, an unknown rank is a miss
+    hits = sum(r["gold_rank"] == 1 for r in kept.values())
+    assert overall["first_token_p1"]["value"] == hits / len(kept) and overall["first_token_p1"]["n"] == len(kept)
+    assert overall["mean_gold_logprob"]["undefined"] == UNDEFINED["top_k"]
+    if protocol == "maple":  # every fact kept; Germany's gold is beyond the server's top k
+        assert kept["q1"]["gold_rank"] is None and kept["q1"]["gold_logprob"] is None and hits == 2
+        assert overall["maple_accuracy"]["value"] == 0.75
 
 
 @pytest.mark.parametrize(("task", "settings", "capability"), [

@@ -26,13 +26,17 @@ def test_info_nce_matches_hand_computation():
 
 
 @pytest.mark.parametrize("fixture", ["tiny_causal_dir", "tiny_masked_dir"])
-def test_soft_prompt_training_lowers_loss_and_touches_only_the_vectors(fixture, request):
+def test_soft_prompt_training_lowers_loss_and_touches_only_the_vectors(fixture, request, caplog):
     loaded = load_model(str(request.getfixturevalue(fixture)))
     before = {k: v.clone() for k, v in loaded.model.state_dict().items()}
     cfg = SoftPromptConfig(lr=0.05, epochs=3, batch_size=6, warmup_ratio=0.0)
     pairs = target_pairs(loaded, PAIRS, "first-token")
     assert len(pairs) == len(PAIRS)   # every tail is one token of these tiny vocabularies
-    vectors, log = train_relation(loaded, pairs, pairs[:3], cfg, seed=0)
+    with caplog.at_level("INFO"):
+        vectors, log = train_relation(loaded, pairs, pairs[:3], cfg, seed=0, label="soft prompts P17")
+    logged = [r.getMessage() for r in caplog.records]  # progress with its totals, then the milestone
+    assert "soft prompts P17: 0/3 steps" in logged and any(m.startswith("soft prompts P17: 3/3 steps in") for m in logged)
+    assert any(m.startswith("soft prompts P17: best dev accuracy") for m in logged)
     assert vectors.shape == (6, loaded.model.config.hidden_size)
     assert log["train_loss"][-1] < log["train_loss"][0]
     after = loaded.model.state_dict()
@@ -75,14 +79,18 @@ def test_soft_probes_put_the_gold_where_it_is_read(tiny_causal_dir, tiny_masked_
 
 
 @pytest.mark.parametrize("fixture", ["tiny_causal_dir", "tiny_masked_dir"])
-def test_finetune_lowers_infonce_and_leaves_the_loaded_model_alone(fixture, request):
+def test_finetune_lowers_infonce_and_leaves_the_loaded_model_alone(fixture, request, caplog):
     loaded = load_model(str(request.getfixturevalue(fixture)))
     before = {k: v.clone() for k, v in loaded.model.state_dict().items()}
     facts = [Triple(h, "P17", t) for h, t in PAIRS] + [Triple("Marie Curie", "P19", "Warsaw"),
                                                        Triple("Albert Einstein", "P19", "Ulm")]
     gen = DocumentGenerator(facts, {"P17": ["[X] is in [Y] ."], "P19": ["[X] was born in [Y] ."]})
     cfg = FinetuneConfig(lr=1e-3, epochs=3, batch_size=4, micro_batch_size=4, validation_fraction=0.2, warmup_ratio=0.0)
-    encoder, log = finetune(loaded, facts, gen, cfg, seed=0)
+    with caplog.at_level("INFO"):
+        encoder, log = finetune(loaded, facts, gen, cfg, seed=0)
+    logged = [r.getMessage() for r in caplog.records]
+    assert "cross-encoder (seed 0): 0/6 steps" in logged and any(m.startswith("cross-encoder (seed 0): 6/6 steps in") for m in logged)
+    assert any(m.startswith("cross-encoder (seed 0): best validation accuracy") for m in logged)
     assert log["train_loss"][-1] < log["train_loss"][0]
     assert 0 <= log["best_epoch"] < 3 and 0.0 <= log["val_accuracy"] <= 1.0
     assert all(torch.equal(before[k], v) for k, v in loaded.model.state_dict().items())

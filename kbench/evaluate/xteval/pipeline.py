@@ -1,7 +1,7 @@
 """XTEVAL's settings and the pure pieces of its pipeline: facts D, the IID / OOD splits and the
 document generators. The task itself (units, journal, results) is `kbench.evaluate.xteval.task`.
 
-Extraction (`extraction.py`, `probes.py`): soft prompts (the paper's) or the dataset's discrete
+Extraction (`extraction.py`, `kbench.models.training.probes`): soft prompts (the paper's) or the dataset's discrete
 cloze prompts; either way a fact is known when its tail is predicted at top-1 (`top1`: the first
 gold token by default, or every gold token; masked LMs: the single token at the mask).
 Seeds: extraction x split x fine-tune (paper 3 x 3 x 3 = 27 runs per setting). Discrete
