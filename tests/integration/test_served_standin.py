@@ -83,6 +83,16 @@ def test_llamacpp_like_echo_is_detected_and_refused(server, tiny_causal_dir, api
     assert served.capabilities == {Capability.GENERATE}
     with pytest.raises(UserError, match="'loglikelihood'.*backends that have it: hf, openai"):
         served.score_answers(["Paris is the capital of"], [" France"])
+    with pytest.raises(UserError, match="'rank_top_k'"):
+        served.rank_first_token(["Paris is the capital of"], [" France"])
+
+
+def test_truefalse_on_a_llamacpp_like_server_exits_2_naming_the_capability(server, tiny_causal_dir, built_left, tmp_path,
+                                                                           api_key):
+    done = run_kbench("evaluate", "truefalse", "--dataset", str(built_left), "--limit", "2", "--no-cache", "--out",
+                      str(tmp_path / "run"), "--model", f"openai:{server};model=tiny-llamacpp;tokenizer={tiny_causal_dir}",
+                      env=api_key)
+    assert done.returncode == 2 and "'loglikelihood'" in done.stderr and "Traceback" not in done.stderr
 
 
 def _items(out: Path) -> pl.DataFrame:

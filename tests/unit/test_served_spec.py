@@ -60,3 +60,12 @@ def test_paths_and_retry_after():
     assert _join("http://h:8000/v1", "/tokenize") == "http://h:8000/tokenize"  # vLLM's, beside the API
     assert _join("https://h/openai/v1?api-version=2", "/v1/models") == "https://h/openai/v1/models?api-version=2"
     assert _retry_after("2") == 2.0 and _retry_after("999") == 30.0 and _retry_after("Wed, 21 Oct 2015") is None
+
+
+def test_a_model_without_tokenizer_refuses_what_needs_tokens():
+    from kbench.models.served.tokenizer import NoTokenizer
+
+    tokenizer = NoTokenizer("org/m")
+    assert not tokenizer and tokenizer.chat_template is None
+    with pytest.raises(UserError, match="'org/m' has no tokenizer .*;tokenizer=FOLDER"):
+        tokenizer(" Paris", add_special_tokens=False)

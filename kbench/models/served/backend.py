@@ -36,7 +36,7 @@ from kbench.models.served import parse
 from kbench.models.served.client import ServedClient
 from kbench.models.served.probe import capabilities, probe_server
 from kbench.models.served.spec import ServedSpec, api_key, redact_url
-from kbench.models.served.tokenizer import ServerTokenizer, local_tokenizer
+from kbench.models.served.tokenizer import NoTokenizer, ServerTokenizer, local_tokenizer
 
 MODULES = [f"kbench.models.served.{m}" for m in ("backend", "client", "parse", "probe", "spec", "tokenizer")]
 #: What `/v1/models` says that identifies the weights (not `created`: vLLM sets it to the start time).
@@ -61,8 +61,8 @@ class ServedModel:
             )
         self.server_model = {k: entry[k] for k in IDENTIFYING_FIELDS if k in entry}
         self.tokenizer, self.tokenizer_source = self._tokenizer()
-        self.encoder = PromptEncoder(self.tokenizer, "causal") if self.tokenizer is not None else None
-        self.probe = probe_server(client, self.model_id, self.tokenizer)
+        self.encoder = PromptEncoder(self.tokenizer, "causal") if self.tokenizer else None
+        self.probe = probe_server(client, self.model_id, self.tokenizer or None)
         self.capabilities = capabilities(self.probe)
         if Capability.GENERATE not in self.capabilities:
             raise UserError(f"served model {self.model_id!r}: the server answered no completion request (/v1/completions)")
@@ -77,7 +77,7 @@ class ServedModel:
         probe = self.client.try_post("/tokenize", {"model": self.model_id, "prompt": "a", "add_special_tokens": False})
         if isinstance(probe, dict) and isinstance(probe.get("tokens"), list):
             return ServerTokenizer(self.client, self.model_id), "server"
-        return None, None
+        return NoTokenizer(self.model_id), None
 
     def describe(self) -> dict:
         return {
@@ -145,16 +145,17 @@ class ServedModel:
         pairs = self.encoder.continuations(prompts, answers)
         if self.probe["prompt_logprobs"]:
             answered = self._post([self._body(c + a, prompt_logprobs=0) for c, a in pairs])
-            per = [
-                [float(entries[len(c) + i][t]["logprob"]) for i, t in enumerate(a)]
-                for (c, a), entries in zip(pairs, (self._read(parse.prompt_logprobs, x) for x in answered))
-            ]
+
+            def read(answer, c, a):
+                entries = parse.prompt_logprobs(answer)
+                return [float(entries[len(c) + i][t]["logprob"]) for i, t in enumerate(a)]
         else:
             answered = self._post([self._body(c + a, echo=True, logprobs=1) for c, a in pairs])
-            per = [
-                [float(v) for v in values[len(c) : len(c) + len(a)]]
-                for (c, a), values in zip(pairs, (self._read(parse.token_logprobs, x) for x in answered))
-            ]
+
+            def read(answer, c, a):
+                return [float(v) for v in parse.token_logprobs(answer)[len(c) : len(c) + len(a)]]
+
+        per = [self._read(read, answer, c, a) for answer, (c, a) in zip(answered, pairs)]
         return [(sum(p), p) for p in per]
 
     def rank_first_token(

@@ -6,7 +6,8 @@ as the in-process backend) and sends token ids, so the tokens scored are the tok
 in-process backend scores. `ServerTokenizer` offers the part of a transformers tokenizer that
 the encoder, the LAMA single-token filter and the templates call: `tokenizer(texts,
 add_special_tokens=...)["input_ids"]`, `decode`, `bos_token_id`, and no chat template (give a
-local folder for `--prompt chat`).
+local folder for `--prompt chat`). With neither, `NoTokenizer` stands in: whatever needs tokens
+stops with one line saying how to give a tokenizer.
 """
 
 from __future__ import annotations
@@ -54,3 +55,24 @@ class ServerTokenizer:
     def _tokenize(self, texts: list[str], add_special_tokens: bool) -> list[list[int]]:
         bodies = [{"model": self.model_id, "prompt": t, "add_special_tokens": add_special_tokens} for t in texts]
         return [[int(i) for i in answer["tokens"]] for answer in self.client.post_many("/tokenize", bodies)]
+
+
+class NoTokenizer:
+    """The tokenizer of a served model that has none: text-only prompts work, the rest is refused."""
+
+    chat_template = None
+    bos_token_id = eos_token_id = pad_token_id = mask_token = mask_token_id = None
+
+    def __init__(self, model_id: str):
+        self.model_id = model_id
+
+    def __call__(self, *_args, **_kwargs):
+        raise UserError(
+            f"served model {self.model_id!r} has no tokenizer (the server has no /tokenize): "
+            "add ;tokenizer=FOLDER to --model (a local copy of the model's tokenizer)"
+        )
+
+    decode = apply_chat_template = __call__
+
+    def __bool__(self) -> bool:
+        return False
