@@ -41,7 +41,8 @@ def xteval_rows(facts: list[dict], knows: Callable[[int], bool], answers: Callab
     return rows
 
 
-def xteval_run(root: Path, model: str, rows: list[dict], top1: str = "first-token", kind: str = "causal") -> Path:
+def xteval_run(root: Path, model: str, rows: list[dict], top1: str = "first-token", kind: str = "causal",
+               headline: dict | None = None) -> Path:
     import polars as pl
 
     extraction = [r for r in rows if r["kind"] == "extraction"]
@@ -52,7 +53,7 @@ def xteval_run(root: Path, model: str, rows: list[dict], top1: str = "first-toke
         "dataset": {"path": str(root / "no-such-dataset"), "config": "default", "split": "test", "sha256": "1" * 64},
         "settings": {"split": "test", "limit": None, "seed": 0, "top1": top1},
         "timing": {"seconds": 1.0, "items_computed": len(rows), "items_per_second": float(len(rows))},
-        "headline": {"acc_D": proportion(sum(r["correct"] for r in extraction), len(extraction))},
+        "headline": {"acc_D": proportion(sum(r["correct"] for r in extraction), len(extraction)), **(headline or {})},
         "metrics": {"n_facts": len(extraction), "extraction": {"top1": d_theta_criterion(kind, top1)}},
         "items": {"file": "items.parquet", "count": len(rows)},
     })

@@ -134,7 +134,8 @@ class Run:
         `iid_usable_knowledge` before `ood_...`), else the first headline metric."""
         cls = task_class(self.task)
         preferred = cls.primary_metric if cls else ()
-        candidates = [*preferred, *sorted(k for k in self.headline for p in preferred if k.endswith(f"_{p}"))]
+        prefixed = sorted(k for k in self.headline for p in preferred if k.endswith(f"_{p}") and "_minus_" not in k)
+        candidates = [*preferred, *prefixed]  # a difference (iid_minus_ood_...) never stands for a run
         return next((k for k in candidates if k in self.headline), next(iter(self.headline), None))
 
     @property

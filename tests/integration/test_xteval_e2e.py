@@ -9,6 +9,7 @@ import pytest
 from kbench.cli.main import main
 from kbench.evaluate.engine import validate
 from kbench.evaluate.xteval.pipeline import load_facts
+from kbench.report.build import build_report
 from tests.conftest import run_kbench
 from tests.fixtures_models import tiny_causal_dir, tiny_masked_dir  # noqa: F401
 
@@ -148,6 +149,27 @@ def test_xteval_runs_resumes_and_writes_valid_results(model_fixture, request, la
     assert kbench_in_process(*_args(lama_folder, model, out, "--setting", "both", *paraphrases)) == 0
     assert (out / "journal.jsonl").read_bytes() == before
     assert json.loads((out / "results.json").read_text())["metrics"] == metrics
+    if model_fixture == "tiny_causal_dir":
+        _report_pairs_facts_of_two_runs(lama_folder, model, out, tmp_path)
+
+
+def _report_pairs_facts_of_two_runs(lama_folder, model, out, tmp_path):
+    """A second D^theta (every other fact) gives another test split: `kbench report` pairs facts by id."""
+    every = pl.read_parquet(lama_folder / "data/default/test.parquet")["id"].to_list()
+    ids = every[::2]
+    half = tmp_path / "half.parquet"
+    pl.DataFrame({"id": ids}).write_parquet(half)
+    other = tmp_path / "other"
+    args = list(_args(lama_folder, model, other, "--setting", "iid"))
+    args[args.index("--known-facts") + 1] = str(half)
+    assert kbench_in_process(*args) == 0
+    build_report([out, other], tmp_path / "report")
+    tests = [{q["fact_id"] for q in run_row(folder, "iid/e0-s0-f0")[1]} for folder in (out, other)]
+    text = (tmp_path / "report" / "comparison.md").read_text()
+    assert f"Shared probed facts (extraction): {len(every)}." in text   # the facts not in D^theta were probed too
+    left = f"{len(tests[0]) - len(tests[0] & tests[1])} of {len(tests[0])}"
+    assert f"### downstream iid\n\nShared facts: {len(tests[0] & tests[1])}. Left out: {model.name} (run) {left}" in text
+    assert "downstream ood" not in text   # only one run has OOD
 
 
 def test_rerun_with_other_settings_is_refused_and_tiny_d_theta_is_explained(lama_folder, tiny_causal_dir, tmp_path, capsys):  # noqa: F811

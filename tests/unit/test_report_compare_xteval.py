@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kbench.metrics.uncertainty import mcnemar
+from kbench.metrics.uncertainty import mcnemar, proportion
 from kbench.report.build import build_report
 from kbench.report.compare import compare_runs
 from kbench.report.items import read_items
@@ -88,3 +88,10 @@ def test_runs_under_different_top1_criteria_get_a_note(shared_data, tmp_path):
     build_report([a, b], tmp_path / "report")
     assert "--top1 full-answer" in (tmp_path / "report" / "comparison.md").read_text()
     assert "--top1 full-answer" in (tmp_path / "report" / "index.html").read_text()
+
+
+def test_the_primary_metric_is_a_setting_figure_not_a_difference(shared_data, tmp_path):
+    rows = xteval_rows(_facts(shared_data, 60), knows=lambda i: i % 2 == 0, answers=lambda fact, sp: True, settings=("iid", "ood"))
+    figures = {name: proportion(3, 10) for name in ("iid_minus_ood_usable_knowledge", "iid_usable_knowledge", "ood_usable_knowledge")}
+    (run,) = load_runs([xteval_run(tmp_path / "a", "m", rows, headline=figures)])
+    assert run.primary == "iid_usable_knowledge"

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from kbench.errors import UserError
 from kbench.metrics.clustered import RunCounts, bootstrap_estimate, gap_replicates, paired_shares
 
 FIGURES = ("downstream_accuracy", "usable_knowledge", "gap2")
@@ -42,6 +43,8 @@ def downstream_headline(rows: list[dict], known: dict[int, tuple[int, int]], set
     """(headline Estimates, metrics block `iid_minus_ood` or {}) from the task's rows.
     `known`: extraction seed -> (known facts, probed facts)."""
     queries = {s: [r for r in rows if r["kind"] == "query" and r["setting"] == s] for s in settings}
+    if any("fact_id" not in q for qs in queries.values() for q in qs):
+        raise UserError("the run's journal was written by an older kbench (query rows without fact_id): rerun into a new --out")
     counts = {}
     for setting, qs in queries.items():
         per_run: dict[tuple, list[bool]] = defaultdict(list)
