@@ -9,10 +9,14 @@ Work units are (stage, 64 items): a stage is a technique or a partition temperat
 - `items.parquet` / `items.jsonl`: one row per (technique, item), plus one row per
   (partition temperature, item) holding the seed-A samples' correctness;
 - `results.json` (metrics schema `results.kee.v2.json`): per technique Acc, exact Acc, Gain, Loss
-  (Wilson intervals), PRS improved/tied/worsened, SGR/DGR at each temperature, and the exact
-  McNemar test against the baseline on the paired items (b, c, p), overall and per frequency bin;
-  the Kendall tau of the method ranking at each K against K = `k`; per technique its validated
-  parameters and what it fitted (`technique_details`: layers, heads, pools).
+  (Wilson intervals; `kbench.metrics.kee`, the one definition), PRS improved/tied/worsened with the
+  sign test of Improved vs Worsened, SGR/DGR at each temperature, and the exact McNemar test against
+  the baseline on the paired items (b, c, p), overall and per frequency bin; the exact McNemar test
+  of every pair of techniques (`pairwise_tests`, Holm-adjusted); head - tail and head - torso
+  (unpaired Newcombe differences, `frequency_bin_differences`); the Kendall tau of the method
+  ranking at each K against K = `k` with its bootstrap interval; per technique its validated
+  parameters, what it fitted (`technique_details`: layers, heads, pools, ITI's probe source) and
+  where it departs from MAPLE (`deviations`).
 Undefined ratios (empty denominators) have value null. Fitted vectors/probes are stored in
 `fits/`, so a rerun refits nothing.
 """

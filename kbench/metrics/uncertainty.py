@@ -202,8 +202,9 @@ def difference_unpaired(k1: int, n1: int, k2: int, n2: int) -> dict:
 def difference_paired(first: Mapping[str, bool], second: Mapping[str, bool]) -> dict:
     """An Estimate of p_first - p_second on the items both have, with Newcombe's paired interval
     (method 10): with Wilson limits (l, u) of each margin and phi the correlation of the 2x2
-    table (ad - bc reduced by n/2 when positive, as Newcombe corrects it), low = d - sqrt(dl1^2 - 2 phi dl1 du2 + du2^2), dl1 = p1 - l1, du2 = u2 - p2 (and
-    symmetrically for high). `only_first` / `only_second` count the items left out."""
+    table (ad - bc reduced by n/2 when positive, as Newcombe corrects it),
+    low = d - sqrt(dl1^2 - 2 phi dl1 du2 + du2^2), dl1 = p1 - l1, du2 = u2 - p2 (and symmetrically
+    for high). `only_first` / `only_second` count the items left out."""
     shared = sorted(set(first) & set(second))
     n = len(shared)
     extra = {"paired": True, "only_first": len(set(first) - set(second)), "only_second": len(set(second) - set(first))}
