@@ -5,7 +5,11 @@ facts of seen relations (IID). This test runs both settings in the slow test's l
 (`test_xteval_smollm2.py`: 7 relations SmolLM2 knows, 40 facts each, discrete extraction) at one
 epoch, and checks that IID - OOD of downstream accuracy and usable knowledge is computed with a
 well-formed interval, and the paired comparison on the facts in both test splits; it does not
-assert the paper's claim. It prints what SmolLM2 shows.
+assert the paper's claim. It prints what SmolLM2 shows; measured here (acc_D 0.164): downstream IID
+0.833 [0.618, 0.948] (18 test facts), OOD 0.333 [0.178, 0.504] (27), IID - OOD 0.500 [0.228, 0.694];
+usable knowledge IID - OOD 0.082 [0.036, 0.124]; on the 11 facts in both test splits b = 7, c = 0,
+p = 0.0156. The interval excludes 0: on this setting SmolLM2 uses its knowledge less under OOD, as
+the paper claims. 190 s CPU at one thread on a loaded 2-core machine.
 """
 
 import json
