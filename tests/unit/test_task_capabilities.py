@@ -172,3 +172,18 @@ def test_results_record_the_capabilities_of_an_in_process_model(tiny_causal_dir,
     assert results["model"]["capabilities"] == sorted(c.value for c in Capability)
     assert results["metrics"]["ranks"] == "exact" and results["headline"]["first_token_p1_macro"]["value"] is not None
     assert json.loads((tmp_path / "run" / "results.json").read_text())["model"] == results["model"]
+
+
+def test_a_task_keeps_its_plan_state_off_self(standin, dataset, tmp_path):
+    from kbench.evaluate.engine import evaluate
+    from kbench.evaluate.extraction import Extraction, ExtractionPlan, ExtractionSettings
+    from kbench.evaluate.task import RunContext
+
+    task = Extraction()
+    ctx = RunContext(settings=ExtractionSettings(stop=("\n",)), dataset=dataset, model=standin, run_dir=tmp_path / "run")
+    plan = task.plan(ctx)
+    assert isinstance(plan.state, ExtractionPlan) and len(plan.state.rows) == 4 and plan.state.ranks == "none"
+    first = evaluate(task, ctx)
+    again = evaluate(task, RunContext(settings=ctx.settings, dataset=dataset, model=standin, run_dir=tmp_path / "again"))
+    assert vars(task) == {}  # nothing carried between plan, score and aggregate, or between runs
+    assert first["headline"] == again["headline"]
