@@ -62,11 +62,14 @@ def test_probe_and_model_calls_agree_with_in_process(server, tiny_causal_dir, ap
     assert SECRET not in repr(served.inner) + str(block)
 
 
-def test_top_k_ranks_without_prompt_logprobs(server, tiny_causal_dir, api_key):
+def test_echo_scores_and_top_k_ranks_without_prompt_logprobs(server, tiny_causal_dir, api_key):
     served = open_model(ModelSpec(name=f"openai:{server};model=tiny", backend="openai"), cache=None).inner
     local = open_model(ModelSpec(name=str(tiny_causal_dir)), cache=None)
-    served.probe = {**served.probe, "prompt_logprob_ranks": False}  # as a server with top_logprobs only
+    # as a server with echo + top_logprobs but no prompt_logprobs (SGLang-like)
+    served.probe = {**served.probe, "prompt_logprobs": False, "prompt_logprob_ranks": False}
     prompts, golds = [f"{s} is in" for _, s, _ in FACTS], [f" {o}" for _, _, o in FACTS]
+    for (s_sum, _), (l_sum, _) in zip(served.score_answers(prompts, golds), local.score_answers(prompts, golds)):
+        assert s_sum == pytest.approx(l_sum, abs=1e-4)
     for (rank, logprob), (exact, exact_lp) in zip(served.rank_first_token(prompts, golds), local.rank_first_token(prompts, golds)):
         if exact <= 20:
             assert rank == exact and logprob == pytest.approx(exact_lp, abs=1e-4)
