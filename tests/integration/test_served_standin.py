@@ -11,7 +11,7 @@ import polars as pl
 import pytest
 
 from kbench.errors import UserError
-from kbench.models.interface import Capability, ModelSpec, open_model
+from kbench.models.interface import Capability, LanguageModel, ModelSpec, open_model
 from tests.conftest import run_kbench
 from tests.dataset_folders import question_dataset
 from tests.fixtures_models import tiny_causal_dir  # noqa: F401
@@ -43,6 +43,7 @@ def test_probe_and_model_calls_agree_with_in_process(server, tiny_causal_dir, ap
     served = open_model(ModelSpec(name=f"openai:{server};model=tiny;revision=r1", backend="openai"), cache=None)
     local = open_model(ModelSpec(name=str(tiny_causal_dir)), cache=None)
     block = served.describe()
+    assert isinstance(served.inner, LanguageModel)  # every attribute of the protocol, none reached through
     assert served.capabilities == {Capability.GENERATE, Capability.LOGLIKELIHOOD, Capability.RANK_EXACT, Capability.RANK_TOP_K}
     assert block["weights"]["probe"] == {"generate": True, "token_id_prompts": True, "echo_prompt_logprobs": True,
                                         "prompt_logprobs": True, "prompt_logprob_ranks": True, "top_logprobs": 20,
