@@ -11,8 +11,16 @@ calls `generate` of `--model openai:URL;concurrency=C` (the probe runs once, bef
 lm-eval calls `generate_until` of `local-completions` with `num_concurrent=C`, text prompts
 (`tokenized_requests=False`: `transformers serve` takes only string prompts) and the same folder's
 tokenizer. No result cache. Printed per level: `kbench_facts_per_s`, `lmeval_facts_per_s`,
-`ratio` (kbench over lm-eval) and `identical_answers`. Both are bound by the same server, so the
+`ratio` (kbench over lm-eval) and `identical_answers` (lm-eval's texts cut at the stop strings as
+kbench cuts them: `transformers serve` returns the stop string inside the text, and lm-eval's API
+models keep it; the raw count is printed too). Both are bound by the same server, so the
 ratio measures client overhead and request shaping, not model speed.
+
+Measured 2026-12-01 (8 facts, 8 tokens, the shared 2-core machine under other sessions' load):
+ratio 1.42, 0.84, 1.27 at concurrency 1, 4, 8 (kbench 0.36 / 0.27 / 0.31 facts/s, lm-eval 0.25 /
+0.32 / 0.25); identical answers 8/8 after cutting (3/8 raw). `transformers serve` computes one
+request at a time, so neither client gains from concurrency there; a batching server (vLLM) is
+where concurrency pays.
 """
 
 from __future__ import annotations
@@ -65,8 +73,8 @@ def start_server(folder: Path, port: int) -> subprocess.Popen:
 def kbench_run(port: int, prompts: list[str], concurrency: int, max_new_tokens: int):
     from kbench.models.interface import ModelSpec, open_model
 
-    model = open_model(ModelSpec(name=f"openai:http://127.0.0.1:{port};concurrency={concurrency}", backend="openai"),
-                       cache=None)
+    name = f"openai:http://127.0.0.1:{port};concurrency={concurrency}"
+    model = open_model(ModelSpec(name=name, backend="openai", use_cache=False))
     start = time.perf_counter()
     answers = model.generate(prompts, max_new_tokens, stop=STOP)
     return answers, time.perf_counter() - start
@@ -96,6 +104,7 @@ def main() -> None:
     args = parser.parse_args()
     from kbench.construct.data_root import find_data_dir
     from kbench.models.loading import resolve_source
+    from kbench.models.served.parse import cut_at_stop
 
     folder, _ = resolve_source("smollm2-135m")
     prompts = lama_facts(Path(find_data_dir()[0]), args.facts)
@@ -105,10 +114,15 @@ def main() -> None:
         for concurrency in (int(c) for c in args.concurrency.split(",")):
             ours, t_ours = kbench_run(args.port, prompts, concurrency, args.max_new_tokens)
             theirs, t_theirs = lmeval_run(args.port, Path(folder), prompts, concurrency, args.max_new_tokens)
-            same = sum(a.strip() == b.strip() for a, b in zip(ours, theirs))
-            print(f"concurrency {concurrency}: kbench_facts_per_s: {len(prompts) / t_ours:.2f} "
-                  f"lmeval_facts_per_s: {len(prompts) / t_theirs:.2f} ratio: {t_theirs / t_ours:.2f} "
-                  f"identical_answers: {same}/{len(prompts)}", flush=True)
+            raw = sum(a == b for a, b in zip(ours, theirs))
+            cut = sum(a == cut_at_stop(b, STOP) for a, b in zip(ours, theirs))
+            print(f"concurrency {concurrency}: kbench_facts_per_s: {len(prompts) / t_ours:.3f} "
+                  f"lmeval_facts_per_s: {len(prompts) / t_theirs:.3f} ratio: {t_theirs / t_ours:.2f} "
+                  f"identical_answers: {cut}/{len(prompts)} (before cutting lm-eval's at the stop strings: {raw})",
+                  flush=True)
+            for a, b in zip(ours, theirs):
+                if a != cut_at_stop(b, STOP):
+                    print(f"  differs: kbench {a!r} lm-eval {b!r}")
     finally:
         server.terminate()
         server.wait(timeout=30)

@@ -11,7 +11,7 @@ import polars as pl
 import pytest
 
 from kbench.errors import UserError
-from kbench.models.interface import Capability, ModelSpec, open_model
+from kbench.models.interface import Capability, LanguageModel, ModelSpec, open_model
 from tests.conftest import run_kbench
 from tests.dataset_folders import question_dataset
 from tests.fixtures_models import tiny_causal_dir  # noqa: F401
@@ -43,6 +43,7 @@ def test_probe_and_model_calls_agree_with_in_process(server, tiny_causal_dir, ap
     served = open_model(ModelSpec(name=f"openai:{server};model=tiny;revision=r1", backend="openai"), cache=None)
     local = open_model(ModelSpec(name=str(tiny_causal_dir)), cache=None)
     block = served.describe()
+    assert isinstance(served.inner, LanguageModel)  # every attribute of the protocol, none reached through
     assert served.capabilities == {Capability.GENERATE, Capability.LOGLIKELIHOOD, Capability.RANK_EXACT, Capability.RANK_TOP_K}
     assert block["weights"]["probe"] == {"generate": True, "token_id_prompts": True, "echo_prompt_logprobs": True,
                                         "prompt_logprobs": True, "prompt_logprob_ranks": True, "top_logprobs": 20,
@@ -62,11 +63,14 @@ def test_probe_and_model_calls_agree_with_in_process(server, tiny_causal_dir, ap
     assert SECRET not in repr(served.inner) + str(block)
 
 
-def test_top_k_ranks_without_prompt_logprobs(server, tiny_causal_dir, api_key):
+def test_echo_scores_and_top_k_ranks_without_prompt_logprobs(server, tiny_causal_dir, api_key):
     served = open_model(ModelSpec(name=f"openai:{server};model=tiny", backend="openai"), cache=None).inner
     local = open_model(ModelSpec(name=str(tiny_causal_dir)), cache=None)
-    served.probe = {**served.probe, "prompt_logprob_ranks": False}  # as a server with top_logprobs only
+    # as a server with echo + top_logprobs but no prompt_logprobs (SGLang-like)
+    served.probe = {**served.probe, "prompt_logprobs": False, "prompt_logprob_ranks": False}
     prompts, golds = [f"{s} is in" for _, s, _ in FACTS], [f" {o}" for _, _, o in FACTS]
+    for (s_sum, _), (l_sum, _) in zip(served.score_answers(prompts, golds), local.score_answers(prompts, golds)):
+        assert s_sum == pytest.approx(l_sum, abs=1e-4)
     for (rank, logprob), (exact, exact_lp) in zip(served.rank_first_token(prompts, golds), local.rank_first_token(prompts, golds)):
         if exact <= 20:
             assert rank == exact and logprob == pytest.approx(exact_lp, abs=1e-4)
@@ -113,35 +117,26 @@ def test_truefalse_agrees_item_by_item(server, tiny_causal_dir, built_left, tmp_
 
 
 def test_lama_p_at_1_agrees_item_by_item(server, tiny_causal_dir, facts, tmp_path, api_key):
-    base = ["evaluate", "extraction", "--dataset", str(facts), "--protocol", "lama", "--no-cache"]
-    served = run_kbench(*base, "--model", f"openai:{server};model=tiny", "--out", str(tmp_path / "served"), env=api_key)
+    base = ["evaluate", "extraction", "--dataset", str(facts), "--protocol", "lama"]
+    cache = tmp_path / "cache"  # the served run writes its result cache: the key must not reach it
+    served = run_kbench(*base, "--model", f"openai:{server};model=tiny", "--out", str(tmp_path / "served"),
+                        env={**api_key, "KBENCH_CACHE": str(cache)})
     assert served.returncode == 0, served.stderr
-    local = run_kbench(*base, "--model", str(tiny_causal_dir), "--out", str(tmp_path / "local"))
+    local = run_kbench(*base, "--no-cache", "--model", str(tiny_causal_dir), "--out", str(tmp_path / "local"))
     assert local.returncode == 0, local.stderr
     a, b = _items(tmp_path / "served"), _items(tmp_path / "local")
     assert a.height == b.height > 0
     assert a["gold_rank"].to_list() == b["gold_rank"].to_list() and a["correct"].to_list() == b["correct"].to_list()
-    _no_secret([tmp_path / "served"], served.stdout + served.stderr)
+    assert (cache / "results.sqlite").is_file()
+    _no_secret([tmp_path / "served", cache], served.stdout + served.stderr)
 
 
-def test_missing_or_wrong_key_is_one_line_exit_2(server, facts, tmp_path):
-    args = ["evaluate", "extraction", "--dataset", str(facts), "--protocol", "lama", "--no-cache",
-            "--model", f"openai:{server};model=tiny", "--out", str(tmp_path / "run")]
-    for env in ({"KBENCH_API_KEY": "", "OPENAI_API_KEY": ""}, {"KBENCH_API_KEY": "sk-wrong-key-123"}):
-        done = run_kbench(*args, env=env)
-        assert done.returncode == 2 and "HTTP 401" in done.stderr and "Traceback" not in done.stderr
-        assert "sk-wrong-key-123" not in done.stderr + done.stdout
-
-
-def test_cached_results_carry_no_key(server, facts, tmp_path, api_key):
-    cache = tmp_path / "cache"
-    args = ["evaluate", "extraction", "--dataset", str(facts), "--protocol", "lama", "--out", str(tmp_path / "run"),
-            "--model", f"openai:{server};model=tiny"]
-    done = run_kbench(*args, env={**api_key, "KBENCH_CACHE": str(cache)})
-    assert done.returncode == 0, done.stderr
-    again = run_kbench(*args, env={**api_key, "KBENCH_CACHE": str(cache)})
-    assert again.returncode == 0 and '"items_computed": 0' in (tmp_path / "run" / "results.json").read_text()
-    _no_secret([tmp_path / "run", cache], done.stdout + done.stderr)
+def test_a_wrong_key_is_one_line_exit_2(server, facts, tmp_path):
+    done = run_kbench("evaluate", "extraction", "--dataset", str(facts), "--protocol", "lama", "--no-cache",
+                      "--model", f"openai:{server};model=tiny", "--out", str(tmp_path / "run"),
+                      env={"KBENCH_API_KEY": "sk-wrong-key-123"})
+    assert done.returncode == 2 and "HTTP 401" in done.stderr and "Traceback" not in done.stderr
+    assert "sk-wrong-key-123" not in done.stderr + done.stdout
 
 
 def _no_secret(folders: list[Path], output: str) -> None:

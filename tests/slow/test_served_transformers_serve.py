@@ -32,6 +32,8 @@ def test_probe_finds_generation_only(served):
     assert served.capabilities == {Capability.GENERATE}
     assert block["probe"]["generate"] and block["tokenizer"] is None  # no /tokenize: text prompts
     assert not any(block["probe"][k] for k in ("echo_prompt_logprobs", "prompt_logprobs", "top_logprobs"))
+    with pytest.raises(UserError, match="has no tokenizer .*;tokenizer=FOLDER"):
+        served.tokenizer(" Paris", add_special_tokens=False)  # e.g. the LAMA single-token filter
     with pytest.raises(UserError, match="'loglikelihood'"):
         served.score_answers(["The capital of France is"], [" Paris"])
     with pytest.raises(UserError, match="technique caa needs the capability 'white_box'.*backends that have it: hf$"):

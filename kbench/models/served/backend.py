@@ -38,7 +38,9 @@ from kbench.models.served.probe import capabilities, probe_server
 from kbench.models.served.spec import ServedSpec, api_key, redact_url
 from kbench.models.served.tokenizer import NoTokenizer, ServerTokenizer, local_tokenizer
 
+#: The source that shapes outputs (the result cache's `code`): this package and the encoder it shares with `hf`.
 MODULES = [f"kbench.models.served.{m}" for m in ("backend", "client", "parse", "probe", "spec", "tokenizer")]
+MODULES.append("kbench.models.encoding")
 #: What `/v1/models` says that identifies the weights (not `created`: vLLM sets it to the start time).
 IDENTIFYING_FIELDS = ("id", "root", "parent", "max_model_len", "owned_by")
 
@@ -47,6 +49,7 @@ class ServedModel:
     backend = "openai"
     device = "server"  # outputs come from the server; the envelope's environment names it so
     kind = "causal"
+    device = "server"  # what the run's environment records: the computing happens elsewhere
 
     def __init__(self, spec: ServedSpec, client: ServedClient):
         self.spec = spec
