@@ -13,7 +13,8 @@
 #   3. throughput on a Llama-3-8B-shaped random model (bf16): extraction-shaped and KEE-shaped calls,
 #      prompts/s and tokens/s, against plain transformers `generate` on the same prompts
 #   4. KEE baseline and CAA on 100 items of the built dataset (a SmolLM2-shaped random model)
-# Budget: about 8 minutes on an H200 (most of it writing and loading the 16 GB random 8B model).
+# Budget: planned at about 8 minutes on an H200 (most of it writing and loading the 16 GB random 8B model);
+# never measured: this script has not run on a GPU yet.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -53,8 +54,8 @@ fi
 failed=0
 summary() { echo "check $1: $2"; [ "${2##* }" = PASS ] || failed=$((failed + 1)); }
 
-# 1. the interface tests on cuda
-if timeout 120 python3 -m pytest -q -x -p no:cacheprovider tests/unit/test_runner.py tests/unit/test_cached_model.py \
+# 1. the interface tests on cuda (their fixtures load the tiny models on $KBENCH_TEST_DEVICE)
+if KBENCH_TEST_DEVICE=cuda timeout 120 python3 -m pytest -q -x -p no:cacheprovider tests/unit/test_runner.py tests/unit/test_cached_model.py \
      -o addopts="" >/tmp/gpu-tests.log 2>&1 < /dev/null; then
   summary interface-tests "$(tail -1 /tmp/gpu-tests.log) PASS"
 else
@@ -69,12 +70,14 @@ timeout 300 python3 bench/gpu_check.py throughput || failed=$((failed + 1))
 # 4. KEE baseline and CAA on 100 items of the built dataset
 model=$(python3 bench/gpu_check.py tiny-folder | tail -1)
 rm -rf /tmp/kee-gpu
-if timeout 150 python3 -m kbench evaluate kee --dataset .gpu/dataset --model "$model" --device cuda --dtype bfloat16 \
-     --techniques baseline,caa --limit 100 --out /tmp/kee-gpu >/tmp/kee-gpu.log 2>&1 < /dev/null; then
+timeout 150 python3 -m kbench evaluate kee --dataset .gpu/dataset --model "$model" --device cuda --dtype bfloat16 \
+  --techniques baseline,caa --limit 100 --out /tmp/kee-gpu >/tmp/kee-gpu.log 2>&1 < /dev/null
+rc=$?
+if [ "$rc" = 0 ]; then
   summary kee "$(python3 -c "import json; r = json.load(open('/tmp/kee-gpu/results.json')); print('headline', ', '.join(f'{k} {v.get(\"value\")} (n={v.get(\"n\")})' for k, v in r['headline'].items()))") PASS"
 else
   tail -20 /tmp/kee-gpu.log
-  summary kee "exit code $? FAIL"
+  summary kee "exit code $rc FAIL"
 fi
 echo "gpu_check: $failed failing check(s)"
 exit $((failed > 0))
