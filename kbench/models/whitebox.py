@@ -1,4 +1,5 @@
-"""The Hugging Face backend's white-box methods (`WhiteBoxModel`): layout, activations, attention.
+"""The Hugging Face backend's white-box methods (`WhiteBoxModel`): layout, activations, ranks
+under several last-position edits (CAA's layer sweep), attention.
 
 Mixed into `ModelRunner`, so they share its tokenisation and its batching: `activations` cuts
 the texts into the runner's batches (longest first, a token budget per pass, halved on
