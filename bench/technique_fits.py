@@ -1,6 +1,6 @@
 """Benchmark: the CAA, ITI and DeCoRe fits through the model interface, first and repeated.
 
-    python bench/technique_fits.py [--dataset /tmp/lama] [--facts 200]
+    python bench/technique_fits.py [--dataset /tmp/lama] [--facts 50]
 
 Fits each technique on the first `--facts` facts of the dataset's train split with SmolLM2-135M
 (fp32, CPU), through a fresh result cache: the first fit computes every forward pass, the
@@ -15,7 +15,11 @@ Build the dataset first: kbench build pipelines/lama-trex.toml --out /tmp/lama
 
 Before (#22, code at 9912c51): CAA's activations were read in left-padded batches of 16 texts
 outside the runner and the cache, ITI's likewise, DeCoRe's attention by its own passes; a
-repeated fit recomputed all of them (only CAA's layer sweep, a runner call, was cached).
+repeated fit recomputed all of them (only CAA's layer sweep, a runner call, was cached). The
+sweep (one full forward pass of the held-out prompts per layer: 60% of CAA's first fit) now
+runs the prompts' prefixes once and only their last token under each layer's steering
+(`rank_first_token_each`). 200 facts were tried first: under the machine's load the old code
+had not finished CAA's first fit after 30 minutes.
 """
 
 from __future__ import annotations
@@ -25,15 +29,16 @@ import tempfile
 import time
 from pathlib import Path
 
-#: CPU seconds of the old code (9912c51) on 200 train facts of the lama-trex build, first and repeated fit
-BEFORE = {"caa": (None, None), "iti": (None, None), "decore": (None, None)}
+#: CPU seconds (first fit, repeated fit) of the old code (9912c51) on the first 50 train facts of the
+#: lama-trex build, measured 2026-12-01 on the shared 2-core machine (load 9-15) by the same procedure
+BEFORE = {"caa": (85.3, 17.8), "iti": (24.5, 23.7), "decore": (4.3, 4.6)}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--dataset", type=Path, default=Path("/tmp/lama"))
     parser.add_argument("--model", default="smollm2-135m")
-    parser.add_argument("--facts", type=int, default=200)
+    parser.add_argument("--facts", type=int, default=50, help="BEFORE was measured at 50")
     args = parser.parse_args()
 
     from kbench.dataset import read_rows, split_path
@@ -44,7 +49,7 @@ def main() -> None:
     from kbench.models.result_cache import ResultCache
 
     if not (args.dataset / "data").is_dir():
-        raise SystemExit(f"{args.dataset} is not a dataset folder; build one: kbench build pipelines/lama-trex.toml --out {args.dataset}")
+        raise SystemExit(f"{args.dataset} is not a dataset folder; build one: kbench build pipelines/lama-trex.toml --out DIR")
     pool = [to_item(r) for r in read_rows(split_path(args.dataset, "train", None))[: args.facts]]
     folder = Path(tempfile.mkdtemp())
     model = open_model(ModelSpec(args.model), cache=ResultCache(folder / "results.sqlite"))

@@ -201,6 +201,21 @@ class CachedModel:
 
         return _stacked([_value_tensor(v) for v in self._one_method("activations", keys, compute)], len(layers))
 
+    def rank_first_token_each(self, prompts: Sequence[str], golds: Sequence[str], interventions: Sequence) -> list:
+        """Keyed per intervention and item (method "rank_first_token_each": its values come from a
+        KV-cached last step, so they are never mixed with `rank_first_token`'s)."""
+        require(self, [Capability.WHITE_BOX], "rank_first_token_each")
+        items = [{"prompt": p, "gold": g} for p, g in zip(prompts, golds)]
+        keys = [key for i in interventions for key in self._keys("rank_first_token_each", {}, items, i)]
+
+        def compute() -> list:
+            per = self.inner.rank_first_token_each(prompts, golds, interventions)
+            return [list(value) for values in per for value in values]
+
+        flat = self._one_method("rank_first_token_each", keys, compute)
+        n = len(prompts)
+        return [[(int(r), float(lp)) for r, lp in flat[k * n : (k + 1) * n]] for k in range(len(interventions))]
+
     def strongest_attention(self, sequences: Sequence[Sequence[int]], queries: Sequence[int]):
         import torch
 

@@ -232,6 +232,10 @@ class WhiteBoxModel(LanguageModel, Protocol):
         added), a tensor [texts, len(layers), hidden] for site "residual" or [texts, len(layers),
         heads, head_dim] for site "heads"."""
 
+    def rank_first_token_each(self, prompts: Sequence[str], golds: Sequence[str], interventions: Sequence[Intervention]):
+        """`rank_first_token` under each intervention ([per intervention: [(rank, logprob)]]), for
+        interventions that edit only the last position; the backend may share the prompts' prefix."""
+
     def strongest_attention(self, sequences: Sequence[Sequence[int]], queries: Sequence[int]):
         """For each token-id sequence (run alone, no padding), the position each head attends to
         most from each query position: an int tensor [sequences, layers, heads, len(queries)]."""

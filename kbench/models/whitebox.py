@@ -1,4 +1,5 @@
-"""The Hugging Face backend's white-box methods (`WhiteBoxModel`): layout, activations, attention.
+"""The Hugging Face backend's white-box methods (`WhiteBoxModel`): layout, activations, ranks
+under several last-position edits (CAA's layer sweep), attention.
 
 Mixed into `ModelRunner`, so they share its tokenisation and its batching: `activations` cuts
 the texts into the runner's batches (longest first, a token budget per pass, halved on
@@ -9,13 +10,15 @@ hooks gather only the texts' last positions, so a pass never keeps a whole resid
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
 
 from kbench.errors import UserError
 from kbench.models import hooks
-from kbench.models.interface import ACTIVATION_SITES, NetworkLayout
+from kbench.models.interface import ACTIVATION_SITES, Intervention, NetworkLayout
 from kbench.models.packing import last_token_logits, pack
 from kbench.models.padding import pad_left
+from kbench.models.ranking import gold_ranks
 
 _CAPTURE = {"residual": hooks.capture_residual, "heads": hooks.capture_head_inputs}
 
@@ -57,6 +60,39 @@ class WhiteBoxMethods:
 
         values = self._computed(list(texts), [len(e) for e in encoded], compute, packed=packed)
         return self.torch.stack(values) if values else self.torch.zeros((0, len(layers)))
+
+    def rank_first_token_each(self, prompts: Sequence[str], golds: Sequence[str], interventions: Sequence[Intervention]):
+        """[per intervention: [(rank, logprob) per prompt]], each intervention editing the last
+        position only (`last_only` edits, no logits recipe). Such an edit leaves every earlier
+        position as it was, so each batch's prefixes (all tokens but the last) run once into a KV
+        cache and only the last token is run again under each intervention: a sweep over CAA's
+        layers costs one pass plus one token per layer, not one pass per layer."""
+        realised = [self._realised(i) for i in interventions]
+        if any(i.logits is not None or not all(e.last_only for e in i.edits) for i in interventions):
+            raise UserError("rank_first_token_each takes interventions that edit only the last position")
+        encoded = self.encoder.rank_items(prompts, golds)
+        if self.kind != "causal" or min((len(e[0]) for e in encoded), default=2) < 2:
+            return [self.rank_first_token(prompts, golds, intervention=i) for i in interventions]
+
+        def compute(batch: list[int]) -> list:
+            from transformers.cache_utils import Cache, DynamicLayer
+
+            seqs = [encoded[i][0] for i in batch]
+            input_ids, mask, positions = pad_left([s[:-1] for s in seqs], self.pad_id, self.device)
+            prefix = Cache(layer_class_to_replicate=DynamicLayer)
+            self.forward(input_ids, mask, positions, cache=prefix)
+            last = self.torch.tensor([[s[-1]] for s in seqs], device=self.device)
+            mask = self.torch.cat([mask, self.torch.ones_like(last)], 1)
+            at = mask[:, :-1].sum(1, keepdim=True)
+            per_intervention = []
+            for intervention in realised:
+                with self.intervened(intervention):
+                    scores = self.forward(last, mask, at, cache=copy.deepcopy(prefix)).logits[:, -1].float()
+                per_intervention.append(gold_ranks(scores, [encoded[i][2] for i in batch], None))
+            return [[tuple(ranks[row]) for ranks in per_intervention] for row in range(len(batch))]
+
+        values = self._computed(list(zip(prompts, golds)), [len(e[0]) for e in encoded], compute)
+        return [[(int(v[n][0]), float(v[n][1])) for v in values] for n in range(len(interventions))]
 
     def strongest_attention(self, sequences: Sequence[Sequence[int]], queries: Sequence[int]):
         """[sequences, layers, heads, queries] argmax source position of each head's attention

@@ -60,6 +60,23 @@ def test_head_activations_are_the_output_projection_inputs(causal):
         assert torch.allclose(row, torch.stack([seen[1][0, -1], seen[3][0, -1]]), atol=1e-5)
 
 
+def test_rank_under_each_last_position_edit_is_rank_first_token_under_it(causal, tmp_path):
+    from tests.unit.test_runner import GOLDS, PROMPTS
+
+    model = CachedModel(ModelRunner(causal), ResultCache(tmp_path / "results.sqlite"))
+    hidden = model.layout().hidden_size
+    edits = [Intervention(f"steer-{layer}", edits=(Steering(layer, torch.linspace(-2, 2, hidden)),)) for layer in range(4)]
+    each = model.rank_first_token_each(PROMPTS, GOLDS, edits)
+    for intervention, ranks in zip(edits, each):
+        alone = model.rank_first_token(PROMPTS, GOLDS, intervention=intervention)
+        assert [r for r, _ in ranks] == [r for r, _ in alone]
+        assert [lp for _, lp in ranks] == pytest.approx([lp for _, lp in alone], abs=1e-4)
+    assert each[0] != each[3]
+    with count_forwards(causal) as shapes:
+        assert CachedModel(ModelRunner(causal), model.cache).rank_first_token_each(PROMPTS, GOLDS, edits) == each
+    assert shapes == []
+
+
 def test_strongest_attention_is_the_argmax_of_eager_attention_and_is_cached(causal, tmp_path):
     cache = ResultCache(tmp_path / "results.sqlite")
     sequence = [5, 17, 33, 8, 5, 17, 33, 8]

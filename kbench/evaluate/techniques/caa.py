@@ -84,7 +84,7 @@ class CAA(Technique):
         if not true:
             raise ValueError("CAA needs at least two items with different answers in each fitting pool")
         layers = list(range(model.layout().num_layers))
-        with progress(f"CAA fit on {len(pool)} facts", total=2 + (len(layers) + 1 if select else 0), unit="passes") as advance:
+        with progress(f"CAA fit on {len(pool)} facts", total=4 if select else 2, unit="passes") as advance:
             vectors = self.vectors(context, true, false, advance)
             layer, delta_p = layers[0], None
             if select:
@@ -92,13 +92,10 @@ class CAA(Technique):
                 golds = [context.gold(i) for i in select]
                 base = [math.exp(lp) for _, lp in model.rank_first_token(prompts, golds)]
                 advance(1)
-                steered = {}
-                for candidate in layers:
-                    ranked = model.rank_first_token(
-                        prompts, golds, intervention=steering(candidate, vectors[candidate], p.multiplier)
-                    )
-                    steered[candidate] = [math.exp(lp) for _, lp in ranked]
-                    advance(1)
+                sweep = [steering(candidate, vectors[candidate], p.multiplier) for candidate in layers]
+                ranked = model.rank_first_token_each(prompts, golds, sweep)  # one prefix pass for every layer
+                steered = {candidate: [math.exp(lp) for _, lp in ranks] for candidate, ranks in zip(layers, ranked)}
+                advance(1)
                 layer, delta_p = best_layer(base, steered)
         record = {
             "pool": len(pool),
