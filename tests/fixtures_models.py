@@ -12,9 +12,13 @@ Import the fixtures in a test module with
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
+
+#: where the model-interface tests load the tiny models: "cpu" here; bench/gpu_check.sh sets "cuda"
+TEST_DEVICE = os.environ.get("KBENCH_TEST_DEVICE", "cpu")
 
 CORPUS = [
     "Paris is the capital of France . Berlin is the capital of Germany .",

@@ -21,13 +21,13 @@ from kbench.models.provenance import _direct_imports, code_hash
 from kbench.models.result_cache import ResultCache
 from kbench.models.interface import Intervention, SamplingTruncation, Steering
 from kbench.models.runner import ModelRunner
-from tests.fixtures_models import tiny_causal_dir  # noqa: F401
+from tests.fixtures_models import TEST_DEVICE, tiny_causal_dir  # noqa: F401
 from tests.unit.test_runner import GOLDS, PROMPTS, count_forwards
 
 
 @pytest.fixture(scope="module")
 def causal(tiny_causal_dir):  # noqa: F811
-    return load_model(str(tiny_causal_dir))
+    return load_model(str(tiny_causal_dir), device=TEST_DEVICE)
 
 
 def cached(cache, loaded, **runner_options) -> CachedModel:

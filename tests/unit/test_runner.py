@@ -13,7 +13,7 @@ from kbench.models.loading import load_model
 from kbench.models.packing import packing_works
 from kbench.models.interface import Intervention, Steering
 from kbench.models.runner import ModelRunner
-from tests.fixtures_models import tiny_causal_dir, tiny_masked_dir  # noqa: F401
+from tests.fixtures_models import TEST_DEVICE, tiny_causal_dir, tiny_masked_dir  # noqa: F401
 
 PROMPTS = ["Paris is the capital of", "Marie Curie was born in", "The native language of Pablo Picasso is",
            "Rome is", "Question : What is the capital of France ? Answer :"]
@@ -22,17 +22,17 @@ GOLDS = [" France", " Warsaw", " Spanish", " the capital", " Paris"]
 
 @pytest.fixture(scope="module")
 def causal(tiny_causal_dir):
-    return load_model(str(tiny_causal_dir))
+    return load_model(str(tiny_causal_dir), device=TEST_DEVICE)
 
 
 @pytest.fixture(scope="module")
 def masked(tiny_masked_dir):
-    return load_model(str(tiny_masked_dir))
+    return load_model(str(tiny_masked_dir), device=TEST_DEVICE)
 
 
 def _reference_logits(loaded, ids: list[int]) -> torch.Tensor:
     with torch.no_grad():
-        return loaded.model(input_ids=torch.tensor([ids])).logits[0].float()
+        return loaded.model(input_ids=torch.tensor([ids], device=TEST_DEVICE)).logits[0].float().cpu()
 
 
 def _reference_rank(loaded, prompt: str, gold: str) -> tuple[int, float]:
@@ -110,7 +110,7 @@ def test_greedy_matches_transformers_generate(causal):
     got = ModelRunner(causal, batch_size=4).generate(PROMPTS, max_new_tokens=8)
     tok = causal.tokenizer
     for text, prompt in zip(got, PROMPTS):
-        ids = torch.tensor([tok(prompt)["input_ids"]])
+        ids = torch.tensor([tok(prompt)["input_ids"]], device=TEST_DEVICE)
         with torch.no_grad():
             out = causal.model.generate(ids, max_new_tokens=8, do_sample=False, pad_token_id=tok.pad_token_id)
         assert text == tok.decode(out[0, ids.shape[1]:], skip_special_tokens=True)
@@ -273,7 +273,7 @@ def test_prefill_in_several_packed_chunks_decodes_as_one(causal, monkeypatch):
     assert sum(1 for s in shapes if s[1] > 1) >= 3 and max(s[2] for s in shapes if s[1] > 1) <= 12
     tok = causal.tokenizer
     for (text, rank, logprob), prompt, gold in zip(both, PROMPTS, GOLDS):
-        ids = torch.tensor([tok(prompt)["input_ids"]])
+        ids = torch.tensor([tok(prompt)["input_ids"]], device=TEST_DEVICE)
         with torch.no_grad():
             out = causal.model.generate(ids, max_new_tokens=6, do_sample=False, pad_token_id=tok.pad_token_id)
         assert text == tok.decode(out[0, ids.shape[1]:], skip_special_tokens=True)
