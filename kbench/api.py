@@ -138,9 +138,10 @@ def evaluate(
 
     `dataset`: a folder built by `build`, or a Hub dataset id `ORG/NAME[@REVISION]`.
     `model`: a name (`smollm2-135m`, a .gguf file, a model folder, a hub id), a
-    `kbench.models.interface.ModelSpec`, or an opened model. `models`: extra models by role
-    (LEFT's closed book: `{"base": ...}`), the same kinds. `**settings`: the task's own settings
-    (the CLI's options with `_` for `-`: `limit=20`, `prompt="question"`); None means the default.
+    `kbench.models.interface.ModelSpec`, or an opened model. `models`: extra models by role, the
+    same kinds (LEFT's closed book needs none: `checkpoint=` is judged, `model` is its base).
+    `**settings`: the task's own settings (the CLI's options with `_` for `-`: `limit=20`,
+    `prompt="question"`); None means the default.
     `out` defaults to runs/<task>-<hash of the settings>, the CLI's default. Returns None on the
     non-main processes of `accelerate launch`.
 
@@ -172,13 +173,15 @@ def evaluate(
         "trust_remote_code": trust_remote_code,
         "use_cache": use_cache,
     }
-    main, extra = _open(model, options), {role: _open(m, options) for role, m in (models or {}).items()}
-    run_dir = Path(out) if out is not None else _default_run_dir(task, folder, model, options, models or {}, parsed)
+    runner = task_cls()
+    model, models = runner.roles(parsed, model, dict(models or {}))  # LEFT's closed book: the checkpoint and its base
+    main, extra = _open(model, options), {role: _open(m, options) for role, m in models.items()}
+    run_dir = Path(out) if out is not None else _default_run_dir(task, folder, model, options, models, parsed)
     ctx = RunContext(settings=parsed, dataset=folder, model=main, run_dir=run_dir, models=extra)
     main_process = os.environ.get("RANK", "0") == "0"  # under `accelerate launch`, one process writes the log
     with run_log(run_dir / "log.txt") if main_process else contextlib.nullcontext():
         LOG.info("evaluate %s: model %s, dataset %s, run folder %s", task, main.name, dataset, run_dir)
-        results = run_engine(task_cls(), ctx)  # the engine shows the progress
+        results = run_engine(runner, ctx)  # the engine shows the progress
     if results is None:
         return None
     return EvalResult(task, run_dir, results["headline"], results["metrics"], results)
@@ -200,11 +203,12 @@ def report(runs: list[str | Path], *, out: str | Path = "report", relations: str
 def _open(model: Any, options: dict[str, Any]):
     """An opened model for a name, a path or a ModelSpec; an opened model is used as it is."""
     from kbench.models.interface import ModelSpec, open_model
+    from kbench.models.served.spec import backend_for
 
     if isinstance(model, ModelSpec):
         return open_model(model)
     if isinstance(model, str | Path):
-        return open_model(ModelSpec(name=str(model), **options))
+        return open_model(ModelSpec(name=str(model), backend=backend_for(str(model)), **options))
     return model
 
 

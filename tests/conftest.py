@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -29,6 +30,25 @@ def _isolated_cache(tmp_path_factory, monkeypatch):
     """Each test session gets its own kbench cache, so tests never see a developer's cache."""
     cache = tmp_path_factory.getbasetemp() / "kbench-cache"
     monkeypatch.setenv("KBENCH_CACHE", str(cache))
+
+
+#: What a wheel is built from (pyproject.toml's package, its package data and its readme).
+PACKAGE_SOURCES = ("pyproject.toml", "README.md", "kbench", "pipelines", "schemas", "data_cards")
+
+
+def clean_source_copy(dest: Path) -> Path:
+    """The checkout's own package files (tracked, or new and not ignored) copied into `dest`, links
+    kept: a wheel built there cannot ship an ignored leftover (a stale build/lib/ module, an egg-info)."""
+    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard", "--", *PACKAGE_SOURCES],
+                            cwd=REPO_ROOT, capture_output=True, check=True, timeout=60).stdout
+    for name in sorted(set(filter(None, listed.decode().split("\0")))):
+        source = REPO_ROOT / name
+        if not source.is_symlink() and not source.is_file():  # deleted in the working tree, not yet committed
+            continue
+        target = dest / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(source, target, follow_symlinks=False)
+    return dest
 
 
 def run_kbench(*args: str, cwd: Path | None = None, env: dict | None = None, timeout: float = 600) -> subprocess.CompletedProcess:

@@ -10,9 +10,9 @@ adds only what cannot be derived, and registers at the definition:
         return values                          # the settings the user gave (the shared ones are added)
 
 The function may take options of its own (typer parameters) and may return a `TaskCall` instead,
-to swap the judged model or add models (LEFT's closed book) or to act on the results afterwards
-(KEE's comparison report). Commands are built when first asked for (`EvaluateCommands`), so
-`kbench --help` and `kbench build` never import the tasks (and torch).
+to act on the results afterwards (KEE's comparison report); which models a task runs (LEFT's closed
+book: the checkpoint and the base model) is the task's `roles`, shared with the API. Commands are
+built when first asked for (`EvaluateCommands`), so `kbench --help` and `kbench build` never import the tasks (and torch).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from __future__ import annotations
 import inspect
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
@@ -70,8 +70,6 @@ class TaskCall:
     """What a command asks of the run beyond its settings."""
 
     values: dict[str, Any]
-    model: str | None = None  # the judged model when not --model (closed book: the checkpoint)
-    extra_models: dict[str, str | None] = field(default_factory=dict)  # role -> model; None: --model
     after: Callable[[dict, Path], None] | None = None  # called with (results, run dir) on the main process
 
 
@@ -117,17 +115,15 @@ class EvaluateCommand:
         def command(**kwargs):
             common, call = self.call(flags, kwargs)
             values = {k: common[k] for k in ("split", "config", "limit", "seed")} | call.values
-            options = ModelOptions(
-                call.model or common["model"],
-                common["batch_size"],
-                common["dtype"],
-                common["device"],
-                common["trust_remote_code"],
-                common["no_cache"],
-            )
-            extra = {role: common["model"] if name is None else name for role, name in call.extra_models.items()}
+            model_options = {
+                "dtype": common["dtype"],
+                "device": _process_device(common["device"]),
+                "batch_size": common["batch_size"],
+                "trust_remote_code": common["trust_remote_code"],
+                "use_cache": not common["no_cache"],
+            }
             results, run_dir = run_task(
-                self.task, values, options, common["dataset"], common["out"], extra or None, flag_names=flag_names
+                self.task, values, common["model"], model_options, common["dataset"], common["out"], flag_names=flag_names
             )
             if results is not None and call.after is not None:
                 call.after(results, run_dir)
@@ -175,30 +171,6 @@ class EvaluateCommands(TyperGroup):
         return super().get_command(ctx, cmd_name)
 
 
-@dataclass(frozen=True)
-class ModelOptions:
-    model: str
-    batch_size: Optional[int]
-    dtype: str
-    device: str
-    trust_remote_code: bool
-    no_cache: bool
-
-    def spec(self, name: str | None = None):
-        from kbench.models.interface import ModelSpec
-        from kbench.models.served.spec import backend_for
-
-        return ModelSpec(
-            name=name or self.model,
-            dtype=self.dtype,
-            device=_process_device(self.device),
-            trust_remote_code=self.trust_remote_code,
-            batch_size=self.batch_size,
-            use_cache=not self.no_cache,
-            backend=backend_for(name or self.model),
-        )
-
-
 def _process_device(device: str) -> str:
     """Under `accelerate launch`, "cuda" means this process's own GPU (LOCAL_RANK)."""
     import os
@@ -233,10 +205,10 @@ def settings_for(task_name: str, values: dict[str, Any], flag_names: dict[tuple,
 def run_task(
     task_name: str,
     values: dict[str, Any],
-    options: ModelOptions,
+    model: str,
+    model_options: dict[str, Any],
     dataset: Path,
     out: Optional[Path],
-    extra_models: dict[str, str] | None = None,
     flag_names: dict[tuple, str] | None = None,
 ) -> tuple[dict | None, Path]:
     """Validate settings (errors name the flag the user typed), then run `kbench.evaluate` (the
@@ -246,14 +218,7 @@ def run_task(
     from kbench.api import evaluate
 
     settings = settings_for(task_name, values, flag_names)  # first, so an error names the flag the user typed
-    result = evaluate(
-        task_name,
-        dataset=dataset,
-        model=options.spec(),
-        out=out,
-        models={role: options.spec(name) for role, name in (extra_models or {}).items()},
-        **settings.model_dump(),
-    )
+    result = evaluate(task_name, dataset=dataset, model=model, out=out, **model_options, **settings.model_dump())
     if result is None:
         return None, Path(out or ".")
     print_headline(result.results, result.run_dir)

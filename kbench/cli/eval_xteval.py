@@ -8,8 +8,6 @@ import typer
 
 from kbench.cli.common import evaluate_command
 
-SEED_COUNTS = ("extraction_seeds", "split_seeds", "finetune_seeds")
-
 
 @evaluate_command(
     "xteval",
@@ -29,9 +27,4 @@ def xteval(
 
     Multi-GPU: `accelerate launch -m kbench evaluate xteval ... --device cuda` fine-tunes with DDP and splits the
     retrieval test between processes; on CPUs, ACCELERATE_USE_CPU=1 accelerate launch --multi_gpu ..."""
-    if seeds is not None:
-        values = {name: seeds for name in SEED_COUNTS} | values
-    epochs = values.get("finetune", {}).get("epochs")
-    if epochs is not None:
-        values["softprompt"] = {"epochs": epochs} | values.get("softprompt", {})
-    return values
+    return values | ({"seeds": seeds} if seeds is not None else {})  # XtevalSettings expands it

@@ -287,24 +287,3 @@ def write_items(run_dir: Path, rows: list[dict]) -> None:
 
     write_jsonl(run_dir / "items.jsonl", rows)
     write_parquet(run_dir / "items.parquet", pl.DataFrame(rows, infer_schema_length=None))
-
-
-def evaluate_task(
-    name: str,
-    model,
-    dataset: Path,
-    run_dir: Path,
-    settings=None,
-    *,
-    models: dict | None = None,
-    progress: Callable[[int, int], None] | None = None,
-) -> dict | None:
-    """Run a registered task from library code: `settings` is the task's Settings, a dict of
-    its fields, or None for every default."""
-    from kbench.evaluate.task import TASKS
-
-    task_cls = TASKS.get(name)
-    if not isinstance(settings, task_cls.Settings):
-        settings = task_cls.Settings(**(settings or {}))
-    ctx = RunContext(settings=settings, dataset=Path(dataset), model=model, run_dir=Path(run_dir), models=models or {})
-    return evaluate(task_cls(), ctx, progress=progress)

@@ -129,6 +129,11 @@ class Task:
         """{who: the capabilities it needs}; by default the task generates."""
         return {f"task {self.name}": frozenset({Capability.GENERATE})}
 
+    def roles(self, settings: TaskSettings, model: Any, models: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+        """(the judged model, the other models by role) from the caller's `model` and `models`, so the
+        API and the CLI (which calls it) agree on them; by default as given."""
+        return model, models
+
     def plan(self, ctx: RunContext) -> Plan:
         raise NotImplementedError
 

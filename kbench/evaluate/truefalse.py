@@ -74,6 +74,8 @@ class TrueFalseSettings(TaskSettings):
             raise ValueError("--retriever applies to --setting open-book only")
         if (self.setting == "closed-book") != (self.checkpoint is not None):
             raise ValueError("--checkpoint (a folder written by `kbench read`) goes with --setting closed-book, and only with it")
+        if self.checkpoint is not None and not Path(self.checkpoint).is_dir():
+            raise ValueError(f"--checkpoint {self.checkpoint}: not a folder (write one with `kbench read`)")
         return self
 
 
@@ -221,6 +223,12 @@ class TrueFalse(Task):
 
     def needs(self, settings: TrueFalseSettings) -> dict[str, frozenset[Capability]]:
         return {"task truefalse": frozenset({Capability.LOGLIKELIHOOD})}  # the answer forms' summed log-probs
+
+    def roles(self, settings: TrueFalseSettings, model, models: dict) -> tuple:
+        if settings.checkpoint is None:
+            return model, models
+        # closed book: the checkpoint is judged, the caller's model is the model before reading
+        return settings.checkpoint, {"base": model, **models}
 
     def plan(self, ctx: RunContext) -> Plan:
         s: TrueFalseSettings = ctx.settings

@@ -26,14 +26,11 @@ Comparisons of two systems on facts:
 - `paired_shares`: each fact's share of correct outcomes under either system (0/1 with one
   outcome per fact); b = facts the first does better on, c = the second; the exact two-sided
   sign test of b in b + c (exact McNemar when outcomes are 0/1), and the mean paired difference
-  with a bootstrap over facts;
-- `newcombe_difference`: two independent proportions, the difference with Newcombe's hybrid
-  score interval (Newcombe 1998, method 10), for facts that cannot be paired.
+  with a bootstrap over facts (facts that cannot be paired: `uncertainty.difference_unpaired`).
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -127,25 +124,6 @@ def paired_shares(
         "p_value": u.binomial_two_sided(b, b + c),
         "test": "exact McNemar on facts (a sign test of b in b + c when a fact has several outcomes)",
         "difference": u.mean([first[f] - second[f] for f in shared], seed=seed, resamples=resamples),
-    }
-
-
-def newcombe_difference(k1: float, n1: int, k2: float, n2: int) -> dict:
-    """p1 - p2 of two independent proportions with Newcombe's hybrid score 95% interval (method 10).
-    k may be fractional: a sum of per-fact shares, one count per fact."""
-    if not n1 or not n2:
-        return {"value": None, "n": n1 + n2, "ci_low": None, "ci_high": None, "interval": "newcombe"}
-    p1, p2 = k1 / n1, k2 / n2
-    (l1, u1), (l2, u2) = u.wilson(k1, n1), u.wilson(k2, n2)
-    d = p1 - p2
-    return {
-        "value": d,
-        "n": n1 + n2,
-        "n_first": n1,
-        "n_second": n2,
-        "ci_low": d - math.sqrt((p1 - l1) ** 2 + (u2 - p2) ** 2),
-        "ci_high": d + math.sqrt((u1 - p1) ** 2 + (p2 - l2) ** 2),
-        "interval": "newcombe",
     }
 
 

@@ -25,7 +25,8 @@ from collections import defaultdict
 from itertools import combinations
 
 from kbench.evaluate.xteval.criterion import run_criterion
-from kbench.metrics.clustered import newcombe_difference, paired_shares, share_estimate
+from kbench.metrics.clustered import paired_shares, share_estimate
+from kbench.metrics.uncertainty import difference_unpaired
 from kbench.report.runs import Run
 
 EXTRACTION = "extraction (D^theta)"
@@ -80,7 +81,7 @@ def _unpaired_part(labels: list[str], shares: list[dict[str, float]], reason: st
         "accuracy": {label: share_estimate(list(s.values()), seed) for label, s in zip(labels, shares)},
         "pairs": [
             {"first": labels[a], "second": labels[b], "paired": False, "test": UNPAIRED,
-             "difference": newcombe_difference(*sums[a], *sums[b])}
+             "difference": difference_unpaired(*sums[a], *sums[b])}  # k: sums of per-fact shares
             for a, b in combinations(range(len(labels)), 2)
         ],
     }  # fmt: skip

@@ -14,9 +14,7 @@ make malformed generations explicit rather than silently shifted:
     its `<obj>`, or an `<obj>` with nothing after it, yields nothing for that pair);
   * `<s>`, `</s>` and `<pad>` are removed before parsing, and whitespace is collapsed.
 
-`linearise` writes the training-target format from annotated triples (as the REBEL dataset loader
-does: subjects in order of their first character offset); tests use it to make real REBEL strings
-from the sample's annotations. `find_span` maps a head/tail back to a character span.
+`find_span` maps a head/tail back to a character span.
 """
 
 from __future__ import annotations
@@ -72,20 +70,6 @@ def parse_rebel_output(text: str) -> list[ParsedTriplet]:
     if state == "relation":
         emit()
     return found
-
-
-def linearise(triples: list[tuple[str, int, str, str]]) -> str:
-    """Write REBEL's target string from (subject, subject_start, object, relation) tuples.
-
-    Subjects appear in order of their start offset; the triples of one subject keep their order.
-    """
-    by_subject: dict[tuple[int, str], list[tuple[str, str]]] = {}
-    for subject, start, obj, relation in triples:
-        by_subject.setdefault((start, subject), []).append((obj, relation))
-    chunks = []
-    for (_, subject), pairs in sorted(by_subject.items()):
-        chunks.append(f"{TRIPLET} {subject} " + " ".join(f"{SUBJ} {o} {OBJ} {r}" for o, r in pairs))
-    return " ".join(chunks)
 
 
 def find_span(text: str, surface: str, *, near: int | None = None) -> tuple[int, int] | None:

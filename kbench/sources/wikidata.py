@@ -4,9 +4,8 @@ Contracts:
   * Ids are trusted only after `validate_id` / `is_valid_id`: exactly `^[QP][1-9][0-9]*$` (ASCII
     digits; no whitespace, no trailing newline). Nothing else is ever pasted into a query as an
     IRI, so an id can never change a query's structure.
-  * Any text that goes into a query as a string goes through `sparql_literal`, which escapes
-    backslash, double quote, LF, CR, tab, backspace and form feed. Characters outside the BMP are
-    data and pass through unchanged.
+  * No free text (a label, a name) is ever put into a query: labels only come back as data, so a
+    hostile label (quotes, braces, `DELETE`) stays a string (tests/unit/test_sparql_text.py).
   * Every query starts with `PREFIXES` (the prefixes as Wikidata defines them) and never uses
     `SERVICE wikibase:label` (a Wikidata-only extension that the embedded store lacks).
   * `WikidataClient` batches ids into `VALUES` blocks of at most `batch_size` (default 200) ids and
@@ -51,8 +50,6 @@ DEFAULT_BATCH_SIZE = 200
 ID_PATTERN = r"[QP][1-9][0-9]*"
 PROPERTY_PATTERN = r"P[1-9][0-9]*"
 _ID_RE = re.compile(ID_PATTERN)
-_ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t", "\b": "\\b", "\f": "\\f"}
-_ESCAPE_RE = re.compile(r'[\\"\n\r\t\b\f]')
 
 
 def is_valid_id(value: object) -> bool:
@@ -79,25 +76,6 @@ def id_from_iri(iri: str, base: str = ENTITY) -> str | None:
     if iri.startswith(base) and is_valid_id(iri[len(base) :]):
         return iri[len(base) :]
     return None
-
-
-def sparql_literal(text: str, language: str | None = None) -> str:
-    """`text` as a SPARQL double-quoted string literal, optionally with a language tag.
-
-    Lone surrogates cannot be sent as UTF-8, so they are refused rather than mangled.
-    """
-    if not isinstance(text, str):
-        raise TypeError(f"expected str, got {type(text).__name__}")
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise ValueError(f"string contains a lone surrogate at position {exc.start}") from exc
-    quoted = '"' + _ESCAPE_RE.sub(lambda m: _ESCAPES[m.group()], text) + '"'
-    if language is None:
-        return quoted
-    if not re.fullmatch(r"[A-Za-z]{1,8}(-[A-Za-z0-9]{1,8})*", language):
-        raise ValueError(f"not a language tag: {language!r}")
-    return f"{quoted}@{language}"
 
 
 def _values(ids: Iterable[str]) -> str:
@@ -150,16 +128,6 @@ def title_from_article_iri(iri: str, site: str) -> str | None:
     if not iri.startswith(prefix) or len(iri) == len(prefix):
         return None
     return unquote(iri[len(prefix) :]).replace("_", " ")
-
-
-def label_lookup_query(label: str, language: str = "en") -> str:
-    """Entities whose label or alias is exactly `label` (used to prove literals round-trip as data)."""
-    return PREFIXES + (
-        "SELECT ?item WHERE {\n"
-        f"  {{ ?item rdfs:label {sparql_literal(label, language)} }}\n"
-        f"  UNION {{ ?item skos:altLabel {sparql_literal(label, language)} }}\n"
-        "}\n"
-    )
 
 
 def batched(items: list[str], size: int) -> Iterator[list[str]]:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO_ROOT
+from tests.conftest import clean_source_copy
 
 pytestmark = pytest.mark.slow
 
@@ -39,8 +39,9 @@ def _run(command: list[str], cwd: Path, env: dict, timeout: float = 600) -> subp
 def venv(tmp_path_factory) -> Path:
     base = tmp_path_factory.mktemp("pip-user")
     wheels = base / "wheels"
+    source = clean_source_copy(base / "source")  # not the checkout: its ignored build/lib/ could ship stale modules
     _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--quiet", "--wheel-dir", str(wheels),
-          str(REPO_ROOT)], base, _outside_env())
+          str(source)], base, _outside_env())
     (wheel,) = wheels.glob("kbench-*.whl")
     env_dir = base / "venv"
     _run([sys.executable, "-m", "venv", "--without-pip", str(env_dir)], base, _outside_env())

@@ -13,7 +13,7 @@ import polars as pl
 import pytest
 
 from kbench.construct.stages.to_questions import load_question_templates
-from kbench.evaluate.engine import evaluate_task
+import kbench
 from kbench.evaluate.kee import KeeSettings
 from kbench.models.loading import load_model
 from kbench.models.cached import CachedModel
@@ -53,7 +53,7 @@ def test_kee_on_smollm2(shared_data, tmp_path):
     runner = CachedModel(ModelRunner(loaded), ResultCache(tmp_path / "cache.sqlite"))
     settings = KeeSettings(techniques=("baseline", "temp0.7", "genread", "caa", "activation_decoding"), k=3, sweep_max=3,
                            temperatures=(0.7,))
-    results = evaluate_task("kee", runner, dataset, tmp_path / "run", settings)   # validated against the schemas
+    results = kbench.evaluate("kee", dataset=dataset, model=runner, out=tmp_path / "run", **settings.model_dump()).results   # validated against the schemas
     write_report(results, tmp_path / "run")
     overall = results["metrics"]["per_technique"]
     print({name: {m: overall[name][m]["value"] for m in ("accuracy", "gain", "loss")} for name in settings.techniques})

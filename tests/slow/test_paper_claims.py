@@ -22,7 +22,8 @@ import polars as pl
 import pytest
 
 from kbench.construct.stages.to_questions import load_question_templates
-from kbench.evaluate.engine import evaluate_task, validate
+import kbench
+from kbench.evaluate.engine import validate
 from kbench.models.cached import CachedModel
 from kbench.models.loading import load_model
 from kbench.models.result_cache import ResultCache
@@ -75,7 +76,7 @@ def test_kee_and_extraction_comparisons(smollm2, shared_data, tmp_path, monkeypa
     monkeypatch.setenv("KBENCH_DATA_DIR", str(data_root))
     dataset = binned_dataset(shared_data, tmp_path / "dataset")
     settings = {"techniques": ("baseline", "iti", "activation_decoding"), "k": 3, "sweep_max": 3, "temperatures": (0.7,)}
-    results = evaluate_task("kee", smollm2, dataset, tmp_path / "kee", settings)   # validated against the schemas
+    results = kbench.evaluate("kee", dataset=dataset, model=smollm2, out=tmp_path / "kee", **settings).results   # validated against the schemas
     m = results["metrics"]
     print("KEE", json.dumps({"per_technique": {t: {k: v["value"] for k, v in x.items() if isinstance(v, dict) and "value" in v}
                                                for t, x in m["per_technique"].items()},
@@ -101,7 +102,7 @@ def test_kee_and_extraction_comparisons(smollm2, shared_data, tmp_path, monkeypa
     table = (tmp_path / "kee" / "comparison.md").read_text()
     assert "## Paired tests between techniques" in table and "## Frequency bins" in table and "Kendall" in table
 
-    extraction = evaluate_task("extraction", smollm2, dataset, tmp_path / "extraction", {"max_new_tokens": 8})
+    extraction = kbench.evaluate("extraction", dataset=dataset, model=smollm2, out=tmp_path / "extraction", max_new_tokens=8).results
     differences = extraction["metrics"]["frequency_bin_differences"]
     print("extraction", json.dumps(differences))
     for contrast in ("head - tail", "head - torso"):
@@ -112,7 +113,7 @@ def test_kee_and_extraction_comparisons(smollm2, shared_data, tmp_path, monkeypa
 def test_left_open_book_minus_prior(smollm2, shared_data, tmp_path):
     dataset = left_dataset(shared_data, tmp_path / "left")
     for name, settings in (("prior", {"limit": 10}), ("open", {"setting": "open-book", "retriever": "gold", "limit": 10})):
-        results = evaluate_task("truefalse", smollm2, dataset, tmp_path / name, settings)
+        results = kbench.evaluate("truefalse", dataset=dataset, model=smollm2, out=tmp_path / name, **settings).results
         validate(results["metrics"], "results.truefalse.v2.json")
     runs = load_runs([tmp_path / "prior", tmp_path / "open"])
     (got,) = setting_comparisons(runs, [read_items(r.path) for r in runs])

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from kbench.evaluate.engine import evaluate_task
+import kbench
 from kbench.evaluate.extraction import lama_filter
 from kbench.evaluate.prompts import build_prompts
 from kbench.models.loading import load_model
@@ -64,5 +64,5 @@ def test_single_token_filter_and_candidates_use_the_marked_form(roberta, tmp_pat
 def test_extraction_lama_protocol_runs_on_both_tokenizer_families(roberta, tiny_masked_dir, tmp_path):
     dataset = question_dataset(tmp_path / "ds", ROWS)
     for name, model in (("roberta", roberta), ("bert", load_model(str(tiny_masked_dir)))):
-        results = evaluate_task("extraction", ModelRunner(model), dataset, tmp_path / name, {"protocol": "lama"})
+        results = kbench.evaluate("extraction", dataset=dataset, model=ModelRunner(model), out=tmp_path / name, protocol="lama").results
         assert results["headline"]["lama_p_at_1"]["n"] + sum(results["metrics"]["protocol_drops"].values()) == len(ROWS)

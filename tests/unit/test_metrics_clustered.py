@@ -2,7 +2,7 @@
 
 import pytest
 
-from kbench.metrics.clustered import RunCounts, bootstrap_estimate, gap_replicates, newcombe_difference, paired_shares
+from kbench.metrics.clustered import RunCounts, bootstrap_estimate, gap_replicates, paired_shares
 from kbench.metrics.uncertainty import mcnemar
 
 
@@ -49,10 +49,3 @@ def test_paired_shares_is_mcnemar_on_binary_outcomes():
         expected["b"], expected["c"], expected["p_value"], expected["n_shared"])
     assert result["only_second"] == 5 and result["difference"]["value"] == pytest.approx((10 - 7) / 20)
 
-
-def test_newcombe_matches_the_published_example():
-    # Newcombe (1998), Statistics in Medicine 17:873, example (a): 56/70 - 48/80, method 10
-    d = newcombe_difference(56, 70, 48, 80)
-    assert d["value"] == pytest.approx(0.2)
-    assert (round(d["ci_low"], 4), round(d["ci_high"], 4)) == (0.0524, 0.3339)
-    assert newcombe_difference(0, 0, 3, 4)["value"] is None

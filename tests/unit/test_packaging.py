@@ -7,18 +7,22 @@ import zipfile
 import pytest
 
 from kbench.io import SCHEMA_DIR, load_schema
-from tests.conftest import REPO_ROOT
+from tests.conftest import REPO_ROOT, clean_source_copy
 
 
 def test_wheel_carries_the_schemas_and_templates(tmp_path):
     from kbench.cards.render import template_dir
 
+    source = clean_source_copy(tmp_path / "source")  # not the checkout: its ignored build/lib/ could ship stale modules
     built = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--quiet",
-                            "--wheel-dir", str(tmp_path), str(REPO_ROOT)], capture_output=True, text=True, timeout=300)
+                            "--wheel-dir", str(tmp_path), str(source)], capture_output=True, text=True, timeout=300)
     if built.returncode != 0:
         pytest.fail(built.stderr[-2000:])
     (wheel,) = tmp_path.glob("kbench-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
+    own = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard", "--", "kbench/*.py"], cwd=REPO_ROOT,
+                         capture_output=True, text=True, check=True).stdout.split()
+    assert {n for n in names if n.endswith(".py")} == {n for n in own if (REPO_ROOT / n).is_file()}  # no more, no less
     schemas = {p.name for p in SCHEMA_DIR.glob("*.json")}
     assert "question.v1.json" in schemas and "results.kee.v1.json" in schemas
     assert {f"kbench/schemas/{name}" for name in schemas} <= names

@@ -4,7 +4,22 @@ from __future__ import annotations
 
 import json
 
-from kbench.sources.rebel import ParsedTriplet, find_span, linearise, parse_rebel_output
+from kbench.sources.rebel import OBJ, SUBJ, TRIPLET, ParsedTriplet, find_span, parse_rebel_output
+
+
+def linearise(triples: list[tuple[str, int, str, str]]) -> str:
+    """Write REBEL's target string from (subject, subject_start, object, relation) tuples, as the REBEL
+    dataset loader does (the real format the parser reads).
+
+    Subjects appear in order of their start offset; the triples of one subject keep their order.
+    """
+    by_subject: dict[tuple[int, str], list[tuple[str, str]]] = {}
+    for subject, start, obj, relation in triples:
+        by_subject.setdefault((start, subject), []).append((obj, relation))
+    chunks = []
+    for (_, subject), pairs in sorted(by_subject.items()):
+        chunks.append(f"{TRIPLET} {subject} " + " ".join(f"{SUBJ} {o} {OBJ} {r}" for o, r in pairs))
+    return " ".join(chunks)
 
 
 def _sample_docs(shared_data, n=200):

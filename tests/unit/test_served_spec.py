@@ -69,3 +69,20 @@ def test_a_model_without_tokenizer_refuses_what_needs_tokens():
     assert not tokenizer and tokenizer.chat_template is None
     with pytest.raises(UserError, match="'org/m' has no tokenizer .*;tokenizer=FOLDER"):
         tokenizer(" Paris", add_special_tokens=False)
+
+
+def test_a_spec_repr_and_a_server_error_body_hide_the_credentials():
+    from tests.unit.test_served_client import Replica
+
+    spec = ServedSpec.from_arg("openai:https://alice:hunter2@api.example.com/v1?api-key=sk-in-query;model=m")
+    assert repr(spec) == "ServedSpec(urls=['https://api.example.com/v1'], model='m', revision='', tokenizer=None)"
+    key = "sk-live-" + "x" * 300  # longer than the 200 characters of the body kept: no piece of it either
+    server = Replica([(401, f'{{"error": "bad key Bearer {key}"}}'.encode(), {})])
+    client = ServedClient([server.url], key, concurrency=1, retries=0)
+    try:
+        with pytest.raises(UserError, match="HTTP 401") as refused:
+            client.post("/v1/completions", {"prompt": "x"})
+    finally:
+        client.close()
+        server.close()
+    assert "sk-live" not in str(refused.value) and "Bearer <api key>" in str(refused.value)

@@ -11,8 +11,9 @@ from collections.abc import Sequence
 import polars as pl
 import pytest
 
+import kbench
 from kbench.errors import UserError
-from kbench.evaluate.engine import evaluate_task, validate
+from kbench.evaluate.engine import validate
 from kbench.evaluate.extraction import UNDEFINED
 from kbench.metrics.uncertainty import format_estimate
 from kbench.models.interface import Capability
@@ -90,7 +91,7 @@ def dataset(tmp_path):
 
 
 def test_extraction_on_a_generation_only_backend_marks_rank_metrics_undefined(standin, dataset, tmp_path):
-    results = evaluate_task("extraction", standin, dataset, tmp_path / "run", {"stop": ["\n"]})
+    results = kbench.evaluate("extraction", dataset=dataset, model=standin, out=tmp_path / "run", stop=["\n"]).results
     validate(results, "results.v2.json")
     validate(results["metrics"], "results.extraction.v2.json")
     assert standin.calls == ["generate"]  # answers come from generate alone, never a rank call
@@ -116,7 +117,7 @@ def test_extraction_on_a_generation_only_backend_marks_rank_metrics_undefined(st
 @pytest.mark.parametrize("protocol", ["maple", "lama"])
 def test_top_k_ranks_keep_p_at_1_exact_and_leave_the_log_prob_undefined(standin, dataset, tmp_path, protocol):
     model = TopKRanks(standin.tokenizer)
-    results = evaluate_task("extraction", model, dataset, tmp_path / "run", {"stop": ["\n"], "protocol": protocol})
+    results = kbench.evaluate("extraction", dataset=dataset, model=model, out=tmp_path / "run", stop=["\n"], protocol=protocol).results
     validate(results, "results.v2.json")
     validate(results["metrics"], "results.extraction.v2.json")
     overall = results["metrics"]["overall"]
@@ -139,18 +140,19 @@ def test_top_k_ranks_keep_p_at_1_exact_and_leave_the_log_prob_undefined(standin,
     ("extraction", {"protocol": "lama", "common_vocab": "vocab.txt"}, "rank_exact"),
 ])
 def test_refused_before_any_item_is_read(standin, tmp_path, task, settings, capability):
-    missing = tmp_path / "no-such-dataset"  # the check comes first: the missing folder is never opened
+    empty = tmp_path / "empty-dataset"  # the check comes first: the (empty) folder is never read
+    empty.mkdir()
     with pytest.raises(UserError) as raised:
-        evaluate_task(task, standin, missing, tmp_path / "run", settings)
+        kbench.evaluate(task, dataset=empty, model=standin, out=tmp_path / "run", **settings)
     message = str(raised.value)
     assert f"task {task}" in message and f"capability {capability!r}" in message and "backends that have it: hf" in message
-    assert "\n" not in message and not (tmp_path / "run").exists()
+    assert "\n" not in message and not (tmp_path / "run" / "journal.jsonl").exists()
 
 
 def test_kee_refuses_a_technique_whose_needs_the_model_lacks(standin, tmp_path):
     # baseline only generates, which the stand-in does; caa needs white-box access
     with pytest.raises(UserError, match="technique caa needs the capability 'white_box'"):
-        evaluate_task("kee", standin, tmp_path / "no-such-dataset", tmp_path / "run", {"techniques": ("baseline", "caa")})
+        kbench.evaluate("kee", dataset=tmp_path, model=standin, out=tmp_path / "run", techniques=("baseline", "caa"))
 
 
 def test_cli_refuses_a_masked_lm_for_truefalse_with_exit_2(tiny_masked_dir, dataset, tmp_path):  # noqa: F811
@@ -166,8 +168,8 @@ def test_results_record_the_capabilities_of_an_in_process_model(tiny_causal_dir,
     from kbench.models.loading import load_model
     from kbench.models.runner import ModelRunner
 
-    results = evaluate_task("extraction", ModelRunner(load_model(str(tiny_causal_dir))), dataset, tmp_path / "run",
-                            {"max_new_tokens": 2})
+    opened = ModelRunner(load_model(str(tiny_causal_dir)))
+    results = kbench.evaluate("extraction", dataset=dataset, model=opened, out=tmp_path / "run", max_new_tokens=2).results
     assert results["model"]["backend"] == "hf"
     assert results["model"]["capabilities"] == sorted(c.value for c in Capability)
     assert results["metrics"]["ranks"] == "exact" and results["headline"]["first_token_p1_macro"]["value"] is not None

@@ -18,15 +18,17 @@ from __future__ import annotations
 
 import random
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import BaseModel, Field, model_validator
 
 from kbench.errors import UserError
 from kbench.evaluate.task import TaskSettings
 from kbench.evaluate.xteval.documents import DocumentGenerator, Triple
 from kbench.models.training.crossencoder import FinetuneConfig
 from kbench.models.training.softprompt import SoftPromptConfig
+
+SEED_COUNTS = ("extraction_seeds", "split_seeds", "finetune_seeds")
 
 
 class XtevalSettings(TaskSettings):
@@ -58,9 +60,32 @@ class XtevalSettings(TaskSettings):
         ("LPAQA",), description="With --templates-dir: paraphrase files prompt_variants/<NAME>_relations.jsonl to add, or all."
     )
 
+    @model_validator(mode="before")
+    @classmethod
+    def _shorthands(cls, given: Any) -> Any:
+        """`seeds=N` sets every seed count not given (paper: 3 -> 27 runs); the fine-tuning epochs
+        are the soft-prompt epochs too unless those are given. Here, so the API and the CLI agree."""
+        if not isinstance(given, dict):
+            return given
+        given = dict(given)
+        seeds = given.pop("seeds", None)
+        if seeds is not None:
+            given = {name: seeds for name in SEED_COUNTS} | {k: v for k, v in given.items() if v is not None}
+        finetune, softprompt = (_given(given.get(part)) for part in ("finetune", "softprompt"))
+        if finetune.get("epochs") is not None and softprompt.get("epochs") is None:
+            given["softprompt"] = softprompt | {"epochs": finetune["epochs"]}
+        return given
+
     @property
     def settings(self) -> list[str]:
         return ["iid", "ood"] if self.setting == "both" else [self.setting]
+
+
+def _given(part: Any) -> dict:
+    """The values given for a nested config: a dict, or a config object's explicitly set fields."""
+    if isinstance(part, BaseModel):
+        return part.model_dump(exclude_unset=True)
+    return {k: v for k, v in (part or {}).items() if v is not None} if isinstance(part, dict) else {}
 
 
 def load_facts(dataset_dir: Path, split: str, limit: int | None, seed: int = 0, config: str | None = None) -> list[dict]:

@@ -52,6 +52,7 @@ class ServedClient:
         self._headers = {"Content-Type": "application/json"}
         if api_key:
             self._headers["Authorization"] = f"Bearer {api_key}"
+        self._api_key = api_key or None  # only to cut it out of error bodies (some servers echo the header)
         self.concurrency = concurrency
         self.timeout = timeout
         self.retries = retries
@@ -119,7 +120,8 @@ class ServedClient:
         if response.status_code != 200:
             retry_after = _retry_after(response.headers.get("Retry-After"))
             retryable = response.status_code in RETRIED_STATUS or response.status_code >= 500
-            detail = response.text[:200].replace("\n", " ")
+            body = response.text.replace(self._api_key, "<api key>") if self._api_key else response.text
+            detail = body[:200].replace("\n", " ")  # redacted before the cut: no part of the key either
             raise RequestFailed(f"HTTP {response.status_code}: {detail}", retryable, retry_after, response.status_code)
         try:
             return json.loads(response.content)

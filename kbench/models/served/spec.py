@@ -16,7 +16,7 @@ is never printed or stored; URLs are recorded without user:password@ and without
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from urllib.parse import urlsplit, urlunsplit
 
 from kbench.errors import UserError
@@ -38,7 +38,7 @@ def backend_for(model_arg: str) -> str:
 
 @dataclass(frozen=True)
 class ServedSpec:
-    urls: tuple[str, ...]
+    urls: tuple[str, ...] = field(repr=False)  # may hold user:password@ or ?token=: see __repr__
     model: str | None = None
     revision: str = ""
     tokenizer: str | None = None
@@ -67,6 +67,10 @@ class ServedSpec:
         if "timeout" in values:
             values["timeout"] = _number("timeout", values["timeout"], float, 0.001)
         return cls(urls=urls, **values)
+
+    def __repr__(self) -> str:  # logs and tracebacks show a spec: never its credentials
+        urls = [redact_url(u) for u in self.urls]
+        return f"ServedSpec(urls={urls}, model={self.model!r}, revision={self.revision!r}, tokenizer={self.tokenizer!r})"
 
     def describe(self) -> dict:
         """What results record: credential-free URLs and the options that shape requests."""
