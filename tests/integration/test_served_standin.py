@@ -1,6 +1,6 @@
 """Served models through a vLLM-like stand-in (tests/servers/vllm_like.py) computing with the tiny
 random Llama: the probe's findings, item-by-item agreement with the in-process backend (model
-calls, `evaluate truefalse`, `evaluate extraction --protocol lama`), a llama.cpp-like server refused
+calls, `evaluate truefalse`, `evaluate extraction --protocol lama`, `evaluate kee` baseline and GenRead), a llama.cpp-like server refused
 for log-likelihood, and the API key kept out of every file and output."""
 
 from __future__ import annotations
@@ -145,3 +145,19 @@ def _no_secret(folders: list[Path], output: str) -> None:
         for path in folder.rglob("*"):
             if path.is_file():
                 assert SECRET.encode() not in path.read_bytes(), path
+
+
+def test_kee_black_box_agrees_item_by_item(server, tiny_causal_dir, facts, tmp_path, api_key):
+    """KEE baseline and GenRead (greedy, the same token ids in) agree with in-process; CAA is refused."""
+    base = ("evaluate", "kee", "--dataset", str(facts), "--techniques", "baseline,genread", "--k", "2", "--sweep-max", "2",
+            "--temperatures", "0.7", "--technique-param=genread.document_tokens=8", "--no-cache")
+    served = run_kbench(*base, "--model", f"openai:{server};model=tiny", "--out", str(tmp_path / "served"), env=api_key)
+    assert served.returncode == 0, served.stderr
+    local = run_kbench(*base, "--model", str(tiny_causal_dir), "--out", str(tmp_path / "local"))
+    assert local.returncode == 0, local.stderr
+    ours, theirs = (pl.read_parquet(tmp_path / w / "items.parquet").filter(pl.col("technique") != "partition@0.7")
+                    for w in ("served", "local"))
+    assert ours.select("id", "answer", "correct").equals(theirs.select("id", "answer", "correct"))
+    refused = run_kbench("evaluate", "kee", "--dataset", str(facts), "--techniques", "caa", "--model",
+                         f"openai:{server};model=tiny", "--out", str(tmp_path / "caa"), env=api_key)
+    assert refused.returncode == 2 and "technique caa needs the capability 'white_box'" in refused.stderr

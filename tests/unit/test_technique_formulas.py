@@ -238,6 +238,7 @@ def test_recite_vote_groups_normalised_answers_and_breaks_ties_by_first_run():
 def test_technique_params_are_validated_and_parsed():
     assert parse_technique_params(["iti.heads=13", "iti.scale_heads=true", "caa.select_limit=null"]) == \
         {"iti": {"heads": 13, "scale_heads": True}, "caa": {"select_limit": None}}
+    assert parse_technique_params(["temp0.7.votes=3"]) == {"temp0.7": {"votes": 3}}  # a name with a dot
     with pytest.raises(UserError, match="NAME.KEY=VALUE"):
         parse_technique_params(["heads=13"])
     with pytest.raises(UserError, match="technique 'iti': heads: Input should be greater than or equal to 1"):

@@ -54,7 +54,7 @@ def parse_technique_params(entries: list[str]) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     for entry in entries:
         key, sep, text = entry.partition("=")
-        name, dot, param = key.strip().partition(".")
+        name, dot, param = key.strip().rpartition(".")  # the last dot: names such as temp0.7 have one
         if not (sep and dot and name and param):
             raise UserError(f"--technique-param {entry!r}: expected NAME.KEY=VALUE, e.g. iti.heads=13")
         try:
