@@ -47,7 +47,7 @@ def test_probe_and_model_calls_agree_with_in_process(server, tiny_causal_dir, ap
     assert served.capabilities == {Capability.GENERATE, Capability.LOGLIKELIHOOD, Capability.RANK_EXACT, Capability.RANK_TOP_K}
     assert block["weights"]["probe"] == {"generate": True, "token_id_prompts": True, "echo_prompt_logprobs": True,
                                         "prompt_logprobs": True, "prompt_logprob_ranks": True, "top_logprobs": 20,
-                                        "token_id_keys": True}
+                                        "token_id_keys": True, "sampling_varies": True}
     assert block["weights"]["tokenizer"] == "server" and block["weights"]["server_model"]["max_model_len"] == 256
     prompts = [f"{s} is in" for _, s, _ in FACTS]
     golds = [f" {o}" for _, _, o in FACTS]

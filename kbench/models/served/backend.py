@@ -25,6 +25,7 @@ A model whose server proved a capability missing raises `UserError` naming it, a
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 
 from kbench.errors import UserError
@@ -37,6 +38,8 @@ from kbench.models.served.client import ServedClient
 from kbench.models.served.probe import capabilities, probe_server
 from kbench.models.served.spec import ServedSpec, api_key, redact_url
 from kbench.models.served.tokenizer import NoTokenizer, ServerTokenizer, local_tokenizer
+
+LOG = logging.getLogger(__name__)
 
 #: The source that shapes outputs (the result cache's `code`): this package and the encoder it shares with `hf`.
 MODULES = [f"kbench.models.served.{m}" for m in ("backend", "client", "parse", "probe", "spec", "tokenizer")]
@@ -123,6 +126,11 @@ class ServedModel:
         intervention=None,
     ) -> list[list[str]]:
         self._plain(intervention)
+        if not self.probe["sampling_varies"]:
+            LOG.warning(
+                "the server's seeded samples equalled its greedy text in the probe (it ignores temperature): "
+                "sampled techniques and KEE's shallow/deep partition get greedy answers (probe recorded in results.json)"
+            )
         bodies = [
             self._body(
                 p,

@@ -12,6 +12,8 @@ So the probe sends a few one-token requests and looks at the answers:
     prompt_logprob_ranks  ... with its rank over the full vocabulary
     top_logprobs        how many top log-probs one position gets (0: none)
     token_id_keys       top log-probs are keyed "token_id:N" (`return_tokens_as_token_ids`)
+    sampling_varies     seeded samples at temperature 2 differ from the greedy text (`transformers serve`
+                        5.24 ignores `temperature` on /v1/completions: its "samples" are greedy)
 
 Capabilities are what the probe proved (`capabilities`); the result goes into the model's
 `describe()` block and so into results.json.
@@ -23,6 +25,7 @@ from kbench.models.interface import Capability
 from kbench.models.served import parse
 
 PROBE_TEXT = "The capital of France is"
+SAMPLING_SEEDS = (1, 2, 3)  # at temperature 2, eight tokens: a real sampler leaves the greedy text almost surely
 TOP_K_ASKED = 20  # vLLM's default --max-logprobs; a server allowing fewer is asked for 5
 
 
@@ -31,6 +34,7 @@ def probe_server(client, model_id: str, tokenizer) -> dict:
     found = {"generate": _text(client.try_post("/v1/completions", {**base, "prompt": PROBE_TEXT})) is not None}
     found.update(token_id_prompts=False, echo_prompt_logprobs=False, prompt_logprobs=False)
     found.update(prompt_logprob_ranks=False, top_logprobs=0, token_id_keys=False)
+    found["sampling_varies"] = found["generate"] and sampling_varies(client, base)
     if tokenizer is None or not found["generate"]:
         return found
     ids = tokenizer(PROBE_TEXT, add_special_tokens=True)["input_ids"]
@@ -49,6 +53,15 @@ def probe_server(client, model_id: str, tokenizer) -> dict:
             found["token_id_keys"] = all(parse.token_id(key) is not None for key in tops)
             break
     return found
+
+
+def sampling_varies(client, base: dict) -> bool:
+    """Whether seeded samples come back different from the greedy continuation (a server that
+    ignores `temperature` would make every sampled technique greedy without a word)."""
+    long = {**base, "prompt": PROBE_TEXT, "max_tokens": 8}
+    greedy = _text(client.try_post("/v1/completions", long))
+    samples = {_text(client.try_post("/v1/completions", {**long, "temperature": 2.0, "seed": s})) for s in SAMPLING_SEEDS}
+    return bool(samples - {greedy, None})
 
 
 def echo_covers_prompt(answer: dict | None, n_prompt: int) -> bool:
