@@ -11,7 +11,7 @@ Four names, one meaning each:
   and provenance; only `kbench/models/` sees it.
 "Runner" means the Hugging Face backend, `kbench.models.runner.ModelRunner`, and nothing else.
 A backend knows nothing of the cache. Another backend implements `LanguageModel` (and
-`WhiteBoxModel` if it can) in one module and registers its opener in `BACKENDS`.
+`WhiteBoxModel` if it can) in one module and registers its opener with `@register_backend(name, capabilities)`.
 
 Text contract (all methods): an answer / gold is the exact continuation of its prompt, leading
 space included (" France"); results come back in input order, one per prompt; every method
@@ -24,7 +24,7 @@ cache key of the call.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Protocol, runtime_checkable
@@ -57,7 +57,7 @@ def require(model, needed, who: str) -> None:
     for capability in needed:
         capability = Capability(capability)
         if capability not in have:
-            offering = [name for name, caps in BACKEND_CAPABILITIES.items() if capability in caps]
+            offering = [name for name, backend in BACKENDS.items().items() if capability in backend.capabilities]
             raise UserError(
                 f"{who} needs the capability {capability.value!r}, which model {model.name!r} "
                 f"(backend {getattr(model, 'backend', '?')}) lacks; backends that have it: {', '.join(offering) or 'none'}"
@@ -254,12 +254,26 @@ class ModelSpec:
     backend: str = "hf"
 
 
-BACKENDS: Registry = Registry("model backend", package="kbench.models")
-#: The most each backend can offer (a served model may offer less: its probe decides); for error messages.
-BACKEND_CAPABILITIES: dict[str, frozenset[Capability]] = {
-    "hf": frozenset(Capability),
-    "openai": frozenset({Capability.GENERATE, Capability.LOGLIKELIHOOD, Capability.RANK_EXACT, Capability.RANK_TOP_K}),
-}
+@dataclass(frozen=True)
+class Backend:
+    """A registered backend: its opener and the most it can offer (a served model may offer less:
+    its probe decides); `require` names the backends that have a missing capability."""
+
+    open: Callable[[ModelSpec], LanguageModel]
+    capabilities: frozenset[Capability]
+
+
+BACKENDS: Registry[Backend] = Registry("model backend", package="kbench.models")
+
+
+def register_backend(name: str, capabilities) -> Callable:
+    """`@register_backend("hf", Capability)` on a backend's opener, at its definition."""
+
+    def decorate(opener):
+        BACKENDS.add(name, Backend(opener, frozenset(capabilities)))
+        return opener
+
+    return decorate
 
 
 def open_model(spec: ModelSpec, cache=None):
@@ -269,7 +283,7 @@ def open_model(spec: ModelSpec, cache=None):
     from kbench.models.result_cache import ResultCache
     from kbench.paths import result_cache_path
 
-    inner = BACKENDS.get(spec.backend)(spec)
+    inner = BACKENDS.get(spec.backend).open(spec)
     if not spec.use_cache:
         cache = None
     elif cache is None:

@@ -43,7 +43,7 @@ from kbench.io import stable_hash
 from kbench.models.cpu_allocator import keep_freed_memory
 from kbench.models.decoding import decode
 from kbench.models.encoding import PromptEncoder
-from kbench.models.interface import BACKENDS, Capability, Intervention
+from kbench.models.interface import Capability, Intervention, register_backend
 from kbench.models.interventions import Realised, realise
 from kbench.models.loading import LoadedModel
 from kbench.models.packing import last_token_logits, pack, packing_works, prompts_within
@@ -418,7 +418,7 @@ class ModelRunner(WhiteBoxMethods):
             raise UserError(f"{method} needs a causal LM; {self.loaded.name} is a {self.loaded.kind} LM")
 
 
-@BACKENDS.register("hf")
+@register_backend("hf", Capability)
 def open_hf_model(spec) -> ModelRunner:
     """The Hugging Face backend: load the weights (`kbench.models.loading`) and wrap them in the
     batched runner."""

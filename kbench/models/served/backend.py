@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from kbench.errors import UserError
 from kbench.io import stable_hash
 from kbench.models.encoding import PromptEncoder
-from kbench.models.interface import BACKENDS, Capability, require
+from kbench.models.interface import Capability, register_backend, require
 from kbench.models.provenance import source_hash
 from kbench.models.served import parse
 from kbench.models.served.client import ServedClient
@@ -261,7 +261,8 @@ def _same_length(prompts: Sequence[str], others: Sequence[str]) -> None:
         raise UserError(f"got {len(prompts)} prompts but {len(others)} answers")
 
 
-@BACKENDS.register("openai")
+# what a server can prove in its probe: never white-box access or training
+@register_backend("openai", {Capability.GENERATE, Capability.LOGLIKELIHOOD, Capability.RANK_EXACT, Capability.RANK_TOP_K})
 def open_served_model(spec) -> ServedModel:
     """The served backend: `spec.name` is the `--model openai:...` argument (`ServedSpec`)."""
     served = ServedSpec.from_arg(spec.name)
