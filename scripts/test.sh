@@ -4,4 +4,4 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 export KBENCH_MODEL_CACHE="${KBENCH_MODEL_CACHE:-$PWD/.kbench-cache/models}"
-exec .venv/bin/python -m pytest -q "$@"
+exec .venv/bin/python -m pytest -q --durations=25 "$@"  # the 25 slowest tests are listed: CI time stays visible
