@@ -29,7 +29,6 @@ from kbench.construct.context import StageContext
 from kbench.construct.stage import StageParams
 from kbench.errors import UserError
 from kbench.io import stable_hash
-from kbench.progress import progress  # noqa: F401  (the SPARQL stages' progress over ids looked up, with an ETA)
 from kbench.sources.wikidata import DEFAULT_BATCH_SIZE, WikidataClient
 from kbench.sources.wikidata_store import IMPORT_RECORD
 

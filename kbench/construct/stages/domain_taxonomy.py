@@ -37,10 +37,10 @@ from kbench.construct.stages._wikidata_common import (
     endpoint_option,
     knowledge_source,
     open_wikidata,
-    progress,
     wikidata_input_files,
 )
 from kbench.errors import InputError
+from kbench.progress import progress
 from kbench.sources.wikidata import PREFIXES, batched, id_from_iri, is_valid_id, validate_id
 
 

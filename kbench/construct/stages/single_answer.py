@@ -25,10 +25,10 @@ from kbench.construct.stages._wikidata_common import (
     knowledge_source,
     matches,
     open_wikidata,
-    progress,
     property_column,
     wikidata_input_files,
 )
+from kbench.progress import progress
 from kbench.sources.wikidata import ID_PATTERN, PROPERTY_PATTERN
 
 

@@ -28,10 +28,10 @@ from kbench.construct.stages._wikidata_common import (
     matches,
     open_wikidata,
     present,
-    progress,
     property_column,
     wikidata_input_files,
 )
+from kbench.progress import progress
 from kbench.sources.wikidata import ID_PATTERN, PROPERTY_PATTERN
 
 
