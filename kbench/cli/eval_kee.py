@@ -21,11 +21,9 @@ def kee(
 
 
 def _comparison_report(results: dict, run_dir) -> None:
+    """The deviations and the paired tests on the terminal (the task itself wrote comparison.md and the charts)."""
     from rich.console import Console
 
-    from kbench.report.kee import write_report
-
-    write_report(results, run_dir)
     console = Console(stderr=True)
     metrics = results["metrics"]
     deviating = {t: d["deviations"] for t, d in metrics.get("technique_details", {}).items() if d.get("deviations")}

@@ -67,10 +67,11 @@ class KeeSettings(TaskSettings):
     case_sensitive: bool = Field(False, description="MAPLE matching keeps case.")
     prompt: Literal["auto", "chat", "question"] = Field("auto", description="auto: the chat template when the model has one.")
 
-    @field_validator("techniques")
+    @field_validator("techniques", mode="before")
     @classmethod
-    def _known(cls, names: tuple[str, ...]) -> tuple[str, ...]:
-        return parse_techniques(",".join(names))
+    def _known(cls, names) -> tuple[str, ...]:
+        # the library takes "caa,iti" as the CLI does, or a list of names
+        return parse_techniques(names if isinstance(names, str) else ",".join(map(str, names)))
 
     @model_validator(mode="after")
     def _sweep_covers_k(self):
@@ -337,6 +338,13 @@ class KnowledgeElicitation(Task):
                 headline[f"gain:{name}"] = overall[name]["gain"]
                 headline[f"loss:{name}"] = overall[name]["loss"]
         return Summary(headline=headline, metrics=result)
+
+    def finish(self, ctx: RunContext, state: KeePlan, rows: list[dict], results: dict) -> None:
+        """comparison.md / comparison.csv (every technique against the baseline) and the PRS and
+        Gain/Loss charts, beside results.json: the CLI and `kbench.evaluate("kee")` write the same files."""
+        from kbench.report.kee import write_report
+
+        write_report(results, ctx.run_dir)
 
     def _deviations(self, name: str, fitted: list[dict], s: KeeSettings) -> list[str]:
         """Where the technique as run departs from MAPLE's configuration (empty: it follows it)."""

@@ -121,3 +121,12 @@ def test_xteval_seeds_and_epochs_shorthands_are_settings(tmp_path):
     assert cli == api and (api.extraction_seeds, api.split_seeds, api.finetune_seeds) == (1, 2, 1)
     assert api.softprompt.epochs == 4 and XtevalSettings(finetune={"epochs": 4}, softprompt={"epochs": 9}).softprompt.epochs == 9
     assert XtevalSettings(**api.model_dump()) == api   # the CLI validates, then the API validates the dump again
+
+
+def test_kee_from_the_api_writes_the_comparison_files_the_cli_writes(examples, tmp_path):
+    import kbench
+
+    result = kbench.evaluate("kee", dataset=examples["built"].path, model=examples["tiny_model"], limit=4,
+                             techniques="baseline,genread", out=tmp_path / "kee")
+    table = (result.run_dir / "comparison.md").read_text()
+    assert "| genread |" in table and (result.run_dir / "prs.png").is_file() and (result.run_dir / "gain_loss.png").is_file()
