@@ -72,3 +72,23 @@ def test_capabilities_are_what_the_probe_proved():
     vllm = {**sglang, "prompt_logprobs": True, "prompt_logprob_ranks": True, "token_id_keys": True}
     assert capabilities(vllm) == {Capability.GENERATE, Capability.LOGLIKELIHOOD, Capability.RANK_EXACT,
                                   Capability.RANK_TOP_K}
+
+
+def test_echoed_top_logprobs_hold_the_prompt_token_beyond_the_top_k():
+    """vLLM lists the prompt token beside the top k when it is not among them (k + 1 entries), and
+    log-probs tie: a rank read from such a list counts only the strictly higher entries, as the
+    in-process backend's rank does, and the echoed token's log-prob is the token_logprobs value."""
+    from kbench.models.served.backend import _rank_in_top
+
+    answer = body("vllm_completion_echo_top5")
+    values = parse.token_logprobs(answer)
+    assert echo_covers_prompt(answer, n_prompt=5)
+    tokens = answer["choices"][0]["logprobs"]["tokens"]
+    for position in range(1, 6):
+        tops = parse.top_logprobs(answer, position)
+        assert tops[tokens[position]] == values[position] and len(tops) in (5, 6)
+    beyond = parse.top_logprobs(answer, 3)  # " France" at -6.04 is outside the top 5: listed as a sixth entry
+    assert len(beyond) == 6 and max(beyond.values()) > beyond[" France"]
+    tied = {f"token_id:{i}": lp for i, lp in enumerate(parse.top_logprobs(answer, 2).values())}  # " of" and " city" tie
+    assert _rank_in_top(tied, 0) == (1, -1.4453125) and _rank_in_top(tied, 1) == (1, -1.4453125)
+    assert _rank_in_top(tied, 2) == (3, -1.8203125) and _rank_in_top(tied, 99) == (None, None)
