@@ -2,7 +2,7 @@
 the tiny random Llama with a chat template: the chat probe, the chat prompt form answered item by
 item as the in-process backend answers it under the same template (model calls, `evaluate
 extraction --prompt chat`, `evaluate kee` baseline and GenRead with `--prompt auto`), a cloze
-prompt refused naming `--prompt chat`, a run stopped by a vanished server resumed (byte-identical
+prompt refused naming `--prompt chat`, a chat-only server opened for completions told to add `;api=chat`, a run stopped by a vanished server resumed (byte-identical
 resumes of the same client and engine code: test_served_faults.py), and the API key kept out of every file and output."""
 
 from __future__ import annotations
@@ -94,6 +94,14 @@ def test_chat_probe_and_model_calls_agree_with_in_process(port, chat_folder, mon
     with pytest.raises(UserError, match="api=chat takes the chat prompt form: use --prompt chat"):
         served.generate(["France is in"], 3)
     assert SECRET not in repr(served.inner) + str(block)
+
+
+def test_a_chat_only_server_opened_for_completions_says_add_api_chat(port, monkeypatch):
+    monkeypatch.setenv("KBENCH_API_KEY", SECRET)
+    with pytest.raises(UserError, match=r"answered no completion request .*add ;api=chat to --model"):
+        open_model(ModelSpec(name=f"openai:http://127.0.0.1:{port}/v1;model=tiny-chat", backend="openai"), cache=None)
+    assert open_model(ModelSpec(name=_chat_model(port).replace("tiny", "tiny-chat"), backend="openai"),
+                      cache=None).capabilities == {Capability.GENERATE}
 
 
 def _items(out: Path) -> pl.DataFrame:

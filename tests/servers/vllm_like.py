@@ -14,7 +14,8 @@ add_generation_prompt and tokenised without special tokens (vLLM's defaults), th
 `chat.completion` (`choices[0].message.content`).
 The same weights are also served as NAME-llamacpp, which acts like llama.cpp's server: `echo`
 returns log-probs only for the generated tokens, `prompt_logprobs` and `return_tokens_as_token_ids`
-are ignored, and `/tokenize` does not know it.
+are ignored, and `/tokenize` does not know it. NAME-chat is a chat-only server's model (as a hosted
+chat API): `/v1/completions` answers 404 for it.
 With `--api-key-env VAR` every request but `/health` must carry `Authorization: Bearer $VAR` (else 401).
 Requests are computed one at a time (one model, 2 cores); the HTTP side is threaded.
 """
@@ -38,7 +39,7 @@ class Engine:
         self.model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).eval()
         self.tokenizer = AutoTokenizer.from_pretrained(folder)
         self.name, self.folder = name, folder
-        self.names = {name: "vllm", f"{name}-llamacpp": "llamacpp"}
+        self.names = {name: "vllm", f"{name}-llamacpp": "llamacpp", f"{name}-chat": "chatonly"}
         self.max_len = int(getattr(self.model.config, "max_position_embeddings", 2048))
         self.created = int(time.time())
         self.lock = threading.Lock()
@@ -179,7 +180,8 @@ def serve(engine: Engine, port: int, api_key: str | None) -> None:
             if not self._authorised():
                 return
             if self.path in ("/v1/completions", "/v1/chat/completions"):
-                if body.get("model") not in engine.names:
+                chat_only = engine.names.get(body.get("model")) == "chatonly" and "chat" not in self.path
+                if body.get("model") not in engine.names or chat_only:
                     return self._send(404, {"error": {"message": f"model {body.get('model')} does not exist"}})
                 if self.path == "/v1/chat/completions" and not engine.tokenizer.chat_template:
                     return self._send(400, {"error": {"message": "the model has no chat template", "type": "BadRequestError"}})
