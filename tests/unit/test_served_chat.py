@@ -46,10 +46,15 @@ def test_the_task_prompt_builders_hand_their_messages_through():
 
 
 @pytest.mark.parametrize("prompt", ["France is in", "Answer the question.\nQuestion: Where?\nAnswer:",
-                                    chat.render([{"role": "user", "content": "Hi"}]) + "\nAnswer:"])
+                                    chat.CHAT_MARK + '[{"role": "robot", "content": "x"}]'])
 def test_plain_prompts_are_refused_naming_the_flag(prompt):
     with pytest.raises(UserError, match="api=chat takes the chat prompt form: use --prompt chat"):
         chat.messages_of(prompt)
+
+
+def test_a_prefilled_reply_after_the_turn_is_refused():
+    with pytest.raises(UserError, match="adds 'Verdict:' after the chat turn.*api=completions with ;tokenizer=FOLDER"):
+        chat.messages_of(chat.render([{"role": "user", "content": "Is it true?"}]) + "Verdict:")
 
 
 def test_chat_tokenizer_renders_only_a_generation_prompt_and_keeps_the_token_surface():

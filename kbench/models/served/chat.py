@@ -10,7 +10,8 @@ line, which the backend reads back (`messages_of`) and posts as `messages`:
 
 The line is deterministic (sorted keys, no spaces) and says what it is, so it is what the result
 cache keys on: a cache entry holds the messages, not one server's rendering of them. A prompt that
-is not such a line (the cloze or question form) is refused with one line naming `--prompt chat`.
+is not such a line (the cloze or question form) is refused with one line naming `--prompt chat`; so is
+text added after the line (a prefilled reply), which a chat request cannot carry.
 """
 
 from __future__ import annotations
@@ -33,11 +34,18 @@ def messages_of(prompt: str) -> list[dict]:
     """The messages a `render` line holds; `UserError` for any other prompt."""
     if not isinstance(prompt, str) or not prompt.startswith(CHAT_MARK):
         raise UserError(NOT_CHAT.format(start=str(prompt)[:40]))
+    body = prompt[len(CHAT_MARK) :]
     try:
-        return _checked(json.loads(prompt[len(CHAT_MARK) :]))
+        messages, end = json.JSONDecoder().raw_decode(body)
+        messages = _checked(messages)
     except ValueError:
-        # text was added after the rendered turn (a technique that extends a chat prompt): the server renders turns only
         raise UserError(NOT_CHAT.format(start=prompt[:40])) from None
+    if body[end:]:  # e.g. a cue that prefills the reply (an LLM-judge stage): a chat request cannot carry it
+        raise UserError(
+            f"api=chat: the prompt adds {body[end:][:40]!r} after the chat turn, which /v1/chat/completions cannot "
+            "send; use the default api=completions with ;tokenizer=FOLDER (kbench then renders the chat template)"
+        )
+    return messages
 
 
 def _checked(messages) -> list[dict]:
