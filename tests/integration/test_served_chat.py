@@ -1,5 +1,5 @@
-"""`--model 'openai:URL;api=chat'` through the vLLM-like stand-in (tests/servers/vllm_like.py) serving
-the tiny random Llama with a chat template: the chat probe, the chat prompt form answered item by
+"""`--model 'openai:URL;api=chat'` through the session's vLLM-like stand-in (tests/servers/vllm_like.py)
+serving the tiny random Llama with a ChatML template (tests/fixtures/served/chatml.jinja): the chat probe, the chat prompt form answered item by
 item as the in-process backend answers it under the same template (model calls, `evaluate
 extraction --prompt chat`, `evaluate kee` baseline and GenRead with `--prompt auto`), a cloze
 prompt refused naming `--prompt chat`, a chat-only server opened for completions told to add `;api=chat`, a run stopped by a vanished server resumed (byte-identical
@@ -21,43 +21,31 @@ from tests.conftest import run_kbench
 from tests.dataset_folders import question_dataset
 from tests.fixtures_models import tiny_causal_dir  # noqa: F401
 from tests.question_rows import question_row
-from tests.servers import fault_proxy, free_port, vllm_like
-from tests.servers.fixtures import SECRET
+from tests.servers import fault_proxy, free_port
+from tests.servers.fixtures import CHAT_TEMPLATE, SECRET, standin  # noqa: F401
 
 FACTS = [("P36", "France", "Paris"), ("P36", "Germany", "Berlin"), ("P36", "Italy", "Rome"), ("P19", "Dante", "Florence"),
          ("P19", "Marie Curie", "Warsaw"), ("P495", "Toyota", "Japan")]
-# ChatML, as SmolLM2's (the tiny tokenizer spells its markers out in bytes: the same on both sides)
-TEMPLATE = ("{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
-            "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
 KEY = {"KBENCH_API_KEY": SECRET}
 
 
 @pytest.fixture(scope="module")
 def chat_folder(tiny_causal_dir, tmp_path_factory) -> Path:
-    """The tiny random Llama with a chat template (the shared folder has none: `--prompt auto` stays plain there)."""
+    """The tiny random Llama with the stand-in's chat template, for the in-process side (the tiny
+    tokenizer spells ChatML's markers out in bytes: the same tokens on both sides)."""
     from transformers import AutoTokenizer
 
     folder = tmp_path_factory.mktemp("tiny-chat") / "model"
     shutil.copytree(tiny_causal_dir, folder)
     tokenizer = AutoTokenizer.from_pretrained(folder)
-    tokenizer.chat_template = TEMPLATE
+    tokenizer.chat_template = CHAT_TEMPLATE.read_text()
     tokenizer.save_pretrained(folder)
     return folder
 
 
 @pytest.fixture(scope="module")
-def port(chat_folder, tmp_path_factory, monkeypatch_module):
-    port = free_port()
-    monkeypatch_module.setenv("KBENCH_STANDIN_CHAT_KEY", SECRET)
-    with vllm_like(chat_folder, port, tmp_path_factory.mktemp("chat-standin") / "server.log",
-                   api_key_env="KBENCH_STANDIN_CHAT_KEY"):
-        yield port
-
-
-@pytest.fixture(scope="module")
-def monkeypatch_module():
-    with pytest.MonkeyPatch.context() as patch:
-        yield patch
+def port(standin) -> int:
+    return standin[1]
 
 
 @pytest.fixture(scope="module")

@@ -1,6 +1,7 @@
 """A stand-in for vLLM's OpenAI-compatible server, computing with a real transformers model.
 
     python -m tests.servers.vllm_like --port P --model-folder DIR [--served-name NAME] [--api-key-env VAR]
+                                      [--chat-template FILE]
 
 It speaks the shapes vLLM documents (docs "OpenAI-Compatible Server", "Extra Parameters"):
 `GET /health`, `GET /v1/models` (id, root, max_model_len, created = start time), `POST /tokenize` and
@@ -8,7 +9,8 @@ It speaks the shapes vLLM documents (docs "OpenAI-Compatible Server", "Extra Par
 `temperature` (0 = greedy), `seed`, `stop` (not returned in the text), `echo`, `logprobs` (top-k per
 position), `prompt_logprobs` ({"<id>": {"logprob", "rank", "decoded_token"}} per prompt position,
 the prompt token always included, rank over the full vocabulary) and `return_tokens_as_token_ids`;
-`POST /v1/chat/completions` with `messages`: the folder's chat template applied with
+`POST /v1/chat/completions` with `messages`: the folder's chat template (or `--chat-template FILE`, as
+vLLM's flag) applied with
 add_generation_prompt and tokenised without special tokens (vLLM's defaults), then the same engine
 (`max_tokens` or `max_completion_tokens`, `temperature`, `seed`, `stop`), answered as a
 `chat.completion` (`choices[0].message.content`).
@@ -206,9 +208,12 @@ def main() -> None:
     parser.add_argument("--model-folder", required=True)
     parser.add_argument("--served-name", default=None)
     parser.add_argument("--api-key-env", default=None)
+    parser.add_argument("--chat-template", default=None)
     args = parser.parse_args()
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     engine = Engine(args.model_folder, args.served_name or args.model_folder)
+    if args.chat_template:
+        engine.tokenizer.chat_template = open(args.chat_template, encoding="utf-8").read()
     serve(engine, args.port, os.environ.get(args.api_key_env) if args.api_key_env else None)
 
 
