@@ -16,6 +16,7 @@ import pytest
 from kbench.errors import UserError
 from kbench.evaluate.prompts import build_prompts
 from kbench.models.interface import Capability, ModelSpec, open_model
+from kbench.models.served import chat
 from kbench.models.served.chat import CHAT_MARK
 from tests.conftest import run_kbench
 from tests.dataset_folders import question_dataset
@@ -88,8 +89,13 @@ def test_a_chat_only_server_opened_for_completions_says_add_api_chat(port, monke
     monkeypatch.setenv("KBENCH_API_KEY", SECRET)
     with pytest.raises(UserError, match=r"answered no completion request .*add ;api=chat to --model"):
         open_model(ModelSpec(name=f"openai:http://127.0.0.1:{port}/v1;model=tiny-chat", backend="openai"), cache=None)
-    assert open_model(ModelSpec(name=_chat_model(port).replace("tiny", "tiny-chat"), backend="openai"),
-                      cache=None).capabilities == {Capability.GENERATE}
+    hosted = open_model(ModelSpec(name=_chat_model(port).replace("tiny", "tiny-chat"), backend="openai"), cache=None)
+    assert hosted.capabilities == {Capability.GENERATE}
+    assert hosted.describe()["weights"]["probe"]["token_limit"] == "max_completion_tokens"  # max_tokens was refused
+    tiny = open_model(ModelSpec(name=_chat_model(port), backend="openai"), cache=None)
+    assert tiny.describe()["weights"]["probe"]["token_limit"] == "max_tokens"
+    prompts = [chat.render([{"role": "user", "content": f"Where is {s}?"}]) for _, s, _ in FACTS[:3]]
+    assert hosted.generate(prompts, 5, ["\n"]) == tiny.generate(prompts, 5, ["\n"])  # the same budget under its other name
 
 
 def _items(out: Path) -> pl.DataFrame:

@@ -17,7 +17,8 @@ add_generation_prompt and tokenised without special tokens (vLLM's defaults), th
 The same weights are also served as NAME-llamacpp, which acts like llama.cpp's server: `echo`
 returns log-probs only for the generated tokens, `prompt_logprobs` and `return_tokens_as_token_ids`
 are ignored, and `/tokenize` does not know it. NAME-chat is a chat-only server's model (as a hosted
-chat API): `/v1/completions` answers 404 for it.
+chat API): `/v1/completions` answers 404 for it, and its chat endpoint refuses `max_tokens` (400) and
+takes `max_completion_tokens`, as OpenAI's reasoning models do.
 With `--api-key-env VAR` every request but `/health` must carry `Authorization: Bearer $VAR` (else 401).
 Requests are computed one at a time (one model, 2 cores); the HTTP side is threaded.
 """
@@ -182,9 +183,12 @@ def serve(engine: Engine, port: int, api_key: str | None) -> None:
             if not self._authorised():
                 return
             if self.path in ("/v1/completions", "/v1/chat/completions"):
-                chat_only = engine.names.get(body.get("model")) == "chatonly" and "chat" not in self.path
-                if body.get("model") not in engine.names or chat_only:
+                chat_only = engine.names.get(body.get("model")) == "chatonly"
+                if body.get("model") not in engine.names or (chat_only and "chat" not in self.path):
                     return self._send(404, {"error": {"message": f"model {body.get('model')} does not exist"}})
+                if chat_only and "max_tokens" in body:
+                    return self._send(400, {"error": {"message": "Unsupported parameter: 'max_tokens'. Use "
+                                                      "'max_completion_tokens' instead.", "type": "invalid_request_error"}})
                 if self.path == "/v1/chat/completions" and not engine.tokenizer.chat_template:
                     return self._send(400, {"error": {"message": "the model has no chat template", "type": "BadRequestError"}})
                 return self._send(200, engine.chat(body) if "chat" in self.path else engine.complete(body))

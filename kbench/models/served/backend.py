@@ -39,7 +39,7 @@ from kbench.models.interface import Capability, register_backend, require
 from kbench.models.provenance import source_hash
 from kbench.models.served import chat, parse
 from kbench.models.served.client import ServedClient
-from kbench.models.served.probe import capabilities, chat_answers, probe_server
+from kbench.models.served.probe import capabilities, chat_token_limit, probe_server
 from kbench.models.served.spec import ServedSpec, api_key, redact_url
 from kbench.models.served.tokenizer import NoTokenizer, ServerTokenizer, local_tokenizer
 
@@ -95,7 +95,7 @@ class ServedModel:
         if self.chat:
             return f"served model {self.model_id!r}: the server answered no chat request ({CHAT_PATH})"
         hint = ""
-        if chat_answers(self.client, self.model_id):  # a chat-only server (or hosted chat API)
+        if chat_token_limit(self.client, self.model_id):  # a chat-only server (or hosted chat API)
             hint = f"; it answers {CHAT_PATH}: add ;api=chat to --model (and use --prompt chat)"
         return f"served model {self.model_id!r}: the server answered no completion request (/v1/completions){hint}"
 
@@ -219,7 +219,12 @@ class ServedModel:
         texts cut at the stop strings: `/v1/chat/completions` with the prompt's messages in chat
         mode (every prompt checked before any request), else `/v1/completions`."""
         if self.chat:
-            bodies = [self._chat_body(chat.messages_of(p), **q) for p, qs in zip(prompts, params) for q in qs]
+            limit = self.probe["token_limit"]  # the budget's name this server takes
+            bodies = [
+                self._chat_body(chat.messages_of(p), **{limit if k == "max_tokens" else k: v for k, v in q.items()})
+                for p, qs in zip(prompts, params)
+                for q in qs
+            ]
             answers, read = self.client.post_many(CHAT_PATH, bodies), parse.chat_text
         else:
             bodies = [self._body(p, **q) for p, qs in zip(self._prompts(prompts), params) for q in qs]
@@ -237,7 +242,7 @@ class ServedModel:
         return body | {k: v for k, v in params.items() if v is not None}
 
     def _chat_body(self, messages: list[dict], **params) -> dict:
-        body = {"model": self.model_id, "messages": messages, "max_tokens": 1, "temperature": 0}
+        body = {"model": self.model_id, "messages": messages, "temperature": 0}
         return body | {k: v for k, v in params.items() if v is not None}
 
     def _post(self, bodies: list[dict]) -> list[dict]:
