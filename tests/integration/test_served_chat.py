@@ -1,9 +1,11 @@
 """`--model 'openai:URL;api=chat'` through the session's vLLM-like stand-in (tests/servers/vllm_like.py)
-serving the tiny random Llama with a ChatML template (tests/fixtures/served/chatml.jinja): the chat probe, the chat prompt form answered item by
-item as the in-process backend answers it under the same template (model calls, `evaluate
-extraction --prompt chat`, `evaluate kee` baseline and GenRead with `--prompt auto`), a cloze
-prompt refused naming `--prompt chat`, a chat-only server opened for completions told to add `;api=chat`, a run stopped by a vanished server resumed (byte-identical
-resumes of the same client and engine code: test_served_faults.py), and the API key kept out of every file and output."""
+serving the tiny random Llama with a ChatML template (tests/fixtures/served/chatml.jinja): the chat
+probe; the chat prompt form answered item by item as the in-process backend answers it under the same
+template (model calls, `evaluate extraction --prompt chat`, `evaluate kee` baseline and GenRead with
+`--prompt auto`); a cloze prompt refused naming `--prompt chat`; a chat-only server opened for
+completions told to add `;api=chat`, and its `max_completion_tokens` found by the probe; a run stopped
+by a vanished server resumed (byte-identical resumes of the same client and engine code are
+test_served_faults.py's); the API key kept out of every file and output."""
 
 from __future__ import annotations
 
