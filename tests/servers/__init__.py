@@ -55,11 +55,13 @@ def running(command: list[str], port: int, log: Path, env: dict | None = None, h
         stop(process)
 
 
-def vllm_like(folder: Path, port: int, log: Path, *, name: str = "tiny", api_key_env: str | None = None):
-    """Serves `name` (vLLM-like) and `name`-llamacpp (echo without prompt log-probs)."""
+def vllm_like(folder: Path, port: int, log: Path, *, name: str = "tiny", api_key_env: str | None = None,
+              chat_template: Path | None = None):
+    """Serves `name` (vLLM-like), `name`-llamacpp (echo without prompt log-probs) and `name`-chat (chat only)."""
     command = [sys.executable, "-m", "tests.servers.vllm_like", "--port", str(port), "--model-folder", str(folder),
                "--served-name", name]
-    return running(command + (["--api-key-env", api_key_env] if api_key_env else []), port, log)
+    command += ["--api-key-env", api_key_env] if api_key_env else []
+    return running(command + (["--chat-template", str(chat_template)] if chat_template else []), port, log)
 
 
 def fault_proxy(upstream_port: int, port: int, log: Path, *, faults: str, every: int, fail_after: int | None = None):

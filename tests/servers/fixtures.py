@@ -4,6 +4,7 @@ modules: `from tests.servers.fixtures import standin  # noqa: F401`."""
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
@@ -11,6 +12,8 @@ from tests.fixtures_models import tiny_causal_dir  # noqa: F401
 from tests.servers import free_port, vllm_like
 
 SECRET = "sk-kbench-test-7f3a9c0e1d"  # the key the stand-in demands; must show up in no file or output
+#: the chat template the stand-in applies on /v1/chat/completions (the tiny folder has none: `--prompt auto` stays plain)
+CHAT_TEMPLATE = Path(__file__).resolve().parents[1] / "fixtures" / "served" / "chatml.jinja"
 
 
 @pytest.fixture(scope="session")
@@ -19,5 +22,5 @@ def standin(tiny_causal_dir, tmp_path_factory):
     port = free_port()
     log = tmp_path_factory.mktemp("standin") / "server.log"
     os.environ["KBENCH_STANDIN_KEY"] = SECRET
-    with vllm_like(tiny_causal_dir, port, log, api_key_env="KBENCH_STANDIN_KEY"):
+    with vllm_like(tiny_causal_dir, port, log, api_key_env="KBENCH_STANDIN_KEY", chat_template=CHAT_TEMPLATE):
         yield f"http://127.0.0.1:{port}/v1", port

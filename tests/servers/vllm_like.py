@@ -1,16 +1,24 @@
 """A stand-in for vLLM's OpenAI-compatible server, computing with a real transformers model.
 
     python -m tests.servers.vllm_like --port P --model-folder DIR [--served-name NAME] [--api-key-env VAR]
+                                      [--chat-template FILE]
 
 It speaks the shapes vLLM documents (docs "OpenAI-Compatible Server", "Extra Parameters"):
 `GET /health`, `GET /v1/models` (id, root, max_model_len, created = start time), `POST /tokenize` and
 `/detokenize`, and `POST /v1/completions` with a text or token-id prompt, `max_tokens`,
 `temperature` (0 = greedy), `seed`, `stop` (not returned in the text), `echo`, `logprobs` (top-k per
 position), `prompt_logprobs` ({"<id>": {"logprob", "rank", "decoded_token"}} per prompt position,
-the prompt token always included, rank over the full vocabulary) and `return_tokens_as_token_ids`.
+the prompt token always included, rank over the full vocabulary) and `return_tokens_as_token_ids`;
+`POST /v1/chat/completions` with `messages`: the folder's chat template (or `--chat-template FILE`, as
+vLLM's flag) applied with
+add_generation_prompt and tokenised without special tokens (vLLM's defaults), then the same engine
+(`max_tokens` or `max_completion_tokens`, `temperature`, `seed`, `stop`), answered as a
+`chat.completion` (`choices[0].message.content`).
 The same weights are also served as NAME-llamacpp, which acts like llama.cpp's server: `echo`
 returns log-probs only for the generated tokens, `prompt_logprobs` and `return_tokens_as_token_ids`
-are ignored, and `/tokenize` does not know it.
+are ignored, and `/tokenize` does not know it. NAME-chat is a chat-only server's model (as a hosted
+chat API): `/v1/completions` answers 404 for it, and its chat endpoint refuses `max_tokens` (400) and
+takes `max_completion_tokens`, as OpenAI's reasoning models do.
 With `--api-key-env VAR` every request but `/health` must carry `Authorization: Bearer $VAR` (else 401).
 Requests are computed one at a time (one model, 2 cores); the HTTP side is threaded.
 """
@@ -34,7 +42,7 @@ class Engine:
         self.model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).eval()
         self.tokenizer = AutoTokenizer.from_pretrained(folder)
         self.name, self.folder = name, folder
-        self.names = {name: "vllm", f"{name}-llamacpp": "llamacpp"}
+        self.names = {name: "vllm", f"{name}-llamacpp": "llamacpp", f"{name}-chat": "chatonly"}
         self.max_len = int(getattr(self.model.config, "max_position_embeddings", 2048))
         self.created = int(time.time())
         self.lock = threading.Lock()
@@ -114,6 +122,19 @@ class Engine:
         return {"id": "cmpl-standin", "object": "text_completion", "created": self.created, "model": body["model"],
                 "choices": [choice], "usage": {**usage, "total_tokens": sum(usage.values())}}
 
+    def chat(self, body: dict) -> dict:
+        text = self.tokenizer.apply_chat_template(body["messages"], tokenize=False, add_generation_prompt=True)
+        ids = self.tokenizer(text, add_special_tokens=False)["input_ids"]
+        budget = body.get("max_completion_tokens", body.get("max_tokens"))
+        params = {k: body[k] for k in ("model", "temperature", "seed", "stop") if k in body}
+        with self.lock:
+            done = self._complete({**params, "prompt": ids, "max_tokens": budget}, self.names[body["model"]])
+        choice = done["choices"][0]
+        message = {"role": "assistant", "reasoning_content": None, "content": choice["text"], "tool_calls": []}
+        return {"id": "chatcmpl-standin", "object": "chat.completion", "created": self.created, "model": body["model"],
+                "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": choice["finish_reason"],
+                             "stop_reason": None}], "usage": done["usage"], "prompt_logprobs": None}
+
     def _top(self, scores, k: int, as_ids: bool) -> dict:
         values, indices = self.torch.topk(scores, k)
         return {self.token_key(int(i), as_ids): float(v) for v, i in zip(values, indices)}
@@ -161,10 +182,16 @@ def serve(engine: Engine, port: int, api_key: str | None) -> None:
             body = json.loads(self.rfile.read(length) or b"{}")
             if not self._authorised():
                 return
-            if self.path == "/v1/completions":
-                if body.get("model") not in engine.names:
+            if self.path in ("/v1/completions", "/v1/chat/completions"):
+                chat_only = engine.names.get(body.get("model")) == "chatonly"
+                if body.get("model") not in engine.names or (chat_only and "chat" not in self.path):
                     return self._send(404, {"error": {"message": f"model {body.get('model')} does not exist"}})
-                return self._send(200, engine.complete(body))
+                if chat_only and "max_tokens" in body:
+                    return self._send(400, {"error": {"message": "Unsupported parameter: 'max_tokens'. Use "
+                                                      "'max_completion_tokens' instead.", "type": "invalid_request_error"}})
+                if self.path == "/v1/chat/completions" and not engine.tokenizer.chat_template:
+                    return self._send(400, {"error": {"message": "the model has no chat template", "type": "BadRequestError"}})
+                return self._send(200, engine.chat(body) if "chat" in self.path else engine.complete(body))
             vllm = engine.names.get(body.get("model")) == "vllm"
             if self.path == "/tokenize" and vllm:
                 tokens = engine.tokenizer(body["prompt"], add_special_tokens=body.get("add_special_tokens", True))["input_ids"]
@@ -185,9 +212,12 @@ def main() -> None:
     parser.add_argument("--model-folder", required=True)
     parser.add_argument("--served-name", default=None)
     parser.add_argument("--api-key-env", default=None)
+    parser.add_argument("--chat-template", default=None)
     args = parser.parse_args()
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     engine = Engine(args.model_folder, args.served_name or args.model_folder)
+    if args.chat_template:
+        engine.tokenizer.chat_template = open(args.chat_template, encoding="utf-8").read()
     serve(engine, args.port, os.environ.get(args.api_key_env) if args.api_key_env else None)
 
 

@@ -4,7 +4,9 @@ and top_logprobs accepted and ignored), greedy extraction answers agree with the
 backend item by item, and what the server cannot do is refused naming the capability. Through the
 CLI (with the model folder as `tokenizer=`, so the same prompt tokens go to the server): MAPLE
 extraction and KEE's black-box techniques agree with in-process runs item by item wherever they are
-greedy; the sampled technique's agreement is measured and printed; CAA exits 2 naming `white_box`."""
+greedy; the sampled technique's agreement is measured and printed; CAA exits 2 naming `white_box`.
+Through `/v1/chat/completions` (`api=chat`: the server applies SmolLM2's own chat template, default
+system prompt included) the chat form's greedy answers agree with in-process ones item by item."""
 
 from __future__ import annotations
 
@@ -62,8 +64,12 @@ def test_probe_finds_generation_only(served):
         require(served, [Capability.WHITE_BOX], "technique caa")
 
 
-def test_greedy_extraction_answers_agree_with_in_process(served):
-    local = open_model(ModelSpec(name="smollm2-135m"), cache=None)
+@pytest.fixture(scope="module")
+def local():
+    return open_model(ModelSpec(name="smollm2-135m"), cache=None)
+
+
+def test_greedy_extraction_answers_agree_with_in_process(served, local):
     rows = [question_row(id=f"q{i}", relation=r, subject=s, object=o, answers=[o]) for i, (r, s, o) in enumerate(FACTS)]
     prompts = build_prompts(rows, "question", local.tokenizer, "causal", 0, [], 0)
     texts, stop = [p.text for p in prompts], list(prompts[0].stop)
@@ -71,6 +77,18 @@ def test_greedy_extraction_answers_agree_with_in_process(served):
     assert remote == here  # measured: 4/4 (the server tokenises the same text with the same tokenizer, fp32)
     ranked = served.generate_and_rank(texts[:1], [" Paris"], 8, stop=stop)
     assert ranked == [(here[0], None, None)]  # a generation-only server ranks nothing: unknown, never guessed
+
+
+def test_chat_form_through_chat_completions_agrees_with_in_process(server, local):
+    chat = open_model(ModelSpec(name=f"openai:{server[1]};api=chat;concurrency=2", backend="openai"), cache=None)
+    assert chat.capabilities == {Capability.GENERATE} and chat.describe()["weights"]["api"] == "chat"
+    rows = [question_row(id=f"q{i}", relation=r, subject=s, object=o, answers=[o]) for i, (r, s, o) in enumerate(FACTS)]
+    ours, theirs = (build_prompts(rows, "chat", m.tokenizer, "causal", 0, [], 0) for m in (chat, local))
+    stop = list(ours[0].stop)
+    remote = chat.generate([p.text for p in ours], 8, stop=stop)  # the server's template, tokenizer and stop handling
+    here = local.generate([p.text for p in theirs], 8, stop=stop)
+    print("api=chat vs in-process chat form:", remote, here)
+    assert remote == here and any(remote)
 
 
 def evaluate_both(task: str, dataset, server, out, *args: str) -> dict[str, pl.DataFrame]:

@@ -75,7 +75,7 @@ def test_a_spec_repr_and_a_server_error_body_hide_the_credentials():
     from tests.unit.test_served_client import Replica
 
     spec = ServedSpec.from_arg("openai:https://alice:hunter2@api.example.com/v1?api-key=sk-in-query;model=m")
-    assert repr(spec) == "ServedSpec(urls=['https://api.example.com/v1'], model='m', revision='', tokenizer=None)"
+    assert repr(spec) == "ServedSpec(urls=['https://api.example.com/v1'], model='m', revision='', tokenizer=None, api='completions')"
     key = "sk-live-" + "x" * 300  # longer than the 200 characters of the body kept: no piece of it either
     server = Replica([(401, f'{{"error": "bad key Bearer {key}"}}'.encode(), {})])
     client = ServedClient([server.url], key, concurrency=1, retries=0)

@@ -20,6 +20,10 @@ answers in input order), greedy at temperature 0:
   next position (RANK_TOP_K: rank None when the gold is not among them). Candidate
   vocabularies (LAMA's common vocabulary) need scores of every candidate: refused.
 
+With `api=chat` (`chat.py`) prompts are the chat form's marked message lines and `generate` /
+`sample` post them as `messages` to `/v1/chat/completions` (the server's chat template, its
+tokenizer); nothing else is offered there. Any other prompt is refused naming `--prompt chat`.
+
 A model whose server proved a capability missing raises `UserError` naming it, as `require` does.
 """
 
@@ -33,26 +37,26 @@ from kbench.io import stable_hash
 from kbench.models.encoding import PromptEncoder
 from kbench.models.interface import Capability, register_backend, require
 from kbench.models.provenance import source_hash
-from kbench.models.served import parse
+from kbench.models.served import chat, parse
 from kbench.models.served.client import ServedClient
-from kbench.models.served.probe import capabilities, probe_server
+from kbench.models.served.probe import capabilities, chat_token_limit, probe_server
 from kbench.models.served.spec import ServedSpec, api_key, redact_url
 from kbench.models.served.tokenizer import NoTokenizer, ServerTokenizer, local_tokenizer
 
 LOG = logging.getLogger(__name__)
 
 #: The source that shapes outputs (the result cache's `code`): this package and the encoder it shares with `hf`.
-MODULES = [f"kbench.models.served.{m}" for m in ("backend", "client", "parse", "probe", "spec", "tokenizer")]
+MODULES = [f"kbench.models.served.{m}" for m in ("backend", "chat", "client", "parse", "probe", "spec", "tokenizer")]
 MODULES.append("kbench.models.encoding")
 #: What `/v1/models` says that identifies the weights (not `created`: vLLM sets it to the start time).
 IDENTIFYING_FIELDS = ("id", "root", "parent", "max_model_len", "owned_by")
+CHAT_PATH = "/v1/chat/completions"
 
 
 class ServedModel:
     backend = "openai"
     device = "server"  # outputs come from the server; the envelope's environment names it so
     kind = "causal"
-    device = "server"  # what the run's environment records: the computing happens elsewhere
 
     def __init__(self, spec: ServedSpec, client: ServedClient):
         self.spec = spec
@@ -66,15 +70,17 @@ class ServedModel:
                 f"(served: {', '.join(str(m.get('id')) for m in listed) or 'none'})"
             )
         self.server_model = {k: entry[k] for k in IDENTIFYING_FIELDS if k in entry}
-        self.tokenizer, self.tokenizer_source = self._tokenizer()
-        self.encoder = PromptEncoder(self.tokenizer, "causal") if self.tokenizer else None
-        self.probe = probe_server(client, self.model_id, self.tokenizer or None)
+        self.chat = spec.api == "chat"
+        tokens, self.tokenizer_source = self._tokenizer()  # the token ids kbench computes itself
+        self.encoder = PromptEncoder(tokens, "causal") if tokens else None
+        self.tokenizer = chat.ChatTokenizer(tokens) if self.chat else tokens
+        self.probe = probe_server(client, self.model_id, tokens or None, spec.api)
         self.capabilities = capabilities(self.probe)
         if Capability.GENERATE not in self.capabilities:
-            raise UserError(f"served model {self.model_id!r}: the server answered no completion request (/v1/completions)")
+            raise UserError(self._no_generation())
         self.name = f"openai:{self.model_id}"
         self.dtype = "served"  # the server's business; part of what `revision` names
-        self.identity = stable_hash(["openai", self.server_model, spec.revision, self.tokenizer_source])
+        self.identity = stable_hash(["openai", self.server_model, spec.revision, self.tokenizer_source, spec.api])
         self.code = source_hash(MODULES)
 
     def _tokenizer(self):
@@ -84,6 +90,14 @@ class ServedModel:
         if isinstance(probe, dict) and isinstance(probe.get("tokens"), list):
             return ServerTokenizer(self.client, self.model_id), "server"
         return NoTokenizer(self.model_id), None
+
+    def _no_generation(self) -> str:
+        if self.chat:
+            return f"served model {self.model_id!r}: the server answered no chat request ({CHAT_PATH})"
+        hint = ""
+        if chat_token_limit(self.client, self.model_id):  # a chat-only server (or hosted chat API)
+            hint = f"; it answers {CHAT_PATH}: add ;api=chat to --model (and use --prompt chat)"
+        return f"served model {self.model_id!r}: the server answered no completion request (/v1/completions){hint}"
 
     def describe(self) -> dict:
         return {
@@ -111,8 +125,8 @@ class ServedModel:
         self, prompts: Sequence[str], max_new_tokens: int = 32, stop: Sequence[str] | None = None, *, intervention=None
     ) -> list[str]:
         self._plain(intervention)
-        bodies = [self._body(p, max_tokens=max_new_tokens, stop=list(stop or []) or None) for p in self._prompts(prompts)]
-        return [parse.cut_at_stop(self._read(parse.completion_text, a), stop) for a in self._post(bodies)]
+        params = {"max_tokens": max_new_tokens, "stop": list(stop or []) or None}
+        return [texts[0] for texts in self._generated(prompts, [[params]] * len(prompts), stop)]
 
     def sample(
         self,
@@ -131,20 +145,9 @@ class ServedModel:
                 "the server's seeded samples equalled its greedy text in the probe (it ignores temperature): "
                 "sampled techniques and KEE's shallow/deep partition get greedy answers (probe recorded in results.json)"
             )
-        bodies = [
-            self._body(
-                p,
-                max_tokens=max_new_tokens,
-                stop=list(stop or []) or None,
-                temperature=temperature,
-                top_p=1.0,
-                seed=int(stable_hash([seed, text, j])[:8], 16),
-            )
-            for p, text in zip(self._prompts(prompts), prompts)
-            for j in range(k)
-        ]
-        texts = [parse.cut_at_stop(self._read(parse.completion_text, a), stop) for a in self._post(bodies)]
-        return [texts[i * k : (i + 1) * k] for i in range(len(prompts))]
+        base = {"max_tokens": max_new_tokens, "stop": list(stop or []) or None, "temperature": temperature, "top_p": 1.0}
+        params = [[{**base, "seed": int(stable_hash([seed, text, j])[:8], 16)} for j in range(k)] for text in prompts]
+        return self._generated(prompts, params, stop)
 
     # ------------------------------------------------------------------ log-probs and ranks
     def score_answers(
@@ -211,6 +214,24 @@ class ServedModel:
         return [(t, r, lp) for t, (r, lp) in zip(texts, ranks)]
 
     # ------------------------------------------------------------------ requests
+    def _generated(self, prompts: Sequence[str], params: Sequence[Sequence[dict]], stop) -> list[list[str]]:
+        """One generation request per params dict of each prompt (all in flight together), the
+        texts cut at the stop strings: `/v1/chat/completions` with the prompt's messages in chat
+        mode (every prompt checked before any request), else `/v1/completions`."""
+        if self.chat:
+            limit = self.probe["token_limit"]  # the budget's name this server takes
+            bodies = [
+                self._chat_body(chat.messages_of(p), **{limit if k == "max_tokens" else k: v for k, v in q.items()})
+                for p, qs in zip(prompts, params)
+                for q in qs
+            ]
+            answers, read = self.client.post_many(CHAT_PATH, bodies), parse.chat_text
+        else:
+            bodies = [self._body(p, **q) for p, qs in zip(self._prompts(prompts), params) for q in qs]
+            answers, read = self._post(bodies), parse.completion_text
+        texts = iter(parse.cut_at_stop(self._read(read, a), stop) for a in answers)
+        return [[next(texts) for _ in qs] for qs in params]
+
     def _prompts(self, prompts: Sequence[str]) -> list:
         if self.encoder is not None and self.probe["token_id_prompts"]:
             return self.encoder.encode(prompts)
@@ -218,6 +239,10 @@ class ServedModel:
 
     def _body(self, prompt, **params) -> dict:
         body = {"model": self.model_id, "prompt": prompt, "max_tokens": 1, "temperature": 0}
+        return body | {k: v for k, v in params.items() if v is not None}
+
+    def _chat_body(self, messages: list[dict], **params) -> dict:
+        body = {"model": self.model_id, "messages": messages, "temperature": 0}
         return body | {k: v for k, v in params.items() if v is not None}
 
     def _post(self, bodies: list[dict]) -> list[dict]:

@@ -1,4 +1,4 @@
-"""Reading OpenAI-compatible `/v1/completions` answers (the shapes vLLM and SGLang document; see
+"""Reading OpenAI-compatible `/v1/completions` and `/v1/chat/completions` answers (the shapes vLLM and SGLang document; see
 tests/fixtures/served/ for recorded bodies). Each function takes the parsed JSON of one answer.
 
 * `logprobs` (OpenAI legacy completions): {"tokens": [...], "token_logprobs": [...],
@@ -9,6 +9,10 @@ tests/fixtures/served/ for recorded bodies). Each function takes the parsed JSON
   itself is always among the entries, with its rank over the full vocabulary.
 * vLLM's `return_tokens_as_token_ids`: tokens are written "token_id:<id>", so a top-k entry can be
   matched to a token id without guessing from its text.
+* chat answers: `choices[0].message.content` holds the reply; it is null when the model wrote none
+  (OpenAI's schema: `finish_reason` "length" when the token budget ran out first, e.g. a reasoning
+  model; "stop" for an empty reply), and then the answer is the empty text. A null content for any
+  other reason ("content_filter", "tool_calls") is no answer.
 """
 
 from __future__ import annotations
@@ -30,6 +34,19 @@ def completion_text(answer: dict) -> str:
     if not isinstance(text, str):
         raise BadAnswer("the choice has no text")
     return text
+
+
+def chat_text(answer: dict) -> str:
+    choice = _choice(answer)
+    message = choice.get("message")
+    if not isinstance(message, dict):
+        raise BadAnswer("the choice has no message")
+    content = message.get("content")
+    if content is None and choice.get("finish_reason") in ("stop", "length"):
+        return ""
+    if not isinstance(content, str):
+        raise BadAnswer(f"the message has no text content (finish_reason {choice.get('finish_reason')!r})")
+    return content
 
 
 def token_logprobs(answer: dict) -> list[float | None]:

@@ -15,6 +15,11 @@ So the probe sends a few one-token requests and looks at the answers:
     sampling_varies     seeded samples at temperature 2 differ from the greedy text (`transformers serve`
                         5.24 ignores `temperature` on /v1/completions: its "samples" are greedy)
 
+In chat mode (`api=chat`) only `/v1/chat/completions` is asked: `generate` (a greedy reply comes
+back), `sampling_varies`, and `token_limit`: the name the server takes for the reply's token budget
+(`max_tokens`; else `max_completion_tokens`, the only one OpenAI's reasoning models accept); the
+rest stays false (no log-probs or ranks are offered in chat mode).
+
 Capabilities are what the probe proved (`capabilities`); the result goes into the model's
 `describe()` block and so into results.json.
 """
@@ -25,16 +30,21 @@ from kbench.models.interface import Capability
 from kbench.models.served import parse
 
 PROBE_TEXT = "The capital of France is"
+PROBE_MESSAGES = [{"role": "user", "content": "What is the capital of France?"}]
+TOKEN_LIMITS = ("max_tokens", "max_completion_tokens")  # the chat reply's token budget, as servers name it
 SAMPLING_SEEDS = (1, 2, 3)  # at temperature 2, eight tokens: a real sampler leaves the greedy text almost surely
 TOP_K_ASKED = 20  # vLLM's default --max-logprobs; a server allowing fewer is asked for 5
 
 
-def probe_server(client, model_id: str, tokenizer) -> dict:
+def probe_server(client, model_id: str, tokenizer, api: str = "completions") -> dict:
+    if api == "chat":
+        return probe_chat(client, model_id)
     base = {"model": model_id, "max_tokens": 1, "temperature": 0}
     found = {"generate": _text(client.try_post("/v1/completions", {**base, "prompt": PROBE_TEXT})) is not None}
     found.update(token_id_prompts=False, echo_prompt_logprobs=False, prompt_logprobs=False)
     found.update(prompt_logprob_ranks=False, top_logprobs=0, token_id_keys=False)
-    found["sampling_varies"] = found["generate"] and sampling_varies(client, base)
+    long = {**base, "prompt": PROBE_TEXT, "max_tokens": 8}
+    found["sampling_varies"] = found["generate"] and sampling_varies(client, "/v1/completions", long, parse.completion_text)
     if tokenizer is None or not found["generate"]:
         return found
     ids = tokenizer(PROBE_TEXT, add_special_tokens=True)["input_ids"]
@@ -55,12 +65,30 @@ def probe_server(client, model_id: str, tokenizer) -> dict:
     return found
 
 
-def sampling_varies(client, base: dict) -> bool:
+def probe_chat(client, model_id: str) -> dict:
+    found = dict.fromkeys(("token_id_prompts", "echo_prompt_logprobs", "prompt_logprobs", "prompt_logprob_ranks"), False)
+    found.update(top_logprobs=0, token_id_keys=False)
+    limit = chat_token_limit(client, model_id)
+    found.update(generate=limit is not None, token_limit=limit or TOKEN_LIMITS[0])
+    long = {"model": model_id, "messages": PROBE_MESSAGES, found["token_limit"]: 8, "temperature": 0}
+    found["sampling_varies"] = found["generate"] and sampling_varies(client, "/v1/chat/completions", long, parse.chat_text)
+    return found
+
+
+def chat_token_limit(client, model_id: str) -> str | None:
+    """The budget's name with which `/v1/chat/completions` answers a one-token greedy request (None: it answers none)."""
+    for limit in TOKEN_LIMITS:
+        body = {"model": model_id, "messages": PROBE_MESSAGES, limit: 1, "temperature": 0}
+        if _or_none(parse.chat_text, client.try_post("/v1/chat/completions", body)) is not None:
+            return limit
+    return None
+
+
+def sampling_varies(client, path: str, greedy_body: dict, read) -> bool:
     """Whether seeded samples come back different from the greedy continuation (a server that
     ignores `temperature` would make every sampled technique greedy without a word)."""
-    long = {**base, "prompt": PROBE_TEXT, "max_tokens": 8}
-    greedy = _text(client.try_post("/v1/completions", long))
-    samples = {_text(client.try_post("/v1/completions", {**long, "temperature": 2.0, "seed": s})) for s in SAMPLING_SEEDS}
+    greedy = _or_none(read, client.try_post(path, greedy_body))
+    samples = {_or_none(read, client.try_post(path, {**greedy_body, "temperature": 2.0, "seed": s})) for s in SAMPLING_SEEDS}
     return bool(samples - {greedy, None})
 
 

@@ -3,12 +3,15 @@
     openai:http://127.0.0.1:8000/v1
     openai:http://gpu1:8000/v1,http://gpu2:8000/v1;model=meta-llama/Llama-3.1-8B;revision=2024-07-23
     openai:https://api.example.com/v1;model=my-model;tokenizer=/models/llama3-tokenizer;concurrency=16
+    openai:https://api.example.com/v1;model=my-chat-model;api=chat
 
 URLs are the servers' API roots (`/v1` is added when missing); several spread the requests
 (replicas of the same weights). Keys: `model` (the served model id; default: the only one
 `/v1/models` lists), `revision` (your tag for the weights: bump it when they change under the same
 name), `tokenizer` (a local tokenizer folder; default: the server's `/tokenize`), `concurrency`
-(requests in flight, default 4), `timeout` (seconds per request, default 120), `retries` (default 5).
+(requests in flight, default 4), `timeout` (seconds per request, default 120), `retries` (default 5),
+`api` (`completions`, the default: `/v1/completions`; `chat`: `/v1/chat/completions`, where the
+server applies its own chat template: takes the chat prompt form, `--prompt chat`; generation only).
 The API key is read from `$KBENCH_API_KEY` (else `$OPENAI_API_KEY`), never from the argument, and
 is never printed or stored; URLs are recorded without user:password@ and without query strings.
 """
@@ -24,7 +27,8 @@ from kbench.errors import UserError
 PREFIX = "openai:"
 API_KEY_VARIABLES = ("KBENCH_API_KEY", "OPENAI_API_KEY")
 _INT_KEYS = {"concurrency": 4, "retries": 5}
-_KEYS = {"model", "revision", "tokenizer", "timeout", *_INT_KEYS}
+APIS = ("completions", "chat")
+_KEYS = {"model", "revision", "tokenizer", "timeout", "api", *_INT_KEYS}
 
 
 def is_served(model_arg: str) -> bool:
@@ -45,6 +49,7 @@ class ServedSpec:
     concurrency: int = 4
     timeout: float = 120.0
     retries: int = 5
+    api: str = "completions"
 
     @classmethod
     def from_arg(cls, arg: str) -> ServedSpec:
@@ -66,15 +71,18 @@ class ServedSpec:
                 values[key] = _number(key, values[key], int, 0 if key == "retries" else 1)
         if "timeout" in values:
             values["timeout"] = _number("timeout", values["timeout"], float, 0.001)
+        if values.get("api", APIS[0]) not in APIS:
+            raise UserError(f"--model: served-model option api={values['api']!r}; choose {' or '.join(APIS)}")
         return cls(urls=urls, **values)
 
     def __repr__(self) -> str:  # logs and tracebacks show a spec: never its credentials
         urls = [redact_url(u) for u in self.urls]
-        return f"ServedSpec(urls={urls}, model={self.model!r}, revision={self.revision!r}, tokenizer={self.tokenizer!r})"
+        options = f"model={self.model!r}, revision={self.revision!r}, tokenizer={self.tokenizer!r}, api={self.api!r}"
+        return f"ServedSpec(urls={urls}, {options})"
 
     def describe(self) -> dict:
         """What results record: credential-free URLs and the options that shape requests."""
-        return {"urls": [redact_url(u) for u in self.urls], "model": self.model, "revision": self.revision}
+        return {"urls": [redact_url(u) for u in self.urls], "model": self.model, "revision": self.revision, "api": self.api}
 
 
 def _number(key: str, text: str, kind, minimum):

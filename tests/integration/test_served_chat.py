@@ -1,0 +1,158 @@
+"""`--model 'openai:URL;api=chat'` through the session's vLLM-like stand-in (tests/servers/vllm_like.py)
+serving the tiny random Llama with a ChatML template (tests/fixtures/served/chatml.jinja): the chat
+probe; the chat prompt form answered item by item as the in-process backend answers it under the same
+template (model calls, `evaluate extraction --prompt chat`, `evaluate kee` baseline and GenRead with
+`--prompt auto`); a cloze prompt refused naming `--prompt chat`; a chat-only server opened for
+completions told to add `;api=chat`, and its `max_completion_tokens` found by the probe; a run stopped
+by a vanished server resumed (byte-identical resumes of the same client and engine code are
+test_served_faults.py's); the API key kept out of every file and output."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from kbench.errors import UserError
+from kbench.evaluate.prompts import build_prompts
+from kbench.models.interface import Capability, ModelSpec, open_model
+from kbench.models.served import chat
+from kbench.models.served.chat import CHAT_MARK
+from tests.conftest import run_kbench
+from tests.dataset_folders import question_dataset
+from tests.fixtures_models import tiny_causal_dir  # noqa: F401
+from tests.question_rows import question_row
+from tests.servers import fault_proxy, free_port
+from tests.servers.fixtures import CHAT_TEMPLATE, SECRET, standin  # noqa: F401
+
+FACTS = [("P36", "France", "Paris"), ("P36", "Germany", "Berlin"), ("P36", "Italy", "Rome"), ("P19", "Dante", "Florence"),
+         ("P19", "Marie Curie", "Warsaw"), ("P495", "Toyota", "Japan")]
+KEY = {"KBENCH_API_KEY": SECRET}
+
+
+@pytest.fixture(scope="module")
+def chat_folder(tiny_causal_dir, tmp_path_factory) -> Path:
+    """The tiny random Llama with the stand-in's chat template, for the in-process side (the tiny
+    tokenizer spells ChatML's markers out in bytes: the same tokens on both sides)."""
+    from transformers import AutoTokenizer
+
+    folder = tmp_path_factory.mktemp("tiny-chat") / "model"
+    shutil.copytree(tiny_causal_dir, folder)
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    tokenizer.chat_template = CHAT_TEMPLATE.read_text()
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def port(standin) -> int:
+    return standin[1]
+
+
+@pytest.fixture(scope="module")
+def facts(tmp_path_factory):
+    return question_dataset(tmp_path_factory.mktemp("facts"), [
+        {"id": f"q{i}", "relation": r, "subject": s, "object": o, "answers": [o], "prompt_cloze": f"{s} is in"}
+        for i, (r, s, o) in enumerate(FACTS)])
+
+
+def _chat_model(port: int, options: str = "") -> str:
+    return f"openai:http://127.0.0.1:{port}/v1;model=tiny;api=chat{options}"
+
+
+def test_chat_probe_and_model_calls_agree_with_in_process(port, chat_folder, monkeypatch):
+    monkeypatch.setenv("KBENCH_API_KEY", SECRET)
+    served = open_model(ModelSpec(name=_chat_model(port), backend="openai"), cache=None)
+    local = open_model(ModelSpec(name=str(chat_folder)), cache=None)
+    block = served.describe()["weights"]
+    assert served.capabilities == {Capability.GENERATE}  # no log-probs or ranks in chat mode
+    assert block["api"] == "chat" and block["probe"]["generate"] and block["probe"]["sampling_varies"]
+    completions = open_model(ModelSpec(name=_chat_model(port).replace("api=chat", "api=completions"), backend="openai"),
+                             cache=None)
+    assert completions.identity != served.identity  # the endpoint is part of what the cache keys on
+    rows = [question_row(id=f"q{i}", subject=s, object=o, question=f"What is {s} known for?") for i, (_, s, o) in enumerate(FACTS)]
+    ours, theirs = build_prompts(rows, "chat", served.tokenizer, "causal"), build_prompts(rows, "chat", local.tokenizer, "causal")
+    assert [p.gold for p in ours] == [p.gold for p in theirs]  # the bare object after a generation prompt
+    stop = list(ours[0].stop)
+    answers = served.generate([p.text for p in ours], 6, stop)
+    assert answers == local.generate([p.text for p in theirs], 6, stop) and any(answers)
+    texts = [p.text for p in ours[:2]]
+    assert served.sample(texts, 3, 0.8, seed=5, max_new_tokens=3) == served.sample(texts, 3, 0.8, 5, 3)  # seeded: repeats
+    with pytest.raises(UserError, match="'loglikelihood'"):
+        served.score_answers(texts, [" Paris"] * 2)
+    with pytest.raises(UserError, match="api=chat takes the chat prompt form: use --prompt chat"):
+        served.generate(["France is in"], 3)
+    assert SECRET not in repr(served.inner) + str(block)
+
+
+def test_a_chat_only_server_opened_for_completions_says_add_api_chat(port, monkeypatch):
+    monkeypatch.setenv("KBENCH_API_KEY", SECRET)
+    with pytest.raises(UserError, match=r"answered no completion request .*add ;api=chat to --model"):
+        open_model(ModelSpec(name=f"openai:http://127.0.0.1:{port}/v1;model=tiny-chat", backend="openai"), cache=None)
+    hosted = open_model(ModelSpec(name=_chat_model(port).replace("tiny", "tiny-chat"), backend="openai"), cache=None)
+    assert hosted.capabilities == {Capability.GENERATE}
+    assert hosted.describe()["weights"]["probe"]["token_limit"] == "max_completion_tokens"  # max_tokens was refused
+    tiny = open_model(ModelSpec(name=_chat_model(port), backend="openai"), cache=None)
+    assert tiny.describe()["weights"]["probe"]["token_limit"] == "max_tokens"
+    prompts = [chat.render([{"role": "user", "content": f"Where is {s}?"}]) for _, s, _ in FACTS[:3]]
+    assert hosted.generate(prompts, 5, ["\n"]) == tiny.generate(prompts, 5, ["\n"])  # the same budget under its other name
+
+
+def _items(out: Path) -> pl.DataFrame:
+    return pl.read_parquet(out / "items.parquet")
+
+
+def _no_secret(folder: Path, output: str) -> None:
+    assert SECRET not in output
+    for path in folder.rglob("*"):
+        if path.is_file():
+            assert SECRET.encode() not in path.read_bytes(), path
+
+
+def _extraction(facts: Path, model: str, out: Path) -> list[str]:
+    return ["evaluate", "extraction", "--dataset", str(facts), "--prompt", "chat", "--max-new-tokens", "4", "--no-cache",
+            "--out", str(out), "--model", model]
+
+
+def test_extraction_chat_stopped_resumed_agrees_with_in_process(port, chat_folder, facts, tmp_path):
+    """The served run is stopped by a vanished server (the proxy answers 503 after the probe and a few
+    items: exit 2), then resumed; it then agrees with the in-process run item by item."""
+    proxy, out = free_port(), tmp_path / "served"
+    with fault_proxy(port, proxy, tmp_path / "proxy.log", faults="", every=10**6, fail_after=10):
+        stopped = run_kbench(*_extraction(facts, _chat_model(proxy, ";retries=1"), out), env=KEY)
+    assert stopped.returncode == 2 and "finished work is kept" in stopped.stderr and "Traceback" not in stopped.stderr
+    served = run_kbench(*_extraction(facts, _chat_model(port), out), env=KEY)
+    assert served.returncode == 0, served.stderr
+    local = run_kbench(*_extraction(facts, str(chat_folder), tmp_path / "local"))
+    assert local.returncode == 0, local.stderr
+    a, b = _items(out), _items(tmp_path / "local")
+    assert a.height == b.height == len(FACTS)
+    assert a.select("id", "prediction", "correct", "exact").equals(b.select("id", "prediction", "correct", "exact"))
+    assert any(a["prediction"])  # the comparison is of answers, not of empty strings
+    assert all(p.startswith(CHAT_MARK) for p in a["prompt"])  # the record holds the messages, not one rendering
+    assert a["gold_rank"].is_null().all()  # chat mode ranks nothing: unknown, never guessed
+    _no_secret(out, stopped.stdout + stopped.stderr + served.stdout + served.stderr)
+
+
+def test_a_cloze_prompt_through_api_chat_exits_2_naming_the_flag(port, facts, tmp_path):
+    done = run_kbench("evaluate", "extraction", "--dataset", str(facts), "--no-cache", "--out", str(tmp_path / "run"),
+                      "--model", _chat_model(port), env=KEY)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "api=chat takes the chat prompt form: use --prompt chat" in done.stderr
+
+
+def test_kee_chat_agrees_item_by_item(port, chat_folder, facts, tmp_path):
+    """`--prompt auto` picks the chat form on both sides; baseline and GenRead are greedy: the same answers."""
+    base = ("evaluate", "kee", "--dataset", str(facts), "--techniques", "baseline,genread", "--k", "2", "--sweep-max", "2",
+            "--temperatures", "0.7", "--technique-param=genread.document_tokens=8", "--no-cache")
+    served = run_kbench(*base, "--model", _chat_model(port), "--out", str(tmp_path / "served"), env=KEY)
+    assert served.returncode == 0, served.stderr
+    local = run_kbench(*base, "--model", str(chat_folder), "--out", str(tmp_path / "local"))
+    assert local.returncode == 0, local.stderr
+    ours, theirs = (_items(tmp_path / w).filter(pl.col("technique") != "partition@0.7") for w in ("served", "local"))
+    assert ours.height == theirs.height == 2 * len(FACTS)
+    assert ours.select("id", "technique", "answer", "correct").equals(theirs.select("id", "technique", "answer", "correct"))
+    assert any(ours["answer"])
+    _no_secret(tmp_path / "served", served.stdout + served.stderr)
