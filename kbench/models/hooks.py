@@ -173,3 +173,25 @@ def capture_head_inputs(model, layers: Sequence[int], at=None) -> Iterator[dict]
         handles.append(_output_projection(model, index).register_forward_pre_hook(pre_hook))
     with _registered(handles):
         yield seen
+
+
+@contextlib.contextmanager
+def strongest_sources(model, cols) -> Iterator[list]:
+    """Record, per decoder block in order, where each head attends most from the query columns
+    `cols` ((rows, queries) column indices per row): a (rows, heads, queries) tensor of source
+    columns. The weights are reduced inside each block's pass, so the whole stack of attention
+    maps is never kept. Needs eager attention, the one kind whose blocks return their weights."""
+    seen: list = []
+
+    def hook(_module, _inputs, output):
+        weights = output[1]  # (rows, heads, seq, seq)
+        if weights is None:
+            raise UserError(f"{type(model).__name__} returned no attention weights; strongest attention needs eager attention")
+        rows = torch.arange(weights.shape[0], device=weights.device)[:, None]
+        seen.append(weights[rows, :, cols].argmax(-1).transpose(1, 2))  # (rows, queries, heads) -> (rows, heads, queries)
+
+    import torch
+
+    handles = [layer.self_attn.register_forward_hook(hook) for layer in decoder_layers(model)]
+    with _registered(handles):
+        yield seen

@@ -195,12 +195,12 @@ class ITI(Technique):
             return {int(k): v for k, v in tensors.items()}, meta["record"]
         layers = list(range(layout.num_layers))
         acts = {}
-        with progress(f"ITI fit on {len(pool)} facts", total=5, unit="passes") as advance:
+        with progress(f"ITI fit on {len(pool)} facts", total=3, unit="steps") as advance:
             for name, (true, false) in texts.items():
-                acts[name] = []
-                for part in (true, false):
-                    acts[name].append(model.activations(part, "heads", layers))  # (texts, layers, heads, dim)
-                    advance(1)
+                # true and false in one call: a pair shares its whole prompt, which the backend then runs once
+                both = model.activations(true + false, "heads", layers)  # (texts, layers, heads, dim)
+                acts[name] = [both[: len(true)], both[len(true) :]]
+                advance(1)
             accuracy = probe_accuracies(*features(acts["build"]), *features(acts["select"]))
             advance(1)
         selected = select_heads(accuracy, k, layout.num_heads)
