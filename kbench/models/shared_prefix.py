@@ -17,7 +17,8 @@ values are those of a full pass, up to float rounding. The levels are a function
 tokens alone, so the same batch computes the same bits.
 
 Only decoders whose layers all attend in full take this path: a sliding window counts cache
-columns, which the pads between levels would shift (`shares_prefixes`).
+columns, which the pads between levels would shift (`shares_prefixes`); the others read packed
+or padded rows.
 """
 
 from __future__ import annotations
@@ -77,8 +78,11 @@ def shared_tokens(seqs: Sequence[Sequence[int]]) -> int:
 
 
 def shares_prefixes(network) -> bool:
-    """Whether `network` can run levels: every layer attends in full (no sliding window)."""
-    return set(getattr(network.config, "layer_types", None) or ["full_attention"]) == {"full_attention"}
+    """Whether `network` can run levels: every layer attends in full, no sliding window
+    (Mistral sets one without `layer_types`)."""
+    config = network.config
+    full = set(getattr(config, "layer_types", None) or ["full_attention"]) == {"full_attention"}
+    return full and getattr(config, "sliding_window", None) is None
 
 
 def run_levels(forward: Callable, seqs: Sequence[Sequence[int]], pad_id: int, device, read: Callable):

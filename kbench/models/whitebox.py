@@ -3,9 +3,13 @@ under several last-position edits (CAA's layer sweep), attention.
 
 Mixed into `ModelRunner`, so they share its tokenisation and its batching: `activations` cuts
 the texts into the runner's batches (longest first, a token budget per pass, halved on
-out-of-memory) and reads them from packed rows (several texts per row, no padding:
-`kbench.models.packing`) where the network packs, else from left-padded rows. The capture
-hooks gather only the texts' last positions, so a pass never keeps a whole residual stream.
+out-of-memory). Texts that share token prefixes (a chat template's system prompt, ITI's true and
+false statements of one prompt) run each shared prefix once into a KV cache and only what
+differs after it (`kbench.models.shared_prefix`), when that saves a quarter of the tokens; other
+calls read packed rows (several texts per row, no padding: `kbench.models.packing`) where the
+network packs, else left-padded rows. All three give the same values up to float rounding, and
+which one a call takes depends on its texts alone. The capture hooks gather only the texts' last
+positions, so a pass never keeps a whole residual stream.
 """
 
 from __future__ import annotations
@@ -66,7 +70,7 @@ class WhiteBoxMethods:
             return list(stacked)
 
         lengths = [len(e) for e in encoded]
-        if shared:  # batches are cut by the tokens a batch computes beyond the call's common prefix
+        if shared:  # batches are cut by tokens (as packed ones), counted beyond the call's common prefix
             common = common_length(encoded)
             lengths = [n - common for n in lengths]
         values = self._computed(list(texts), lengths, compute, packed=packed or shared)
