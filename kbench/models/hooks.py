@@ -13,6 +13,8 @@ error), so the model computes exactly what it computed before once the block end
         model(**batch); seen[5]  # (batch, seq, hidden)
     with capture_head_inputs(model, [12], at=(rows, cols)) as seen:     # per-head outputs, at chosen positions
         model(**batch); seen[12] # (positions, heads, head_dim)
+    with strongest_sources(model, cols) as seen:                        # DeCoRe: where each head looks (eager)
+        model(**batch); seen[0]  # (batch, heads, queries) source columns of block 0
 
 Layout contract: the model exposes its decoder blocks as `model.model.layers` (Llama, Mistral,
 Qwen2, Gemma, OLMo, SmolLM) and each block an attention module `self_attn` whose output
@@ -181,6 +183,8 @@ def strongest_sources(model, cols) -> Iterator[list]:
     `cols` ((rows, queries) column indices per row): a (rows, heads, queries) tensor of source
     columns. The weights are reduced inside each block's pass, so the whole stack of attention
     maps is never kept. Needs eager attention, the one kind whose blocks return their weights."""
+    import torch
+
     seen: list = []
 
     def hook(_module, _inputs, output):
@@ -189,8 +193,6 @@ def strongest_sources(model, cols) -> Iterator[list]:
             raise UserError(f"{type(model).__name__} returned no attention weights; strongest attention needs eager attention")
         rows = torch.arange(weights.shape[0], device=weights.device)[:, None]
         seen.append(weights[rows, :, cols].argmax(-1).transpose(1, 2))  # (rows, queries, heads) -> (rows, heads, queries)
-
-    import torch
 
     handles = [layer.self_attn.register_forward_hook(hook) for layer in decoder_layers(model)]
     with _registered(handles):

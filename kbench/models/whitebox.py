@@ -82,6 +82,7 @@ class WhiteBoxMethods:
         return (
             self.kind == "causal"
             and len(encoded) > 1
+            and all(encoded)
             and shares_prefixes(self.network)
             and shared_tokens(encoded) <= 0.75 * sum(len(e) for e in encoded)
         )

@@ -95,3 +95,12 @@ def test_batched_strongest_attention_equals_one_sequence_at_a_time(causal):
     assert batched[0].shape == (4, 4, len(queries))
     assert all(torch.equal(b, a) for b, a in zip(batched, alone))
     assert causal.model.config._attn_implementation != "eager"  # restored after the call
+
+
+def test_strongest_sources_needs_attention_weights(causal):
+    from kbench.errors import UserError
+    from kbench.models import hooks
+
+    assert causal.model.config._attn_implementation != "eager"  # sdpa returns no weights
+    with pytest.raises(UserError, match="eager attention"), hooks.strongest_sources(causal.model, torch.tensor([[1]])):
+        causal.model(torch.tensor([[5, 6, 7]]), use_cache=False)
