@@ -29,7 +29,9 @@ shared prefix runs once into a KV cache (`kbench.models.shared_prefix`; ITI asks
 one call), 4,200 tokens of the 80 build statements become 674. CAA's contrast texts gain too.
 DeCoRe's copy sequences ran one per pass with every position's logits and all layers' attention
 maps kept; now they run batched, only the last position's logits, each block's map reduced to
-its argmax at once.
+its argmax at once. ITI's probes train 3x faster (multiply-sum instead of einsum's tiny bmm).
+Now (3 runs, 2026-12-02, load 2-3): CAA 16.5-17.3 s, ITI 7.1-7.4 s, DeCoRe 2.2-2.4 s first;
+repeated 0.1 s, 0.8-1.0 s, 0.0 s.
 """
 
 from __future__ import annotations
