@@ -70,7 +70,10 @@ class WhiteBoxMethods:
             return list(stacked)
 
         lengths = [len(e) for e in encoded]
-        if shared:  # batches are cut by tokens (as packed ones), counted beyond the call's common prefix
+        if shared and self.device.type == "cpu":
+            # CPU batches are cut by the tokens they compute (CPU_PACKED_TOKENS), not counting the call's
+            # common prefix; elsewhere by full lengths, which the free-memory estimate needs (each row holds
+            # its whole prefix's KV cache)
             common = common_length(encoded)
             lengths = [n - common for n in lengths]
         values = self._computed(list(texts), lengths, compute, packed=packed or shared)
