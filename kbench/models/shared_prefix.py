@@ -93,17 +93,17 @@ def run_levels(forward: Callable, seqs: Sequence[Sequence[int]], pad_id: int, de
     from transformers.cache_utils import Cache, DynamicLayer
 
     cache = Cache(layer_class_to_replicate=DynamicLayer)
-    mask = seen = None
+    mask = filled = None  # the cache's attention mask, and its real tokens per row
     all_levels = levels(seqs)
     for depth, level in enumerate(all_levels):
         input_ids, new_mask, positions = pad_left(level.segments, pad_id, device)
         if level.parents is not None:
             index = torch.tensor(level.parents, device=device)
             cache.batch_select_indices(index)
-            positions = positions + seen[index, None]  # continue each row after its parent's real tokens
-            mask, seen = torch.cat([mask[index], new_mask], 1), seen[index] + new_mask.sum(1)
+            positions = positions + filled[index, None]  # continue each row after its parent's real tokens
+            mask, filled = torch.cat([mask[index], new_mask], 1), filled[index] + new_mask.sum(1)
         else:
-            mask, seen = new_mask, new_mask.sum(1)
+            mask, filled = new_mask, new_mask.sum(1)
         with read() if depth == len(all_levels) - 1 else contextlib.nullcontext() as value:
             forward(input_ids, mask, positions, cache=cache)
     return value
