@@ -9,8 +9,9 @@ served from the cache. Times are CPU seconds of this process (OMP_NUM_THREADS=1:
 is shared, so wall time says little); wall seconds are printed too.
 
 Prints, per technique: first and repeated seconds, speed-up of the first fit over the code
-before the white-box seam (#22; BEFORE below, measured with that code on the same facts by the
-same procedure), and repeated / first.
+before the white-box seam (#22; BEFORE below) and over the code before shared prefixes
+(PREVIOUS below), each measured with that code on the same facts by the same procedure, and
+repeated / first.
 Build the dataset first: kbench build pipelines/lama-trex.toml --out /tmp/lama
 
 Before (#22, code at 9912c51): CAA's activations were read in left-padded batches of 16 texts
@@ -20,6 +21,17 @@ sweep (one full forward pass of the held-out prompts per layer: 60% of CAA's fir
 runs the prompts' prefixes once and only their last token under each layer's steering
 (`rank_first_token_each`). 200 facts were tried first: under the machine's load the old code
 had not finished CAA's first fit after 30 minutes.
+
+Previous (94a474d): activations read from packed rows, every statement in full. Of ITI's ~53
+tokens per statement (chat template), ~38 are the system prompt and question frame every
+statement shares and most of the rest the prompt its true and false statements share; now each
+shared prefix runs once into a KV cache (`kbench.models.shared_prefix`; ITI asks for a pair in
+one call), 4,200 tokens of the 80 build statements become 674. CAA's contrast texts gain too.
+DeCoRe's copy sequences ran one per pass with every position's logits and all layers' attention
+maps kept; now they run batched, only the last position's logits, each block's map reduced to
+its argmax at once. ITI's probes train 3x faster (multiply-sum instead of einsum's tiny bmm).
+Now (3 runs, 2026-12-02, load 2-3): CAA 16.5-17.3 s, ITI 7.1-7.4 s, DeCoRe 2.2-2.4 s first;
+repeated 0.1 s, 0.8-1.0 s, 0.0 s.
 """
 
 from __future__ import annotations
@@ -32,6 +44,9 @@ from pathlib import Path
 #: CPU seconds (first fit, repeated fit) of the old code (9912c51) on the first 50 train facts of the
 #: lama-trex build, measured 2026-12-01 on the shared 2-core machine (load 9-15) by the same procedure
 BEFORE = {"caa": (85.3, 17.8), "iti": (24.5, 23.7), "decore": (4.3, 4.6)}
+#: CPU seconds of the first fit with the code before shared prefixes (94a474d), the lowest of 3 runs
+#: on 2026-12-02 (ranges: CAA 26.5-28.9, ITI 21.6-22.5, DeCoRe 3.5-3.8), load 1-3, same procedure
+PREVIOUS = {"caa": 26.5, "iti": 21.6, "decore": 3.5}
 
 
 def main() -> None:
@@ -69,6 +84,7 @@ def main() -> None:
     for name, s in seconds.items():
         before_first, before_repeated = BEFORE[name]
         speedup = f"{before_first / s['first']:.2f}x faster than before ({before_first:.1f} s)" if before_first else "no before"
+        speedup += f", {PREVIOUS[name] / s['first']:.2f}x than previous ({PREVIOUS[name]:.1f} s)"
         repeated = f"repeated/first: {s['repeated'] / s['first']:.3f}"
         was = f" (before: {before_repeated / before_first:.3f})" if before_first and before_repeated else ""
         print(f"{name}: first {s['first']:.1f} s, {speedup}; {repeated}{was}")

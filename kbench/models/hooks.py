@@ -13,6 +13,8 @@ error), so the model computes exactly what it computed before once the block end
         model(**batch); seen[5]  # (batch, seq, hidden)
     with capture_head_inputs(model, [12], at=(rows, cols)) as seen:     # per-head outputs, at chosen positions
         model(**batch); seen[12] # (positions, heads, head_dim)
+    with strongest_sources(model, cols) as seen:                        # DeCoRe: where each head looks (eager)
+        model(**batch); seen[0]  # (batch, heads, queries) source columns of block 0
 
 Layout contract: the model exposes its decoder blocks as `model.model.layers` (Llama, Mistral,
 Qwen2, Gemma, OLMo, SmolLM) and each block an attention module `self_attn` whose output
@@ -171,5 +173,27 @@ def capture_head_inputs(model, layers: Sequence[int], at=None) -> Iterator[dict]
             seen[index] = x.view(*x.shape[:-1], layout.num_heads, layout.head_dim)
 
         handles.append(_output_projection(model, index).register_forward_pre_hook(pre_hook))
+    with _registered(handles):
+        yield seen
+
+
+@contextlib.contextmanager
+def strongest_sources(model, cols) -> Iterator[list]:
+    """Record, per decoder block in order, where each head attends most from the query columns
+    `cols` ((rows, queries) column indices per row): a (rows, heads, queries) tensor of source
+    columns. The weights are reduced inside each block's pass, so the whole stack of attention
+    maps is never kept. Needs eager attention, the one kind whose blocks return their weights."""
+    import torch
+
+    seen: list = []
+
+    def hook(_module, _inputs, output):
+        weights = output[1]  # (rows, heads, seq, seq)
+        if weights is None:
+            raise UserError(f"{type(model).__name__} returned no attention weights; strongest attention needs eager attention")
+        rows = torch.arange(weights.shape[0], device=weights.device)[:, None]
+        seen.append(weights[rows, :, cols].argmax(-1).transpose(1, 2))  # (rows, queries, heads) -> (rows, heads, queries)
+
+    handles = [layer.self_attn.register_forward_hook(hook) for layer in decoder_layers(model)]
     with _registered(handles):
         yield seen

@@ -3,14 +3,19 @@ under several last-position edits (CAA's layer sweep), attention.
 
 Mixed into `ModelRunner`, so they share its tokenisation and its batching: `activations` cuts
 the texts into the runner's batches (longest first, a token budget per pass, halved on
-out-of-memory) and reads them from packed rows (several texts per row, no padding:
-`kbench.models.packing`) where the network packs, else from left-padded rows. The capture
-hooks gather only the texts' last positions, so a pass never keeps a whole residual stream.
+out-of-memory). Texts that share token prefixes (a chat template's system prompt, ITI's true and
+false statements of one prompt) run each shared prefix once into a KV cache and only what
+differs after it (`kbench.models.shared_prefix`), when that saves a quarter of the tokens; other
+calls read packed rows (several texts per row, no padding: `kbench.models.packing`) where the
+network packs, else left-padded rows. All three give the same values up to float rounding, and
+which one a call takes depends on its texts alone. The capture hooks gather only the texts' last
+positions, so a pass never keeps a whole residual stream.
 """
 
 from __future__ import annotations
 
 import copy
+import functools
 from collections.abc import Sequence
 
 from kbench.errors import UserError
@@ -19,6 +24,7 @@ from kbench.models.interface import ACTIVATION_SITES, Intervention, NetworkLayou
 from kbench.models.packing import last_token_logits, pack
 from kbench.models.padding import pad_left
 from kbench.models.ranking import gold_ranks
+from kbench.models.shared_prefix import common_length, run_levels, shared_tokens, shares_prefixes
 
 _CAPTURE = {"residual": hooks.capture_residual, "heads": hooks.capture_head_inputs}
 
@@ -35,11 +41,16 @@ class WhiteBoxMethods:
             raise UserError(f"unknown activation site {site!r}; choose one of {', '.join(ACTIVATION_SITES)}")
         layers = list(layers)
         encoded = self.encoder.encode(texts)
-        packed = self.packs(None)
+        shared = self._shares_prefixes(encoded)
+        packed = not shared and self.packs(None)
 
         def compute(batch: list[int]) -> list:
             seqs = [encoded[i] for i in batch]
-            if packed:
+            if shared:
+                at = (self.torch.arange(len(seqs), device=self.device), self.torch.full((len(seqs),), -1, device=self.device))
+                capture = functools.partial(_CAPTURE[site], self.network, layers, at=at)
+                seen = run_levels(self.forward, seqs, self.pad_id, self.device, capture)
+            elif packed:
                 packed_rows = pack(self.network, seqs, self.pad_id, self.device)
                 at = (
                     self.torch.tensor([row for row, _, _ in packed_rows.spans], device=self.device),
@@ -58,8 +69,26 @@ class WhiteBoxMethods:
             stacked = self.torch.stack([seen[layer] for layer in layers], 1).float().cpu()  # (batch, layers, ...)
             return list(stacked)
 
-        values = self._computed(list(texts), [len(e) for e in encoded], compute, packed=packed)
+        lengths = [len(e) for e in encoded]
+        if shared and self.device.type == "cpu":
+            # CPU batches are cut by the tokens they compute (CPU_PACKED_TOKENS), not counting the call's
+            # common prefix; elsewhere by full lengths, which the free-memory estimate needs (each row holds
+            # its whole prefix's KV cache)
+            common = common_length(encoded)
+            lengths = [n - common for n in lengths]
+        values = self._computed(list(texts), lengths, compute, packed=packed or shared)
         return self.torch.stack(values) if values else self.torch.zeros((0, len(layers)))
+
+    def _shares_prefixes(self, encoded: list[list[int]]) -> bool:
+        """Whether this call runs its texts' shared prefixes once (`kbench.models.shared_prefix`):
+        a causal decoder that can, and texts whose shared prefixes save a quarter of the tokens."""
+        return (
+            self.kind == "causal"
+            and len(encoded) > 1
+            and all(encoded)
+            and shares_prefixes(self.network)
+            and shared_tokens(encoded) <= 0.75 * sum(len(e) for e in encoded)
+        )
 
     def rank_first_token_each(self, prompts: Sequence[str], golds: Sequence[str], interventions: Sequence[Intervention]):
         """[per intervention: [(rank, logprob) per prompt]], each intervention editing the last
@@ -96,20 +125,25 @@ class WhiteBoxMethods:
 
     def strongest_attention(self, sequences: Sequence[Sequence[int]], queries: Sequence[int]):
         """[sequences, layers, heads, queries] argmax source position of each head's attention
-        from each query; each sequence runs alone with eager attention (the only kind that
-        returns its weights)."""
+        from each query. The sequences run in the runner's batches, left-padded (a sequence's
+        positions sit `offset` columns right), with eager attention (the only kind that returns
+        its weights); each block's weights are reduced to the argmax at once (`hooks.strongest_sources`)
+        and only the last position's logits are computed."""
         torch, network = self.torch, self.network
-        queries = torch.tensor(list(queries))
-        out = []
+        seqs = [tuple(int(t) for t in s) for s in sequences]
+        queries = torch.tensor(list(queries), device=self.device)
+
+        def compute(batch: list[int]) -> list:
+            input_ids, mask, positions = pad_left([seqs[i] for i in batch], self.pad_id, self.device)
+            offsets = (input_ids.shape[1] - mask.sum(1))[:, None]  # (rows, 1) pads before each sequence
+            with hooks.strongest_sources(network, offsets + queries) as seen:
+                self.forward(input_ids, mask, positions)
+            return list((torch.stack(seen, 1) - offsets.view(-1, 1, 1, 1)).cpu())  # (rows, layers, heads, queries)
+
         previous = network.config._attn_implementation
         network.set_attn_implementation("eager")
         try:
-            with torch.inference_mode():
-                for sequence in sequences:
-                    ids = torch.tensor([list(sequence)], device=self.device)
-                    attentions = network(input_ids=ids, output_attentions=True, use_cache=False).attentions
-                    # per layer (1, heads, seq, seq) -> (heads, queries) argmax over sources
-                    out.append(torch.stack([a[0][:, queries].argmax(-1).cpu() for a in attentions]))
+            values = self._computed(seqs, [len(s) for s in seqs], compute)
         finally:
             network.set_attn_implementation(previous)
-        return torch.stack(out) if out else torch.zeros((0, 0, 0, len(queries)), dtype=torch.long)
+        return torch.stack(values) if values else torch.zeros((0, 0, 0, len(queries)), dtype=torch.long)

@@ -56,6 +56,9 @@ def copy_task(vocab_size: int, trials: int, needle: int, filler: int, seed: int,
     return sequences, queries, sources
 
 
+SEQUENCES_PER_CALL = 4  # the backend batches a call's sequences; several calls let progress (and its ETA) move
+
+
 def retrieval_scores(model, trials: int = 8, needle: int = 16, filler: int = 48, seed: int = 0, advance=lambda n: None):
     """(layers, heads) retrieval score of every head on the synthetic copy task: the share of
     copy steps whose strongest attention points at the needle token being copied."""
@@ -64,11 +67,12 @@ def retrieval_scores(model, trials: int = 8, needle: int = 16, filler: int = 48,
     avoid = set(model.tokenizer.all_special_ids)
     sequences, queries, sources = copy_task(model.layout().vocab_size, trials, needle, filler, seed, avoid)
     hits = None
-    for sequence in sequences:  # one call per sequence, so progress moves
-        strongest = model.strongest_attention([sequence], queries)[0]  # (layers, heads, queries)
-        found = (strongest == torch.tensor(sources)).float().sum(-1)
+    for start in range(0, len(sequences), SEQUENCES_PER_CALL):
+        chunk = sequences[start : start + SEQUENCES_PER_CALL]
+        strongest = model.strongest_attention(chunk, queries)  # (sequences, layers, heads, queries)
+        found = (strongest == torch.tensor(sources)).float().sum((0, -1))
         hits = found if hits is None else hits + found
-        advance(1)
+        advance(len(chunk))
     return hits / max(len(sequences) * len(queries), 1)
 
 

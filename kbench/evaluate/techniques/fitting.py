@@ -1,6 +1,8 @@
 """What the fitted techniques (CAA, ITI, DeCoRe) share: leakage-free folds, contrast pairs and
 the store of fitted tensors. Their forward passes are the model interface's (`activations`,
-`rank_first_token`, `strongest_attention`): packed, batched and served from the result cache.
+`rank_first_token`, `strongest_attention`): batched, served from the result cache, and run once
+per shared token prefix where texts share one (ITI asks for a pair's true and false statements
+in one call for that reason).
 
 Folds: when the dataset has a train (or else a dev) split, a seeded sample of it is the
 fitting pool for every evaluated item.
