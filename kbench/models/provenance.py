@@ -30,6 +30,7 @@ from kbench.io import atomic_path, stable_hash
 # The modules that turn the runner's inputs into its outputs (rank_first_token, generate, ...).
 RUNNER_MODULES = (
     "kbench.models.runner",
+    "kbench.models.batching",
     "kbench.models.decoding",
     "kbench.models.encoding",
     "kbench.models.packing",

@@ -10,9 +10,9 @@
 Text contract: an answer / gold is the exact continuation of its prompt, leading space
 included (" France"); `kbench.models.encoding` turns texts into token ids by it.
 
-Batching: items are sorted by length, cut into batches (`batch_size`, or sized from free
-memory on GPU / a token budget on CPU, halved on out-of-memory), and results come back in input
-order. `batch_size` counts prompts (in `sample` each prompt then decodes up to k rows). Causal
+Batching (`kbench.models.batching`): items are sorted by length, cut into batches (`batch_size`,
+or sized from free memory on GPU / a token budget on CPU, halved on out-of-memory), and results
+come back in input order. `batch_size` counts prompts (in `sample` each prompt then decodes up to k rows). Causal
 LMs read next-token scores from packed rows (`kbench.models.packing`: several prompts per row,
 no padding) and decode from a left-padded KV cache; masked LMs, and calls whose intervention
 hooks into the model (a hook may act on the last position), run left-padded batches with
@@ -35,33 +35,26 @@ Names: `loaded` is the `LoadedModel` (weights, tokenizer, provenance), `network`
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from kbench.errors import UserError
 from kbench.io import stable_hash
+from kbench.models.batching import MAX_BATCH, BatchingMethods
 from kbench.models.cpu_allocator import keep_freed_memory
 from kbench.models.decoding import decode
 from kbench.models.encoding import PromptEncoder
 from kbench.models.interface import Capability, Intervention, register_backend
 from kbench.models.interventions import Realised, realise
 from kbench.models.loading import LoadedModel
-from kbench.models.packing import last_token_logits, pack, packing_works, prompts_within
+from kbench.models.packing import last_token_logits, pack, packing_works
 from kbench.models.padding import pad_left, pad_right
 from kbench.models.provenance import RUNNER_MODULES, source_hash
 from kbench.models.ranking import gold_ranks
 from kbench.models.whitebox import WhiteBoxMethods
 
-CPU_TOKENS_PER_BATCH = 1024  # padded batches; measured on SmolLM2: 4096-token ones pad more and spill caches
-CPU_PACKED_TOKENS = 2048  # packed forward passes (no padding): 2048 ranked ~8% faster than 1024
-MAX_BATCH = 256
 
-
-def _is_oom(exc: BaseException) -> bool:
-    return "out of memory" in str(exc).lower()
-
-
-class ModelRunner(WhiteBoxMethods):
+class ModelRunner(BatchingMethods, WhiteBoxMethods):
     def __init__(self, loaded: LoadedModel, batch_size: int | None = None):
         import torch
 
@@ -275,66 +268,12 @@ class ModelRunner(WhiteBoxMethods):
             list(prompts), [len(e) for e in encoded], compute, decode=(max_new_tokens, k), packed=self.packs(intervention)
         )
 
-    # ------------------------------------------------------------------ batching
-    def _computed(
-        self,
-        items: list,
-        lengths: list[int],
-        compute: Callable[[list[int]], list],
-        decode: tuple[int, int] = (0, 1),
-        packed: bool = False,
-    ) -> list:
-        """The call's values in input order, each distinct item computed once, in batches of the
-        pending items longest first; on out-of-memory a batch is halved and retried. `lengths` are
-        prompt tokens per item; `decode` = (new tokens, rows per prompt); `packed`: `compute` runs a
-        packed forward pass (batches are cut by tokens)."""
-        first: dict[Any, int] = {}
-        for i, item in enumerate(items):
-            first.setdefault(item, i)
-        pending = sorted(first.values(), key=lambda i: -lengths[i])
-        found: dict[int, Any] = {}
-        while pending:
-            size = self._batch_size(pending, lengths, decode, packed)
-            batch = pending[:size]
-            try:
-                with self.torch.inference_mode():
-                    values = compute(batch)
-            except (RuntimeError, MemoryError) as exc:
-                if not _is_oom(exc) or size == 1:
-                    raise
-                self._oom_cap = max(1, size // 2)
-                if self.device.type == "cuda":
-                    self.torch.cuda.empty_cache()
-                continue
-            found.update(zip(batch, values))
-            pending = pending[size:]
-        return [found[first[item]] for item in items]
-
+    # ------------------------------------------------------------------ ranking helpers
     def _candidates(self, candidate_ids: Sequence[int] | None):
         """The candidate ids as a tensor (None: the full vocabulary)."""
         if candidate_ids is None:
             return None
         return self.torch.tensor(sorted(set(candidate_ids)), device=self.device)
-
-    def _batch_size(self, pending: list[int], lengths, decode: tuple[int, int], packed: bool) -> int:
-        """Prompts in the next batch of `pending` (longest first). Padded: `_batch_rows` of the
-        longest. Packed ranking: as many prompts as fit the tokens a padded batch would hold (on
-        CPU, CPU_PACKED_TOKENS). Generation with packed prefills: on CPU, MAX_BATCH decoding rows,
-        since `decode` prefills them in chunks of `prefill_tokens`."""
-        longest = lengths[pending[0]]
-        rows = self._batch_rows(longest, *decode)
-        if not packed or self.batch_size or (decode[0] and self.device.type != "cpu"):
-            return rows
-        cap = max(1, min(MAX_BATCH // decode[1], self._oom_cap))
-        if decode[0]:
-            return cap
-        budget = CPU_PACKED_TOKENS if self.device.type == "cpu" else rows * longest
-        return prompts_within([lengths[i] for i in pending[:cap]], budget)
-
-    @property
-    def prefill_tokens(self) -> int | None:
-        """Tokens per packed prefill chunk in `decode` (None: the whole batch at once)."""
-        return CPU_PACKED_TOKENS if self.device.type == "cpu" else None
 
     def packs(self, intervention: Realised | None) -> bool:
         """Whether this call reads next-token scores from packed rows: causal LMs whose packed
@@ -344,22 +283,6 @@ class ModelRunner(WhiteBoxMethods):
             and (intervention is None or intervention.hooks is None)
             and packing_works(self.network, self.pad_id)
         )
-
-    def _batch_rows(self, prompt_tokens: int, new_tokens: int = 0, copies: int = 1) -> int:
-        """Prompts per batch: `batch_size` when given; else on GPU what half the free memory holds
-        (KV cache and activations of prompt + new tokens, for every copy), on CPU a prefill of
-        about CPU_TOKENS_PER_BATCH tokens; never more than MAX_BATCH decoding rows."""
-        if self.batch_size:
-            return min(self.batch_size, self._oom_cap)
-        if self.device.type == "cuda":
-            cfg = self.network.config
-            per_token = 4 * cfg.hidden_size * (getattr(cfg, "num_hidden_layers", 12) * 2 + 16)  # KV + activations, fp32 bound
-            per_row = copies * ((prompt_tokens + new_tokens) * per_token + 8 * getattr(cfg, "vocab_size", 50000))
-            free, _ = self.torch.cuda.mem_get_info(self.device)
-            rows = int(free * 0.5 // max(per_row, 1))
-        else:
-            rows = CPU_TOKENS_PER_BATCH // max(prompt_tokens, 1)
-        return max(1, min(rows, MAX_BATCH // copies, self._oom_cap))
 
     # ------------------------------------------------------------------ forward passes
     # The Hugging Face backend's own primitives, public for its decoding loop (`decoding.py`):

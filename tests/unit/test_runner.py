@@ -7,7 +7,7 @@ import contextlib
 import pytest
 import torch
 
-import kbench.models.runner as runner_module
+import kbench.models.batching as batching_module
 from kbench.models import ranking
 from kbench.models.loading import load_model
 from kbench.models.packing import packing_works
@@ -266,7 +266,7 @@ def test_next_rows_keep_each_parents_first_branch_in_place():
 def test_prefill_in_several_packed_chunks_decodes_as_one(causal, monkeypatch):
     """Prompts prefilled in separate packed chunks share one left-padded KV cache: the greedy
     answers and first-token ranks are those of each prompt run alone."""
-    monkeypatch.setattr(runner_module, "CPU_PACKED_TOKENS", 12)  # a few prompts per chunk
+    monkeypatch.setattr(batching_module, "CPU_PACKED_TOKENS", 12)  # a few prompts per chunk
     runner = ModelRunner(causal)
     with count_forwards(causal) as shapes:
         both = runner.generate_and_rank(PROMPTS, GOLDS, max_new_tokens=6)

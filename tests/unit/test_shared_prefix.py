@@ -73,9 +73,9 @@ def test_shared_prefix_activations_equal_full_passes_packed_and_padded(causal, s
 
 
 def test_shared_prefix_batches_cut_by_tokens_read_each_texts_last_position(causal, monkeypatch):
-    from kbench.models import runner as runner_module
+    from kbench.models import batching as batching_module
 
-    monkeypatch.setattr(runner_module, "CPU_PACKED_TOKENS", 12)  # several batches, pairs split across them
+    monkeypatch.setattr(batching_module, "CPU_PACKED_TOKENS", 12)  # several batches, pairs split across them
     texts = [*STATEMENTS, "Answer: Rome", "Rome"]  # no prefix common to all: a first level with an empty node
     runner = ModelRunner(causal)
     assert runner._shares_prefixes(runner.encoder.encode(texts))
