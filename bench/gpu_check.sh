@@ -8,7 +8,7 @@
 # that such an image lacks: pydantic, polars, jsonschema and their dependencies, for CPython 3.12 x86_64),
 # .gpu/tokenizer (SmolLM2's tokenizer files, no weights) and .gpu/dataset (100+ facts of the LAMA probe).
 # Models are built there from configs with seeded random weights. Checks, one summary line each:
-#   1. the model-interface tests on cuda (KBENCH_TEST_DEVICE=cuda: tests/unit/test_runner.py, test_cached_model.py)
+#   1. the model-interface tests on cuda (KBENCH_TEST_DEVICE=cuda: tests/unit/test_runner.py, test_cached_model.py, test_shared_prefix.py)
 #   2. CPU vs GPU item by item on a tiny random model: ranks, log-probs, greedy answers, fp32 and bf16
 #   3. throughput on a Llama-3-8B-shaped random model (bf16): extraction-shaped and KEE-shaped calls,
 #      prompts/s and tokens/s, against plain transformers `generate` on the same prompts
@@ -55,7 +55,7 @@ failed=0
 summary() { echo "check $1: $2"; [ "${2##* }" = PASS ] || failed=$((failed + 1)); }
 
 # 1. the interface tests on cuda (their fixtures load the tiny models on $KBENCH_TEST_DEVICE)
-if KBENCH_TEST_DEVICE=cuda timeout 120 python3 -m pytest -q -x -p no:cacheprovider tests/unit/test_runner.py tests/unit/test_cached_model.py \
+if KBENCH_TEST_DEVICE=cuda timeout 120 python3 -m pytest -q -x -p no:cacheprovider tests/unit/test_runner.py tests/unit/test_cached_model.py tests/unit/test_shared_prefix.py \
      -o addopts="" >/tmp/gpu-tests.log 2>&1 < /dev/null; then
   summary interface-tests "$(tail -1 /tmp/gpu-tests.log) PASS"
 else

@@ -10,7 +10,7 @@ from kbench.models import packing
 from kbench.models.loading import load_model
 from kbench.models.runner import ModelRunner
 from kbench.models.shared_prefix import levels, shared_tokens
-from tests.fixtures_models import tiny_causal_dir  # noqa: F401
+from tests.fixtures_models import TEST_DEVICE, tiny_causal_dir  # noqa: F401
 
 SYSTEM = "System: answer with a short answer.\nQuestion: "
 QUESTIONS = ["capital of France?", "capital of Germany?", "river of Ulm?"]
@@ -42,7 +42,7 @@ def test_levels_without_a_common_prefix_or_without_groups():
 
 @pytest.fixture(scope="module")
 def causal(tiny_causal_dir):  # noqa: F811
-    return load_model(str(tiny_causal_dir))
+    return load_model(str(tiny_causal_dir), device=TEST_DEVICE)
 
 
 def _alone(loaded, text, site, layers):
@@ -102,5 +102,5 @@ def test_strongest_sources_needs_attention_weights(causal):
     from kbench.models import hooks
 
     assert causal.model.config._attn_implementation != "eager"  # sdpa returns no weights
-    with pytest.raises(UserError, match="eager attention"), hooks.strongest_sources(causal.model, torch.tensor([[1]])):
-        causal.model(torch.tensor([[5, 6, 7]]), use_cache=False)
+    with pytest.raises(UserError, match="eager attention"), hooks.strongest_sources(causal.model, torch.tensor([[1]], device=causal.model.device)):
+        causal.model(torch.tensor([[5, 6, 7]], device=causal.model.device), use_cache=False)
