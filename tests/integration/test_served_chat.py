@@ -156,3 +156,23 @@ def test_kee_chat_agrees_item_by_item(port, chat_folder, facts, tmp_path):
     assert ours.select("id", "technique", "answer", "correct").equals(theirs.select("id", "technique", "answer", "correct"))
     assert any(ours["answer"])
     _no_secret(tmp_path / "served", served.stdout + served.stderr)
+
+
+@pytest.mark.parametrize("api, prompt_form, cue", [("chat", "chat", "ends the user turn"), ("completions", "plain", "ends the prompt")])
+def test_a_served_judge_asks_every_row_and_records_where_its_cue_went(port, tmp_path, monkeypatch, api, prompt_form, cue):
+    """MAPLE's judge steps with a served judge (MAPLE's was gpt-4o-mini, a chat API): the chat API
+    cannot take the cue after the turn, so it closes the user turn; every row gets a verdict."""
+    from kbench.construct.context import StageContext
+    from kbench.construct.stages.judge_domain import JudgeDomain
+
+    monkeypatch.setenv("KBENCH_API_KEY", SECRET)
+    rows = pl.DataFrame({"subject": [s for _, s, _ in FACTS], "relation": [r for r, _, _ in FACTS],
+                         "relation_label": ["capital" if r == "P36" else "place" for r, _, _ in FACTS],
+                         "object": [o for _, _, o in FACTS], "domain": ["geography"] * len(FACTS)})
+    ctx = StageContext(recipe_path=tmp_path / "r.toml", run_dir=tmp_path / "run", seed=0, cache_dir=tmp_path / "c",
+                       options={"judge_model": f"openai:http://127.0.0.1:{port}/v1;model=tiny;api={api}"})
+    out = JudgeDomain(JudgeDomain.Params(max_new_tokens=4), ctx).run(rows.lazy())
+    judged = pl.concat([out.kept.collect().select("judge_domain_verdict"), out.rejected.collect().select("judge_domain_verdict")])
+    assert judged.height == len(FACTS) and set(judged["judge_domain_verdict"]) <= {"fits", "mismatch", "unparseable"}
+    judge = out.details["judge"]
+    assert (judge["backend"], judge["prompt_form"], judge["cue"]) == ("openai", prompt_form, cue)

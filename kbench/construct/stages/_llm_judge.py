@@ -3,14 +3,16 @@
 MAPLE (Section 3.1, Stage 2) uses an LLM twice ("We used gpt-4o-mini for all LLM-as-a-judge"):
 a domain-mismatch filter (`judge_domain`) and a single-answer classification beside the SPARQL
 count (`judge_single_answer`). Here the judge is any model behind kbench's model interface
-(`open_model(ModelSpec(...))`: the in-process backend, or a served one once it is registered),
-asked with greedy decoding, so a verdict is reproducible and cached in the result cache (a rerun
-asks the model nothing).
+(`open_model(ModelSpec(...))`: the in-process backend, or a served one, `--judge-model
+'openai:URL;model=ID'`, MAPLE's gpt-4o-mini with `;api=chat`), asked with greedy decoding, so a
+verdict is reproducible and cached in the result cache (a rerun asks the model nothing).
 
 Both stages are off by default: without a model (`model = "..."` in the stage, or `kbench build
 --judge-model NAME`, which wins) they pass every row through and record that they did not run.
 Each prompt ends in the cue "Verdict (yes or no):" (after the chat template's generation prompt
-for chat models), so the reply's first word is the verdict. With a model they add
+for chat models), so the reply's first word is the verdict. A served chat API applies the template
+itself and cannot take text after the turn (a prefilled reply), so there the cue ends the user
+turn instead; `details.judge.cue` records where it went. With a model they add
 `<stage>_verdict` to every row; dropped rows go to `rejected/<stage>.parquet` with their verdict
 and the judge's words (`<stage>_output`). A reply whose first words hold no verdict is
 `unparseable`: dropped with reason `judge_unparseable` (`unparseable = "drop"`, the default: the
@@ -38,7 +40,7 @@ CUE = "Verdict (yes or no)"
 
 class JudgeParams(StageParams):
     model: Optional[str] = None  # off unless set here or with `kbench build --judge-model`
-    backend: str = "hf"
+    backend: Optional[str] = None  # None: as `--model` decides it (`openai:...` is served, anything else in-process)
     dtype: str = "float32"
     #: "auto": the tokenizer's chat template when it has one (instruct models), else plain text.
     prompt: Literal["auto", "chat", "plain"] = "auto"
@@ -78,12 +80,12 @@ class LlmJudge(Stage):
 
     def _open(self):
         from kbench.models.interface import ModelSpec, open_model
+        from kbench.models.served.spec import backend_for
 
+        name = judge_model_name(self.params, self.ctx)
         device = str(self.ctx.options.get("device") or "cpu")
-        spec = ModelSpec(
-            judge_model_name(self.params, self.ctx), dtype=self.params.dtype, device=device, backend=self.params.backend
-        )
-        return open_model(spec)
+        backend = self.params.backend or backend_for(name)
+        return open_model(ModelSpec(name, dtype=self.params.dtype, device=device, backend=backend))
 
     def _chat(self, tokenizer) -> bool:
         has_template = bool(getattr(tokenizer, "chat_template", None))
@@ -105,9 +107,13 @@ class LlmJudge(Stage):
             raise UserError(f"{self.name} needs the column(s) {', '.join(missing)}; put it after the stages that add them")
         model = self._open()
         chat = self._chat(model.tokenizer)
-        # the reply starts after the cue, also in a chat turn: small instruct models then give the verdict word first
-        cue = CUE + ":" if chat else ""
-        prompts = [question_turn(model.tokenizer, self.question(row), CUE, chat) + cue for row in df.iter_rows(named=True)]
+        # the reply starts after the cue, also in a chat turn: small instruct models then give the verdict word first;
+        # a server that renders the turn itself takes no text after it, so there the cue closes the user turn
+        prefill = chat and getattr(model.tokenizer, "prefills_reply", True)
+        in_turn = f"\n{CUE}:" if chat and not prefill else ""
+        after = CUE + ":" if prefill else ""
+        rows = df.iter_rows(named=True)
+        prompts = [question_turn(model.tokenizer, self.question(row) + in_turn, CUE, chat) + after for row in rows]
         distinct = list(dict.fromkeys(prompts))
         replies: dict[str, str] = {}
         with progress(f"{self.name}: asking {model.name}", len(distinct), unit="prompts") as advance:
@@ -133,8 +139,9 @@ class LlmJudge(Stage):
             "judge": {
                 "model": model.name,
                 "identity": model.identity,
-                "backend": self.params.backend,
+                "backend": model.backend,
                 "prompt_form": "chat" if chat else "plain",
+                "cue": "after the turn" if prefill else ("ends the user turn" if chat else "ends the prompt"),
                 "decoding": "greedy",
                 "max_new_tokens": self.params.max_new_tokens,
             },

@@ -65,6 +65,7 @@ class ChatTokenizer:
     or missing tokenizer (`inner`), so the LAMA single-token filter still works where one is known."""
 
     chat_template = "the server's (/v1/chat/completions)"
+    prefills_reply = False  # text after the rendered turn cannot be sent: prompt builders put cues inside the turn
 
     def __init__(self, inner):
         self.inner = inner
