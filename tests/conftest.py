@@ -11,6 +11,18 @@ from pathlib import Path
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
+#: Test files that start Ray: they run on one worker, one after the other (scripts/test.sh runs pytest-xdist).
+RAY_FILES = {"test_build_ray.py", "test_executor_ray.py"}
+
+
+def pytest_collection_modifyitems(config, items):
+    """Under pytest-xdist `--dist loadgroup`, each file is one group (its module fixtures, a served model or
+    a built dataset, start once, on one worker), and the Ray files are one group between them."""
+    if not config.pluginmanager.hasplugin("xdist"):
+        return
+    for item in items:
+        name = item.path.name
+        item.add_marker(pytest.mark.xdist_group("ray" if name in RAY_FILES else str(item.path.relative_to(REPO_ROOT))))
 
 
 @pytest.fixture(scope="session")

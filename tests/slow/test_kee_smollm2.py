@@ -19,7 +19,6 @@ from kbench.models.loading import load_model
 from kbench.models.cached import CachedModel
 from kbench.models.result_cache import ResultCache
 from kbench.models.runner import ModelRunner
-from kbench.report.kee import write_report
 from tests.question_rows import question_row
 
 pytestmark = pytest.mark.slow
@@ -54,7 +53,6 @@ def test_kee_on_smollm2(shared_data, tmp_path):
     settings = KeeSettings(techniques=("baseline", "temp0.7", "genread", "caa", "activation_decoding"), k=3, sweep_max=3,
                            temperatures=(0.7,))
     results = kbench.evaluate("kee", dataset=dataset, model=runner, out=tmp_path / "run", **settings.model_dump()).results   # validated against the schemas
-    write_report(results, tmp_path / "run")
     overall = results["metrics"]["per_technique"]
     print({name: {m: overall[name][m]["value"] for m in ("accuracy", "gain", "loss")} for name in settings.techniques})
     assert overall["baseline"]["accuracy"]["n"] == len(RELATIONS) * PER_RELATION
