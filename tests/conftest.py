@@ -21,8 +21,8 @@ def pytest_collection_modifyitems(config, items):
     if not config.pluginmanager.hasplugin("xdist"):
         return
     for item in items:
-        name = item.path.name
-        item.add_marker(pytest.mark.xdist_group("ray" if name in RAY_FILES else str(item.path.relative_to(REPO_ROOT))))
+        file = item.nodeid.split("::")[0]
+        item.add_marker(pytest.mark.xdist_group("ray" if item.path.name in RAY_FILES else file))
 
 
 @pytest.fixture(scope="session")

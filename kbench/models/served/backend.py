@@ -82,6 +82,7 @@ class ServedModel:
         self.dtype = "served"  # the server's business; part of what `revision` names
         self.identity = stable_hash(["openai", self.server_model, spec.revision, self.tokenizer_source, spec.api])
         self.code = source_hash(MODULES)
+        self._warned_greedy_samples = False
 
     def _tokenizer(self):
         if self.spec.tokenizer:
@@ -140,7 +141,8 @@ class ServedModel:
         intervention=None,
     ) -> list[list[str]]:
         self._plain(intervention)
-        if not self.probe["sampling_varies"]:
+        if not self.probe["sampling_varies"] and not self._warned_greedy_samples:
+            self._warned_greedy_samples = True  # once per model, not once per call (KEE samples in every unit)
             LOG.warning(
                 "the server's seeded samples equalled its greedy text in the probe (it ignores temperature): "
                 "sampled techniques and KEE's shallow/deep partition get greedy answers (probe recorded in results.json)"
