@@ -48,6 +48,7 @@ LOG = logging.getLogger(__name__)
 
 SCHEMA = "kbench.results.v2"
 ENVELOPE_SCHEMA = "results.v2.json"
+PROTOCOL_SCHEMA = "protocol.v1.json"
 JOURNAL = "journal.jsonl"
 
 
@@ -80,8 +81,10 @@ def validate(document: dict, schema_name: str, where: str = "") -> None:
     from jsonschema import Draft202012Validator
     from referencing import Registry, Resource
 
-    envelope = load_schema(ENVELOPE_SCHEMA)
-    registry = Registry().with_resource(envelope["$id"], Resource.from_contents(envelope))
+    envelope, protocol = load_schema(ENVELOPE_SCHEMA), load_schema(PROTOCOL_SCHEMA)
+    registry = Registry().with_resources(
+        (schema["$id"], Resource.from_contents(schema)) for schema in (envelope, protocol)
+    )
     error = next(Draft202012Validator(load_schema(schema_name), registry=registry).iter_errors(document), None)
     if error is not None:
         path = ".".join(str(p) for p in error.absolute_path) or "(top)"
@@ -273,6 +276,8 @@ def evaluate(task: Task, ctx: RunContext, progress: Callable[[int, int], None] |
             "metrics": summary.metrics,
             "items": {"file": "items.parquet", "count": len(rows)},
         }
+        if summary.protocol is not None:
+            results["protocol"] = summary.protocol.block()
         results = json.loads(json.dumps(results))  # tuples -> lists, int keys -> strings, as readers see it
         validate(results, ENVELOPE_SCHEMA)
         task.finish(ctx, state, rows, results)

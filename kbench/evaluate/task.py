@@ -45,6 +45,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from kbench.models.cached import CachedModel
 from kbench.models.interface import Capability, LanguageModel
+from kbench.protocol import Protocol
 from kbench.registry import Registry
 
 TASKS: Registry[type[Task]] = Registry("evaluation task", package="kbench.evaluate")
@@ -83,6 +84,9 @@ class Plan:
 class Summary:
     headline: dict[str, dict]
     metrics: dict
+    #: The procedure that made these numbers and this run's departures from it (`kbench.protocol`);
+    #: every task returns one, built from the settings, the model and the data the run found.
+    protocol: Protocol | None = None
 
 
 @dataclass

@@ -1,0 +1,163 @@
+"""The protocol record: which paper's procedure made a number, and where this run departs from it.
+
+Every evaluation run (`results.json`) and every built dataset (`manifest.json`, the card) carries
+one block (`docs/protocol.md`, `schemas/protocol.v1.json`):
+
+    {"schema": "kbench.protocol.v1", "name": "maple-kee", "reference": "...", "faithful": false,
+     "deviations": [{"id": "sgr-majority-vote", "paper": "...", "kbench": "...", "effect": "..."}]}
+
+The entries are made by the code path that departs, at the moment it departs (from the settings
+the run used, the model kind, the data it found): never a hand-kept list. `faithful` is true only
+when the list is empty. A results file without a block reads as "not recorded", never as faithful.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from kbench.errors import UserError
+
+SCHEMA = "kbench.protocol.v1"
+_SLUG = re.compile(r"^[a-z0-9][a-z0-9@.+-]*$")
+
+#: The papers, cited once; a task or recipe names its reference by key.
+REFERENCES = {
+    "lama": "Petroni et al. 2019, Language Models as Knowledge Bases? (EMNLP 2019)",
+    "maple": "MAPLE: A Multi-Axis Parametric Knowledge Extraction Lens for LLM Evaluation",
+    "xteval": (
+        "Kazemnejad, Rezagholizadeh, Parthasarathi and Chandar 2023, Measuring the Knowledge "
+        "Acquisition-Utilization Gap in Pretrained Language Models (Findings of EMNLP 2023)"
+    ),
+    "left": "Perhaps PTLMs Should Go to School - A Task to Assess Open Book and Closed Book QA (EMNLP 2021)",
+    "evolvingqa": (
+        "Kim et al. 2023, Carpe Diem: On the Evaluation of World Knowledge in Lifelong Language Models "
+        "(arXiv:2311.08106)"
+    ),
+    "kola": "Yu et al. 2023, KoLA: Carefully Benchmarking World Knowledge of Large Language Models (arXiv:2306.09296)",
+    "bear": "Wiland, Ploner and Akbik 2024, BEAR: A Unified Framework for Evaluating Relational Knowledge in Causal and Masked Language Models (NAACL 2024 Findings)",
+}
+
+
+@dataclass(frozen=True)
+class Deviation:
+    """One departure from the paper: `id` a stable slug, `paper` what the paper does, `kbench` what
+    this run or build did, `effect` which reported numbers it touches."""
+
+    id: str
+    paper: str
+    kbench: str
+    effect: str
+
+    def __post_init__(self) -> None:
+        if not _SLUG.match(self.id):
+            raise ValueError(f"deviation id {self.id!r} is not a lower-case slug")
+        for key in ("paper", "kbench", "effect"):
+            if not getattr(self, key).strip():
+                raise ValueError(f"deviation {self.id}: `{key}` is empty")
+
+    def as_dict(self) -> dict:
+        return {"id": self.id, "paper": self.paper, "kbench": self.kbench, "effect": self.effect}
+
+
+@dataclass(frozen=True)
+class Protocol:
+    """A named procedure and this run's departures from it (in the order they were recorded)."""
+
+    name: str
+    reference: str
+    deviations: tuple[Deviation, ...] = field(default=())
+
+    def __post_init__(self) -> None:
+        ids = [d.id for d in self.deviations]
+        repeated = sorted({i for i in ids if ids.count(i) > 1})
+        if repeated:
+            raise ValueError(f"protocol {self.name}: deviation ids repeated: {', '.join(repeated)}")
+
+    @property
+    def faithful(self) -> bool:
+        return not self.deviations
+
+    def with_deviations(self, deviations: Iterable[Deviation]) -> Protocol:
+        return Protocol(self.name, self.reference, (*self.deviations, *deviations))
+
+    def block(self) -> dict:
+        return {
+            "schema": SCHEMA,
+            "name": self.name,
+            "reference": self.reference,
+            "faithful": self.faithful,
+            "deviations": [d.as_dict() for d in self.deviations],
+        }
+
+    @classmethod
+    def from_block(cls, block: object, where: str) -> Protocol:
+        """Read a block back; a malformed one is a `UserError` naming `where` and the key."""
+        if not isinstance(block, dict):
+            raise UserError(f"{where}: `protocol` is not an object")
+        if block.get("schema") != SCHEMA:
+            raise UserError(f"{where}: protocol.schema is {block.get('schema')!r}, expected {SCHEMA!r}")
+        for key in ("name", "reference"):
+            if not isinstance(block.get(key), str) or not block[key]:
+                raise UserError(f"{where}: protocol.{key} is missing or not a string")
+        entries = block.get("deviations")
+        if not isinstance(entries, list):
+            raise UserError(f"{where}: protocol.deviations is missing or not a list")
+        deviations = []
+        for i, entry in enumerate(entries):
+            if not isinstance(entry, dict) or set(entry) != {"id", "paper", "kbench", "effect"}:
+                raise UserError(f"{where}: protocol.deviations[{i}] must have exactly id, paper, kbench, effect")
+            if not all(isinstance(v, str) for v in entry.values()):
+                raise UserError(f"{where}: protocol.deviations[{i}] has a value that is not a string")
+            try:
+                deviations.append(Deviation(**entry))
+            except ValueError as exc:
+                raise UserError(f"{where}: protocol.deviations[{i}]: {exc}") from exc
+        try:
+            protocol = cls(block["name"], block["reference"], tuple(deviations))
+        except ValueError as exc:
+            raise UserError(f"{where}: {exc}") from exc
+        if block.get("faithful") is not protocol.faithful:
+            raise UserError(f"{where}: protocol.faithful is {block.get('faithful')!r} but it lists {len(deviations)} deviations")
+        return protocol
+
+
+def read_protocol(document: dict, where: str) -> Protocol | None:
+    """The `protocol` block of a results file or manifest; None when it was not recorded (an older
+    file), which readers show as "not recorded", never as faithful."""
+    if "protocol" not in document:
+        return None
+    return Protocol.from_block(document["protocol"], where)
+
+
+def describe(protocol: Protocol | None) -> str:
+    """One line for a table: "faithful to NAME", "N deviations from NAME" or "not recorded"."""
+    if protocol is None:
+        return "protocol not recorded"
+    if protocol.faithful:
+        return f"faithful to {protocol.name}"
+    n = len(protocol.deviations)
+    return f"{n} deviation{'s' if n != 1 else ''} from {protocol.name}"
+
+
+def comparison_differences(protocols: dict[str, Protocol | None]) -> list[str]:
+    """Why runs with these protocol blocks are not comparable as like for like: one line per
+    difference (another procedure, or a deviation some runs have and others lack); [] when none."""
+    lines = []
+    unrecorded = sorted(run for run, p in protocols.items() if p is None)
+    if unrecorded:
+        lines.append(f"protocol not recorded for {', '.join(unrecorded)}: cannot tell whether the procedures match")
+    recorded = {run: p for run, p in protocols.items() if p is not None}
+    names = {p.name for p in recorded.values()}
+    if len(names) > 1:
+        lines.append("different procedures: " + ", ".join(f"{run} is {p.name}" for run, p in sorted(recorded.items())))
+        return lines
+    ids = sorted({d.id for p in recorded.values() for d in p.deviations})
+    for deviation_id in ids:
+        having = {run: next((d for d in p.deviations if d.id == deviation_id), None) for run, p in recorded.items()}
+        texts = {d.kbench if d else None for d in having.values()}
+        if len(texts) > 1:
+            with_it = sorted(run for run, d in having.items() if d is not None)
+            lines.append(f"{deviation_id}: recorded for {', '.join(with_it)} only, or with different settings")
+    return lines
