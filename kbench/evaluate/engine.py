@@ -22,7 +22,8 @@ What it owns (a task never does):
   process waits for the others, then aggregates and writes once. A `collective` task (XTEVAL:
   DDP training inside a unit) runs every unit on every process; the main process journals it.
 - The envelope (`docs/results-envelope.md`, `schemas/results.v2.json`): `results.json`,
-  `items.parquet` and `items.jsonl`, all written atomically after validation.
+  `items.parquet` and `items.jsonl`, all written atomically after validation. Every task's
+  summary names its protocol (`kbench.protocol`); the engine writes its block as `protocol`.
 """
 
 from __future__ import annotations
@@ -82,9 +83,7 @@ def validate(document: dict, schema_name: str, where: str = "") -> None:
     from referencing import Registry, Resource
 
     envelope, protocol = load_schema(ENVELOPE_SCHEMA), load_schema(PROTOCOL_SCHEMA)
-    registry = Registry().with_resources(
-        (schema["$id"], Resource.from_contents(schema)) for schema in (envelope, protocol)
-    )
+    registry = Registry().with_resources((schema["$id"], Resource.from_contents(schema)) for schema in (envelope, protocol))
     error = next(Draft202012Validator(load_schema(schema_name), registry=registry).iter_errors(document), None)
     if error is not None:
         path = ".".join(str(p) for p in error.absolute_path) or "(top)"
@@ -254,6 +253,10 @@ def evaluate(task: Task, ctx: RunContext, progress: Callable[[int, int], None] |
         seconds = time.perf_counter() - started
         computed = sum(len(u.items) for _, u in todo)
         summary = task.aggregate(ctx, state, rows)
+        if summary.protocol is None:
+            # every task names the procedure behind its numbers (docs/protocol.md): a run without
+            # one would read as "not recorded", like a file from before the protocol record
+            raise AssertionError(f"{task.name}: aggregate returned no protocol (Summary.protocol)")
         validate(summary.metrics, task.metrics_schema, f"{task.name} metrics")
         results = {
             "schema": SCHEMA,
@@ -275,9 +278,8 @@ def evaluate(task: Task, ctx: RunContext, progress: Callable[[int, int], None] |
             "headline": summary.headline,
             "metrics": summary.metrics,
             "items": {"file": "items.parquet", "count": len(rows)},
+            "protocol": summary.protocol.block(),
         }
-        if summary.protocol is not None:
-            results["protocol"] = summary.protocol.block()
         results = json.loads(json.dumps(results))  # tuples -> lists, int keys -> strings, as readers see it
         validate(results, ENVELOPE_SCHEMA)
         task.finish(ctx, state, rows, results)

@@ -22,6 +22,12 @@ undefined; with neither (a generation-only server) the MAPLE protocol still gene
 answers, and every rank metric is an undefined Estimate with the reason (`metrics.ranks`).
 Nothing is approximated.
 
+Protocol (`results.json` `protocol`, docs/protocol.md): `maple-extraction` (MAPLE's short-answer
+questions, greedy, matched with aliases) or `lama-strict-p@1` (Petroni et al.'s cloze templates over
+their common vocabulary). Each setting that departs from the paper adds its entry where it is applied:
+a `--limit` sample, `--fewshot`, a prompt form the paper does not use, `--case-sensitive` matching,
+a LAMA run over the full vocabulary or over another word list than LAMA's.
+
 Metrics are reported overall, per relation, per source (T-REx, Google-RE, ...), per frequency
 bin; every number is an Estimate with its n and 95% interval (`kbench.metrics.uncertainty`).
 The bins are compared as MAPLE and KoLA compare them, head - tail and head - torso
@@ -32,6 +38,7 @@ answered correctly, with its prediction and rank), which XTEVAL reads with `--kn
 
 from __future__ import annotations
 
+import hashlib
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -42,12 +49,14 @@ from pydantic import Field
 
 from kbench.dataset import open_split, seeded_sample
 from kbench.errors import UserError
+from kbench.evaluate import departures
 from kbench.evaluate.prompts import Prompt, build_prompts
 from kbench.evaluate.task import TASKS, Plan, RunContext, Summary, Task, TaskSettings, Unit, chunks
 from kbench.io import write_parquet
 from kbench.metrics import uncertainty as u
 from kbench.metrics.matching import distinct_fact_hits, exact_match, maple_correct
 from kbench.models.interface import Capability
+from kbench.protocol import REFERENCES, Deviation, Protocol
 
 UNIT_ITEMS = 256  # items per work unit; the model batches inside a unit
 #: why a rank metric is undefined, by what the backend knows of ranks
@@ -55,6 +64,21 @@ UNDEFINED = {
     "none": "the backend gives no first-token ranks (generation only)",
     "top_k": "the backend ranks only within the server's top k: the gold's log-prob beyond it is unknown",
 }
+
+
+#: the protocol name each --protocol promises, and its paper
+PROTOCOLS = {"maple": ("maple-extraction", REFERENCES["maple"]), "lama": ("lama-strict-p@1", REFERENCES["lama"])}
+#: sha256 of LAMA's common_vocab_cased.txt (21,018 words), the list its strict P@1 ranks over
+LAMA_COMMON_VOCAB_SHA256 = "81e6879ca2f794256a5a97f79def6b230dd314bf127f13aeb8f8f42d6f4a21df"
+LAMA_VOCAB_PAPER = (
+    "ranks over the common vocabulary of the compared models (LAMA's common_vocab_cased.txt, 21,018 words) "
+    "and keeps only facts whose object is in it"
+)
+LAMA_VOCAB_EFFECT = (
+    "lama_p_at_1 and first_token_p1: other competing tokens and another fact set, so not comparable with "
+    "LAMA's published P@1 (nor across models whose candidate sets differ)"
+)
+EVERY_NUMBER = "every reported number (overall, per relation, per source, per frequency bin, the known facts)"
 
 
 class ExtractionSettings(TaskSettings):
@@ -76,15 +100,38 @@ def _single_token(tokenizer, text: str) -> int | None:
     return ids[0] if len(ids) == 1 else None
 
 
+def vocabulary_deviation(common_vocab: str | None, vocab: set[str] | None, sha256: str, drops: dict) -> Deviation | None:
+    """Where the strict protocol's candidate set departs from LAMA's common vocabulary."""
+    if vocab is None:
+        return Deviation(
+            id="no-common-vocab",
+            paper=LAMA_VOCAB_PAPER,
+            kbench=f"ranks over the model's full vocabulary; keeps every single-token object "
+            f"({drops['multi_token_object']} multi-token objects dropped); no --common-vocab",
+            effect=LAMA_VOCAB_EFFECT,
+        )
+    if sha256 != LAMA_COMMON_VOCAB_SHA256:
+        return Deviation(
+            id="common-vocab-not-lama",
+            paper=LAMA_VOCAB_PAPER,
+            kbench=f"--common-vocab {Path(common_vocab).name}: {len(vocab)} words (sha256 {sha256[:12]}), not LAMA's list",
+            effect=LAMA_VOCAB_EFFECT,
+        )
+    return None
+
+
 def lama_filter(rows: list[dict], prompts: list[Prompt], tokenizer, common_vocab: str | None):
     """Keep items whose gold is a single token (and in the common vocabulary); return the kept
-    (rows, prompts), the drop counts and the candidate token ids (None = full vocabulary)."""
-    vocab = None
+    (rows, prompts), the drop counts, the candidate token ids (None = full vocabulary) and the
+    deviation of the candidate set from LAMA's common vocabulary (None when it is LAMA's)."""
+    vocab, sha256 = None, ""
     if common_vocab:
         path = Path(common_vocab)
         if not path.is_file():
             raise UserError(f"--common-vocab: file not found: {path}")
-        vocab = {w.strip() for w in path.read_text(encoding="utf-8").splitlines() if w.strip()}
+        data = path.read_bytes()
+        sha256 = hashlib.sha256(data).hexdigest()
+        vocab = {w.strip() for w in data.decode("utf-8").splitlines() if w.strip()}
     kept_rows, kept_prompts = [], []
     drops = {"multi_token_object": 0, "not_in_common_vocab": 0}
     for row, prompt in zip(rows, prompts):
@@ -100,7 +147,36 @@ def lama_filter(rows: list[dict], prompts: list[Prompt], tokenizer, common_vocab
         # a word is a candidate in the form the gold takes at this position (leading space / Ġ marker)
         lead = prompts[0].gold[: len(prompts[0].gold) - len(rows[0]["object"])]
         candidates = sorted({t for w in vocab if (t := _single_token(tokenizer, lead + w)) is not None})
-    return kept_rows, kept_prompts, drops, candidates
+    return kept_rows, kept_prompts, drops, candidates, vocabulary_deviation(common_vocab, vocab, sha256, drops)
+
+
+def prompt_deviation(protocol: str, form: str) -> Deviation | None:
+    """MAPLE asks short-answer questions (plain or through the chat template of its instruct
+    models); LAMA fills the relation's cloze template."""
+    if protocol == "maple":
+        return departures.prompt_form(
+            form,
+            ("question", "chat"),
+            "asks each fact as a short-answer question (its benchmark is 'in a short-answer question format')",
+            "the relation's cloze template, continued by the model",
+            "maple_accuracy, exact_accuracy and every breakdown and rank of them",
+        )
+    return departures.prompt_form(
+        form,
+        ("cloze",),
+        "fills the relation's cloze template at the object's position",
+        "the fact asked as a question" + (" through the tokenizer's chat template" if form == "chat" else ""),
+        "lama_p_at_1, first_token_p1 and every breakdown of them",
+    )
+
+
+CASE_SENSITIVE = Deviation(
+    id="case-sensitive-matching",
+    paper="matches after removing special characters and whitespace; case handling is not stated, and kbench's "
+    "reading (its default) compares case-insensitively",
+    kbench="--case-sensitive: case is kept when matching",
+    effect="maple_accuracy, exact_accuracy, their breakdowns and the known facts",
+)
 
 
 def rank_knowledge(model) -> str:
@@ -117,6 +193,7 @@ class ExtractionPlan:
     candidates: list[int] | None  # the common vocabulary's token ids (None: the full vocabulary)
     stop: list[str]
     ranks: str  # rank_knowledge(model)
+    deviations: tuple[Deviation, ...] = ()  # where this run departs from its protocol's paper
 
 
 def _estimates(rows: Sequence[dict], protocol: str, ranks: str) -> dict:
@@ -173,11 +250,31 @@ class Extraction(Task):
         rows = seeded_sample(split.rows, s.limit, s.seed)
         train_rows = open_split(ctx.dataset, "train", split.config, schema="question.v1.json").rows if s.fewshot else []
         prompts = build_prompts(rows, s.prompt, model.tokenizer, model.kind, s.fewshot, train_rows, s.seed, stop=s.stop)
+        deviations = [
+            departures.sample_limit(len(rows), len(split.rows), s.limit, s.seed, EVERY_NUMBER),
+            prompt_deviation(s.protocol, s.prompt),
+            departures.fewshot(
+                s.fewshot,
+                "the train split (same relation first)",
+                "asks each fact zero-shot: the prompt holds no solved examples",
+                EVERY_NUMBER + ": the examples change what the model answers and how it ranks the gold",
+            ),
+        ]
         drops, candidates = {}, None
         if s.protocol == "lama":
-            rows, prompts, drops, candidates = lama_filter(rows, prompts, model.tokenizer, s.common_vocab)
+            rows, prompts, drops, candidates, vocabulary = lama_filter(rows, prompts, model.tokenizer, s.common_vocab)
+            deviations.append(vocabulary)
+        elif s.case_sensitive:
+            deviations.append(CASE_SENSITIVE)
         stop = list(prompts[0].stop) if prompts else []
-        state = ExtractionPlan(rows=rows, drops=drops, candidates=candidates, stop=stop, ranks=rank_knowledge(model))
+        state = ExtractionPlan(
+            rows=rows,
+            drops=drops,
+            candidates=candidates,
+            stop=stop,
+            ranks=rank_knowledge(model),
+            deviations=departures.present(*deviations),
+        )
         units = chunks(list(zip(rows, prompts)), UNIT_ITEMS)
         return Plan(units=units, dataset=split.describe(), depends_on={"stop": stop}, state=state)
 
@@ -255,7 +352,8 @@ class Extraction(Task):
         headline = {k: overall[k] for k in headline_keys}
         first = headline_keys[0] if protocol == "maple" else "first_token_p1"  # a macro mean has no Newcombe difference
         headline.update({f"{first} {contrast}": values[first] for contrast, values in differences.items() if first in values})
-        return Summary(headline=headline, metrics=metrics)
+        name, reference = PROTOCOLS[protocol]
+        return Summary(headline=headline, metrics=metrics, protocol=Protocol(name, reference, state.deviations))
 
     def finish(self, ctx: RunContext, state: ExtractionPlan, rows: list[dict], results: dict) -> None:
         """known_facts.parquet: the dataset rows the model answered correctly (D^theta)."""

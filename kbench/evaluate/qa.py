@@ -8,14 +8,18 @@ Scores (`kbench.metrics.qa`, `--metric official|card`):
   * Unchanged and New items: EM / F1 against the item's answer;
   * Edited items, twice: Outdated against `answer1` (the old object; a model that learnt the
     update scores near 0 here) and Updated against `answer2` (the new object).
-EM and F1 are averaged per slice and reported x100. For edited items the runner also scores both
-answers as continuations of the prompt (" " + answer, summed log-probabilities):
-`prefers_updated` is the share whose updated answer is more likely than the outdated one (a tie
-counts for "outdated", as the official script does).
+EM and F1 are averaged per slice, as fractions in [0, 1] (the official script prints them x100).
+For edited items the runner also scores both answers as continuations of the prompt (" " + answer,
+summed log-probabilities): `prefers_updated` is the share whose updated answer is more likely than
+the outdated one (a tie counts for "outdated", as the official script does).
 
 Every EM / F1 mean carries a seeded bootstrap interval and the preference share a Wilson
 interval (`kbench.metrics.uncertainty`); the engine journals fixed units, so a rerun resumes.
 `--limit N` evaluates a seeded sample.
+
+Protocol `evolvingqa` (`results.json` `protocol`, docs/protocol.md): the official scorer on questions
+in the standard question form, zero-shot, over every item. `--metric card`, `--prompt chat`,
+`--fewshot` and a `--limit` sample each add their entry where they are applied.
 
 Continual-update loop (README): `kbench read --text DATASET/corpus/new_snapshot.jsonl
 --only change=updated --out CKPT`, then `kbench evaluate qa --model CKPT` -- Outdated should fall
@@ -31,16 +35,27 @@ from pydantic import Field
 
 from kbench.dataset import has_split, open_split, seeded_sample
 from kbench.errors import UserError
+from kbench.evaluate import departures
 from kbench.evaluate.prompts import Prompt, build_prompts
 from kbench.evaluate.task import TASKS, Plan, RunContext, Summary, Task, TaskSettings, Unit, chunks
 from kbench.metrics import uncertainty as u
 from kbench.metrics.qa import get_scorer
 from kbench.models.interface import Capability
+from kbench.protocol import REFERENCES, Deviation, Protocol
 
 CATEGORIES = ("unchanged", "new", "edited")
 SLICES = ("unchanged", "new", "outdated", "updated")
 UNIT_ITEMS = 128
 HINT = "; is this an evolving QA dataset (pipelines/evolving.toml)?"
+EVERY_NUMBER = "every EM and F1 (Unchanged, New, Outdated, Updated) and prefers_updated"
+CARD_SCORER = Deviation(
+    id="card-scorer",
+    paper="the official scorer: lowercase, drop punctuation and articles, collapse whitespace; EM on the "
+    "normalised strings, F1 over the multiset of shared tokens",
+    kbench="--metric card: the evaluation card's recipe (EM on stripped strings, case kept; F1 over the set "
+    "of shared lower-cased tokens)",
+    effect="every EM and F1 (Unchanged, New, Outdated, Updated); prefers_updated is unaffected",
+)
 
 
 class QASettings(TaskSettings):
@@ -158,6 +173,23 @@ class KnowledgeUpdateQA(Task):
         items = seeded_sample(everything, s.limit, s.seed)
         examples = [r for r in everything if r["category"] == "unchanged"] if s.fewshot else []
         prompts = build_qa_prompts(items, s, ctx.model.tokenizer, examples)
+        deviations = departures.present(
+            departures.sample_limit(len(items), len(everything), s.limit, s.seed, EVERY_NUMBER),
+            departures.prompt_form(
+                s.prompt,
+                ("question",),
+                "asks each question in the standard question format",
+                "the question as a user turn through the tokenizer's chat template",
+                EVERY_NUMBER,
+            ),
+            departures.fewshot(
+                s.fewshot,
+                "the Unchanged items (never the item's subject)",
+                "asks each question alone, with no solved examples",
+                EVERY_NUMBER,
+            ),
+            CARD_SCORER if s.metric == "card" else None,
+        )
         from kbench.io import stable_hash
 
         dataset = {
@@ -166,12 +198,13 @@ class KnowledgeUpdateQA(Task):
             "files": files,
             "sha256": stable_hash([f["sha256"] for f in files]),
         }
-        return Plan(units=chunks(list(zip(items, prompts)), UNIT_ITEMS), dataset=dataset)
+        state = Protocol("evolvingqa", REFERENCES["evolvingqa"], deviations)
+        return Plan(units=chunks(list(zip(items, prompts)), UNIT_ITEMS), dataset=dataset, state=state)
 
-    def score(self, ctx: RunContext, state: None, unit: Unit) -> list[dict]:
+    def score(self, ctx: RunContext, state: Protocol, unit: Unit) -> list[dict]:
         return _item_rows(ctx.model, [r for r, _ in unit.items], [p for _, p in unit.items], ctx.settings)
 
-    def aggregate(self, ctx: RunContext, state: None, rows: list[dict]) -> Summary:
+    def aggregate(self, ctx: RunContext, state: Protocol, rows: list[dict]) -> Summary:
         summary = aggregate(rows, seed=ctx.settings.seed)
         splits = summary["splits"]
         headline = {
@@ -179,4 +212,4 @@ class KnowledgeUpdateQA(Task):
         }
         if summary["edited_preference"]["prefers_updated"]["n"]:
             headline["prefers_updated"] = summary["edited_preference"]["prefers_updated"]
-        return Summary(headline=headline, metrics={"metric": ctx.settings.metric, **summary})
+        return Summary(headline=headline, metrics={"metric": ctx.settings.metric, **summary}, protocol=state)

@@ -55,7 +55,7 @@ def test_single_token_filter_and_candidates_use_the_marked_form(roberta, tmp_pat
     prompts = build_prompts(ROWS, "cloze", tok, "masked")
     vocab = tmp_path / "common_vocab.txt"
     vocab.write_text("Paris\nFlorence\nJapan\nBerlin\n")
-    kept, _, drops, candidates = lama_filter(ROWS, prompts, tok, str(vocab))
+    kept, _, drops, candidates, _ = lama_filter(ROWS, prompts, tok, str(vocab))
     single = [r["object"] for r in ROWS if len(tok(" " + r["object"], add_special_tokens=False)["input_ids"]) == 1]
     assert [r["object"] for r in kept] == single and drops["multi_token_object"] == len(ROWS) - len(single)
     assert tok.convert_tokens_to_ids("ĠParis") in candidates and tok.convert_tokens_to_ids("ĠBerlin") in candidates
