@@ -32,11 +32,13 @@ REFERENCES = {
     ),
     "left": "Perhaps PTLMs Should Go to School - A Task to Assess Open Book and Closed Book QA (EMNLP 2021)",
     "evolvingqa": (
-        "Kim et al. 2023, Carpe Diem: On the Evaluation of World Knowledge in Lifelong Language Models "
-        "(arXiv:2311.08106)"
+        "Kim et al. 2023, Carpe Diem: On the Evaluation of World Knowledge in Lifelong Language Models (arXiv:2311.08106)"
     ),
     "kola": "Yu et al. 2023, KoLA: Carefully Benchmarking World Knowledge of Large Language Models (arXiv:2306.09296)",
-    "bear": "Wiland, Ploner and Akbik 2024, BEAR: A Unified Framework for Evaluating Relational Knowledge in Causal and Masked Language Models (NAACL 2024 Findings)",
+    "bear": (
+        "Wiland, Ploner and Akbik 2024, BEAR: A Unified Framework for Evaluating Relational Knowledge in Causal "
+        "and Masked Language Models (NAACL 2024 Findings)"
+    ),
 }
 
 
@@ -141,23 +143,35 @@ def describe(protocol: Protocol | None) -> str:
     return f"{n} deviation{'s' if n != 1 else ''} from {protocol.name}"
 
 
-def comparison_differences(protocols: dict[str, Protocol | None]) -> list[str]:
+def comparison_differences(protocols: dict[str, Protocol | None], same_items: Iterable[str] = ()) -> list[str]:
     """Why runs with these protocol blocks are not comparable as like for like: one line per
-    difference (another procedure, or a deviation some runs have and others lack); [] when none."""
+    difference (a run without a record, another procedure, or a deviation some runs have and
+    others lack or made with other settings), saying what each run did and which numbers it
+    touches; [] when none. Deviations in `same_items` change only which items a run has (a
+    `--limit` sample): a comparison on the shared items handles them, so they are not listed."""
     lines = []
     unrecorded = sorted(run for run, p in protocols.items() if p is None)
     if unrecorded:
-        lines.append(f"protocol not recorded for {', '.join(unrecorded)}: cannot tell whether the procedures match")
+        lines.append(
+            f"protocol not recorded for {', '.join(unrecorded)}: nothing says which procedure made its numbers, "
+            "so the comparison may set different procedures side by side"
+        )
     recorded = {run: p for run, p in protocols.items() if p is not None}
     names = {p.name for p in recorded.values()}
     if len(names) > 1:
-        lines.append("different procedures: " + ", ".join(f"{run} is {p.name}" for run, p in sorted(recorded.items())))
+        lines.append(
+            "different procedures: "
+            + ", ".join(f"{run} is {p.name}" for run, p in sorted(recorded.items()))
+            + "; their numbers measure different things and a difference between them is not a difference between models"
+        )
         return lines
-    ids = sorted({d.id for p in recorded.values() for d in p.deviations})
+    ignored = set(same_items)
+    ids = sorted({d.id for p in recorded.values() for d in p.deviations} - ignored)
     for deviation_id in ids:
-        having = {run: next((d for d in p.deviations if d.id == deviation_id), None) for run, p in recorded.items()}
-        texts = {d.kbench if d else None for d in having.values()}
-        if len(texts) > 1:
-            with_it = sorted(run for run, d in having.items() if d is not None)
-            lines.append(f"{deviation_id}: recorded for {', '.join(with_it)} only, or with different settings")
+        having = {run: next((d for d in p.deviations if d.id == deviation_id), None) for run, p in sorted(recorded.items())}
+        if len({d.kbench if d else None for d in having.values()}) == 1:
+            continue  # every run departs the same way: like for like (each block still shows it)
+        some = next(d for d in having.values() if d is not None)
+        what = "; ".join(f"{run}: {d.kbench if d else 'as the paper (' + some.paper + ')'}" for run, d in having.items())
+        lines.append(f"{deviation_id} differs between the runs ({what}); it touches {some.effect}")
     return lines

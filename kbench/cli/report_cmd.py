@@ -45,7 +45,9 @@ def report(
         standardize_runs(list(run_dirs[1:]), out)
         typer.echo(f"standardised scores written to {out}")
         return
-    from kbench.api import report as write_report
+    # kbench.api.report without the terminal: here each run's protocol and each comparison that is
+    # not like for like are printed as well
+    from kbench.report.build import build_report
 
-    index = write_report(list(run_dirs), out=out, relations=relations)
+    index = build_report(list(run_dirs), out, relations, echo=typer.echo)
     typer.echo(f"report written to {index}")

@@ -6,23 +6,46 @@ Writes into OUT, atomically, file by file:
 - `comparison.md`: the paired comparison on shared items, when two runs share a task (`compare`);
 - `left_settings.md`: LEFT's open book / closed book - prior, paired on statements (`left`);
 - the PNG charts (`plots`); a chart no run has data for is not drawn.
-Returns the index path.
+Returns the index path. Every run is read (and its protocol block checked) before anything is
+written, so a bad results file leaves OUT as it was. `echo` receives the lines a terminal shows:
+each run's protocol and each comparison that is not like for like.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from kbench.errors import UserError
 from kbench.io import write_text
 from kbench.report import compare, left, plots
+from kbench.report.compare import Comparison
 from kbench.report.explorer import write_explorer
 from kbench.report.items import attach_relation_labels, dataset_rows, read_items
 from kbench.report.page import render_page
-from kbench.report.runs import load_runs
+from kbench.report.protocols import block_lines
+from kbench.report.runs import Run, load_runs
 
 
-def build_report(run_dirs: list[Path], out_dir: Path, relations_file: Path | None = None) -> Path:
+def terminal_lines(runs: list[Run], comparisons: list[Comparison], notes: list[str]) -> list[str]:
+    lines = []
+    for run in runs:
+        first, *deviations = block_lines(run.protocol)
+        lines += [f"{run.label} ({run.task}): {first}", *deviations]
+    for c in comparisons:
+        if c.protocol_differences:
+            lines.append(f"warning: the {c.task} comparison is not like for like, the runs' protocols differ:")
+            lines += [f"  - {line}" for line in c.protocol_differences]
+    lines += [f"warning: {note}" for note in notes if "not like for like" in note]
+    return lines
+
+
+def build_report(
+    run_dirs: list[Path],
+    out_dir: Path,
+    relations_file: Path | None = None,
+    echo: Callable[[str], None] | None = None,
+) -> Path:
     if not run_dirs:
         raise UserError("give at least one run directory (it holds results.json)")
     if relations_file is not None and not relations_file.is_file():
@@ -50,4 +73,6 @@ def build_report(run_dirs: list[Path], out_dir: Path, relations_file: Path | Non
     }
     index = out_dir / "index.html"
     write_text(index, render_page(runs, explorers, charts, comparisons, notes))
+    for line in terminal_lines(runs, comparisons, notes) if echo else ():
+        echo(line)
     return index

@@ -10,7 +10,9 @@ one task that share no item are refused: they are not comparable, and side by si
 look as if they were. XTEVAL runs are compared on facts, part by part (`compare_xteval`): their
 query rows are numbered within each run's own test split. Runs whose settings differ (a protocol, a prompt form, stop strings) are
 compared, with a note naming each differing setting: the test then compares settings as well as
-models.
+models. Runs whose protocol blocks differ (docs/protocol.md) get the differences that make the
+comparison not like for like (`kbench.protocol.comparison_differences`), each with what every run
+did and which numbers it touches; a `--limit` sample is not among them (shared items handle it).
 """
 
 from __future__ import annotations
@@ -20,7 +22,9 @@ from dataclasses import dataclass, field
 from itertools import combinations
 
 from kbench.errors import UserError
+from kbench.evaluate.departures import SAMPLE_LIMIT
 from kbench.metrics.uncertainty import format_estimate, mcnemar, proportion_of
+from kbench.protocol import comparison_differences, describe
 from kbench.report.compare_xteval import compare_xteval
 from kbench.report.items import item_correct
 from kbench.report.runs import Run
@@ -35,6 +39,9 @@ class Comparison:
     # technique ("" for other tasks; XTEVAL: its part) -> accuracy, pairs; XTEVAL parts add their own
     # n_shared, items (per run), paired and, when unpaired, the reason
     groups: dict[str, dict] = field(default_factory=dict)
+    protocols: dict[str, str] = field(default_factory=dict)  # run label -> its protocol in one line
+    # why the runs' protocols make the comparison not like for like ([] when they agree)
+    protocol_differences: list[str] = field(default_factory=list)
 
     def left_out(self, label: str) -> int:
         return self.items[label] - self.n_shared
@@ -95,9 +102,11 @@ def compare_runs(runs: list[Run], items: list[list[dict]]) -> tuple[list[Compari
     for task, members in by_task.items():
         if len(members) < 2:
             continue
+        differences = protocol_differences([runs[i] for i in members])
         missing = [runs[i].label for i in members if not items[i]]
         if missing:
             notes.append(f"{task}: no paired comparison, {', '.join(missing)} has no per-item table (items.parquet)")
+            notes += [f"{task}: not like for like: {line}" for line in differences]
             continue
         if task == "xteval":
             comparison, task_notes = _compare_xteval([runs[i] for i in members], [items[i] for i in members])
@@ -106,6 +115,8 @@ def compare_runs(runs: list[Run], items: list[list[dict]]) -> tuple[list[Compari
         else:
             outcomes = [correctness(items[i], runs[i].outcome_columns) for i in members]
             comparisons.append(_compare(task, [runs[i] for i in members], outcomes))
+        comparisons[-1].protocols = {runs[i].label: describe(runs[i].protocol) for i in members}
+        comparisons[-1].protocol_differences = differences
         differing = differing_settings([runs[i] for i in members])
         if differing:
             described = "; ".join(f"{key} ({_by_run(values)})" for key, values in differing.items())
@@ -113,6 +124,11 @@ def compare_runs(runs: list[Run], items: list[list[dict]]) -> tuple[list[Compari
                 f"{task}: the runs differ in settings besides the model, so the paired test compares these too: {described}"
             )
     return comparisons, notes
+
+
+def protocol_differences(runs: list[Run]) -> list[str]:
+    """What in the runs' protocol blocks makes their comparison invalid as like for like."""
+    return comparison_differences({run.label: run.protocol for run in runs}, same_items=(SAMPLE_LIMIT,))
 
 
 # Settings that change which items a run has, not how an item is scored: shared items handle them.
@@ -181,6 +197,10 @@ def markdown(comparisons: list[Comparison], notes: list[str]) -> str:
         left = ", ".join(f"{label} {c.left_out(label)} of {c.items[label]}" for label in c.labels)
         what = "probed facts (extraction)" if c.task == "xteval" else "items"
         lines += [f"## {c.task}: {len(c.labels)} runs", "", f"Shared {what}: {c.n_shared}. Left out: {left}.", ""]
+        lines += [f"Protocols: {'; '.join(f'{label}: {text}' for label, text in c.protocols.items())}.", ""]
+        if c.protocol_differences:
+            lines += ["**Not like for like** (protocol blocks differ):", ""]
+            lines += [f"- {line}" for line in c.protocol_differences] + [""]
         for group, result in c.groups.items():
             if group:
                 lines += [f"### {group}" if c.task == "xteval" else f"### technique: {group}", ""]

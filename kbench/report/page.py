@@ -4,6 +4,9 @@ mailed or served as is.
 
 Every number is an Estimate shown with its 95% interval and n; a cell over fewer than 30 items is
 marked `*` (and shaded). Relations read "P19 · place of birth" wherever a label is known.
+Each run's section and each comparison opens with the protocol: "faithful to NAME", the list of
+deviations, or "protocol not recorded" (docs/protocol.md); a comparison whose runs' protocols
+differ says which differences make it not like for like.
 """
 
 from __future__ import annotations
@@ -13,7 +16,9 @@ from html import escape
 from typing import Any
 
 from kbench.metrics.uncertainty import SMALL_N, is_small
+from kbench.protocol import describe
 from kbench.report.compare import Comparison, pair_cells, part_counts
+from kbench.report.protocols import block_html
 from kbench.report.runs import Run, is_estimate, metric_tables, order_bins
 
 _CSS = """
@@ -31,6 +36,8 @@ td.small { background: #fff4e5; }
 table.runs td, table.runs th { white-space: normal; word-break: break-all; text-align: left; }
 .ci { color: #777; font-size: 0.85em; }
 .warn { background: #fff4e5; border-left: 4px solid #e9a23b; padding: 0.4rem 0.8rem; }
+.ok { background: #eef8ee; border-left: 4px solid #4a9a4a; padding: 0.4rem 0.8rem; }
+table.protocol td { white-space: normal; text-align: left; vertical-align: top; }
 img { max-width: 100%; border: 1px solid #eee; margin: 0.5rem 0; }
 code { background: #f4f4f4; padding: 0 0.2rem; }
 """
@@ -107,7 +114,10 @@ def _summary(runs: list[Run], comparisons: list[Comparison]) -> list[str]:
                 "the run's own items. The paired comparison below uses the shared items only.</p>"
             )
         parts.append(
-            table(["run", "n", *keys], [[r.label, _row_n(r.headline), *[r.headline.get(k) for k in keys]] for r in members])
+            table(
+                ["run", "protocol", "n", *keys],
+                [[r.label, describe(r.protocol), _row_n(r.headline), *[r.headline.get(k) for k in keys]] for r in members],
+            )
         )
     return parts
 
@@ -126,6 +136,11 @@ def _comparisons(comparisons: list[Comparison], notes: list[str], chart: str | N
         left = "; ".join(f"{escape(label)}: {c.left_out(label)} of {c.items[label]} left out" for label in c.labels)
         what = "shared probed facts" if c.task == "xteval" else "shared items"
         parts.append(f"<h3>{escape(c.task)}: {c.n_shared} {what}</h3><p class='meta'>{left}</p>")
+        protocols = "; ".join(f"{escape(label)}: {escape(text)}" for label, text in c.protocols.items())
+        parts.append(f"<p class='meta'>Protocols: {protocols}.</p>")
+        if c.protocol_differences:
+            listed = "".join(f"<li>{escape(line)}</li>" for line in c.protocol_differences)
+            parts.append(f"<div class='warn'><b>Not like for like</b>: the runs' protocols differ.<ul>{listed}</ul></div>")
         for group, result in c.groups.items():
             title = f"<p>{'' if c.task == 'xteval' else 'technique '}<code>{escape(group)}</code></p>" if group else ""
             counts = part_counts(c, result)
@@ -146,14 +161,14 @@ def render_page(
     rows = "".join(
         f"<tr><td>{escape(r.label)}</td><td>{escape(r.task)}</td><td>{escape(str(r.path))}</td>"
         f"<td>{escape(str(r.results.get('converted_from') or r.results.get('schema')))}</td>"
-        f"<td>{escape(r.labels_source)}</td><td>"
+        f"<td>{escape(r.labels_source)}</td><td>{escape(describe(r.protocol))}</td><td>"
         + (f"<a href='{escape(explorers[r.label])}'>items</a>" if r.label in explorers else "—")
         + "</td></tr>"
         for r in runs
     )
     parts.append(
         "<table class='runs'><thead><tr><th>run</th><th>task</th><th>folder</th><th>results schema</th>"
-        f"<th>relation labels from</th><th>explorer</th></tr></thead><tbody>{rows}</tbody></table>"
+        f"<th>relation labels from</th><th>protocol</th><th>explorer</th></tr></thead><tbody>{rows}</tbody></table>"
     )
     parts += _summary(runs, comparisons)
     parts += _comparisons(comparisons, notes, charts.get("models"))
@@ -165,10 +180,8 @@ def render_page(
             image(charts.get("gaps"), "acquisition-utilization gaps"),
         ]
     for run in runs:
+        parts += [f"<h2>{escape(run.label)}: {escape(run.task)}</h2>", block_html(run.protocol)]
         tables = metric_tables(run.metrics)
-        if not tables:
-            continue
-        parts.append(f"<h2>{escape(run.label)}: {escape(run.task)}</h2>")
         for title, kind, rows_ in tables:
             first = kind.removeprefix("per_").replace("_", " ")
             parts += [f"<h3>{escape(title.replace('_', ' '))}</h3>", breakdown(run, kind, rows_, first)]

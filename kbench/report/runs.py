@@ -11,6 +11,10 @@ a mapping {row: {metric: Estimate | nested metrics}} is a table, a mapping of su
 per-bin technique tables) is a list of tables. Two names carry meaning: `per_relation` (rows are
 relation ids, shown with their labels) and `per_frequency_bin` (rows are bins, shown head, torso,
 tail). A run's primary metric (its task's `primary_metric`) is what the charts draw.
+
+A run's `protocol` block (docs/protocol.md) is read and checked here: a malformed block is a
+`UserError` naming the file and the key, raised before the report writes anything; a file without
+one (older, or converted from v1) has `protocol` None, shown as "protocol not recorded".
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from typing import Any
 
 from kbench.errors import InputError, UserError
 from kbench.io import read_json
+from kbench.protocol import Protocol, read_protocol
 from kbench.report.legacy import to_v2
 
 V2 = "kbench.results.v2"
@@ -108,6 +113,7 @@ class Run:
     path: Path
     results: dict  # the v2 envelope (converted when the file was v1)
     label: str = ""  # set by `load_runs`: tells runs apart
+    protocol: Protocol | None = None  # None: not recorded (never read as faithful)
     relation_labels: dict[str, str] = field(default_factory=dict)
     labels_source: str = "none"
 
@@ -169,7 +175,7 @@ def load_run(run_dir: str | Path) -> Run:
             raise InputError(path, f"expected {kind.__name__} (see docs/results-envelope.md)", key=key)
     if not isinstance(results.get("metrics", {}), dict):
         raise InputError(path, "expected an object (see docs/results-envelope.md)", key="metrics")
-    run = Run(run_dir, results)
+    run = Run(run_dir, results, protocol=read_protocol(results, str(path)))
     if not run.headline and not metric_tables(run.metrics):
         raise InputError(path, "no metrics the report can show: `headline` and `metrics` hold no Estimates")
     return run

@@ -22,6 +22,9 @@ same task is an error: the matrix would be ambiguous.
 
 Writes `standardized.csv` (one row per model and task: raw, z, standardised), `standardized.md`
 (a model x task table of standardised scores with the mean per model) and `standardized.json`.
+Each score's protocol (docs/protocol.md) goes with it: the JSON and the markdown list every run's
+("faithful to NAME", "N deviations from NAME", "protocol not recorded") and, per task, the protocol
+differences that make its models' scores not like for like (a z over them mixes procedures).
 """
 
 from __future__ import annotations
@@ -31,9 +34,11 @@ import io
 from pathlib import Path
 
 from kbench.errors import InputError, UserError
+from kbench.evaluate.departures import SAMPLE_LIMIT
 from kbench.io import write_json, write_text
 from kbench.metrics.standardize import standardized_scores, z_scores
-from kbench.report.runs import load_run, primary_metrics
+from kbench.protocol import Protocol, comparison_differences, describe
+from kbench.report.runs import Run, load_run, primary_metrics
 
 
 def task_name(run) -> str:
@@ -47,11 +52,14 @@ def task_name(run) -> str:
 
 def run_tasks(run_dir: Path) -> tuple[str, dict[str, float]]:
     """(model label, {task: raw score}) of one run directory: one task, one score."""
-    run = load_run(run_dir)
+    return _scores(load_run(run_dir))
+
+
+def _scores(run: Run) -> tuple[str, dict[str, float]]:
     metric = run.primary
     value = run.headline[metric]["value"] if metric else None
     if value is None:
-        raise InputError(Path(run_dir) / "results.json", "no headline number to standardise", key="headline")
+        raise InputError(run.path / "results.json", "no headline number to standardise", key="headline")
     return run.model_name, {f"{task_name(run)}:{metric}": float(value)}
 
 
@@ -61,13 +69,15 @@ def standardize_runs(run_dirs: list[Path], out_dir: Path) -> dict:
         raise UserError("give at least one run directory")
     raw: dict[str, dict[str, float]] = {}
     source: dict[tuple[str, str], Path] = {}
-    for run_dir in run_dirs:
-        model, tasks = run_tasks(Path(run_dir))
+    protocols: dict[str, dict[str, Protocol | None]] = {}  # task -> model -> its run's protocol
+    for run in [load_run(Path(d)) for d in run_dirs]:  # every file checked before anything is written
+        model, tasks = _scores(run)
         for task, value in tasks.items():
             if (model, task) in source:
-                raise UserError(f"{source[(model, task)]} and {run_dir} both give {model!r} a score for {task!r}")
-            source[(model, task)] = Path(run_dir)
+                raise UserError(f"{source[(model, task)]} and {run.path} both give {model!r} a score for {task!r}")
+            source[(model, task)] = run.path
             raw.setdefault(model, {})[task] = value
+            protocols.setdefault(task, {})[model] = run.protocol
     tasks = sorted({t for per_task in raw.values() for t in per_task})
     for per_task in raw.values():
         for task in tasks:
@@ -86,9 +96,17 @@ def standardize_runs(run_dirs: list[Path], out_dir: Path) -> dict:
         "standardized": std,
         "mean_standardized": {m: _mean([std[m][t] for t in tasks]) for m in models},
         "runs": {f"{m}|{t}": str(p) for (m, t), p in sorted(source.items())},
+        "protocols": {f"{m}|{t}": describe(protocols[t][m]) for (m, t) in sorted(source)},
+        # task -> why its models' scores are not like for like (tasks whose runs agree are absent)
+        "not_like_for_like": {
+            t: lines
+            for t in tasks
+            if len(protocols[t]) > 1 and (lines := comparison_differences(protocols[t], same_items=(SAMPLE_LIMIT,)))
+        },
     }
     write_text(out_dir / "standardized.csv", _csv(models, tasks, raw, z, std))
-    write_text(out_dir / "standardized.md", _markdown(models, tasks, std, result["mean_standardized"]))
+    markdown = _markdown(models, tasks, std, result["mean_standardized"]) + _protocols_markdown(result)
+    write_text(out_dir / "standardized.md", markdown)
     write_json(out_dir / "standardized.json", result)
     return result
 
@@ -124,4 +142,13 @@ def _markdown(models, tasks, std, means) -> str:
     ]
     for m in models:
         lines.append(f"| {m} | " + " | ".join(_fmt(std[m][t]) for t in tasks) + f" | {_fmt(means[m])} |")
+    return "\n".join(lines) + "\n"
+
+
+def _protocols_markdown(result: dict) -> str:
+    lines = ["", "## Protocols", ""]
+    lines += [f"- {run.replace('|', ' on ')}: {text}" for run, text in result["protocols"].items()]
+    for task, differences in result["not_like_for_like"].items():
+        lines += ["", f"**{task}: not like for like**, the runs' protocols differ:", ""]
+        lines += [f"- {line}" for line in differences]
     return "\n".join(lines) + "\n"
