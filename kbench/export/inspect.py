@@ -15,6 +15,10 @@ matching against the gold and its aliases (`maple`) and strict exact match (`exa
 LEFT statement datasets do not export to Inspect: kbench judges them by the log-probabilities of
 " True" and " False" after a plain-text prompt, which Inspect's generate-and-score loop has no
 counterpart for; export them to lm-eval (`multiple_choice`).
+
+The dataset's protocol block (its `manifest.json` `protocol`, docs/protocol.md) is carried into the
+task's `metadata` (`dataset_protocol`: the block, or "not recorded") and, readable, into comments
+at the top of the file.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from kbench.errors import UserError
 from kbench.export.items import EXTRACTION, MAX_NEW_TOKENS, ExportDocs, dataset_kind
 from kbench.export.standalone import MATCHING_IMPORTS, matching_source
 from kbench.io import write_jsonl, write_text
+from kbench.report.protocols import block_lines
 
 _TASK_CODE = '''
 
@@ -34,6 +39,7 @@ DATA = Path(__file__).with_name({data!r})
 STOP = {stop!r}
 MAX_NEW_TOKENS = {max_new_tokens!r}
 CASE_SENSITIVE = {case_sensitive!r}
+DATASET_PROTOCOL = {dataset_protocol!r}  # how the dataset was built (kbench's protocol block)
 _TURNS = {{"user": ChatMessageUser, "assistant": ChatMessageAssistant}}
 
 
@@ -67,7 +73,7 @@ def maple_match():
 def {name}() -> Task:
     records = [json.loads(line) for line in DATA.read_text(encoding="utf-8").splitlines() if line]
     return Task(dataset=MemoryDataset([record_to_sample(r) for r in records], name={name!r}),
-                solver=generate(), scorer=maple_match(),
+                solver=generate(), scorer=maple_match(), metadata={{"dataset_protocol": DATASET_PROTOCOL}},
                 config=GenerateConfig(max_tokens=MAX_NEW_TOKENS, stop_seqs=STOP, temperature=0.0))
 '''
 
@@ -90,8 +96,16 @@ def task_source(docs: ExportDocs, name: str, data_file: str, case_sensitive: boo
         f'    inspect eval {name}.py --model hf/local -M model_path=MODEL -M do_sample=false\n"""\n\n'
         "from __future__ import annotations\n\n"
     )
+    # the dataset's protocol, readable above the code (comments: no escaping to get wrong)
+    lines = ["Dataset protocol (how the dataset was built):", *block_lines(docs.protocol)]
+    header += "".join(f"# {' '.join(line.splitlines())}\n" for line in lines) + "\n"
     code = _TASK_CODE.format(
-        data=data_file, stop=docs.docs[0]["stop"], max_new_tokens=MAX_NEW_TOKENS, case_sensitive=case_sensitive, name=name
+        data=data_file,
+        stop=docs.docs[0]["stop"],
+        max_new_tokens=MAX_NEW_TOKENS,
+        case_sensitive=case_sensitive,
+        name=name,
+        dataset_protocol=docs.protocol.block() if docs.protocol else "not recorded",
     )
     return header + _IMPORTS.format(matching_imports=MATCHING_IMPORTS) + "\n\n" + matching_source() + code
 

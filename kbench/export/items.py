@@ -11,7 +11,9 @@ Two kinds of dataset export:
   " False" after the statement prompt. `--limit` takes the first whole pairs, as kbench does.
 
 The documents carry everything a harness needs (prompt, stop strings, answers, label, pair) and
-what a reader wants to see beside a score (relation, subject, book).
+what a reader wants to see beside a score (relation, subject, book). The dataset's construction
+protocol (`manifest.json` `protocol`, docs/protocol.md) travels with them: None when the manifest
+records none ("not recorded"), a `UserError` naming the manifest and key when it is malformed.
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ from kbench.evaluate.extraction import ExtractionSettings
 from kbench.evaluate.prompts import build_prompts
 from kbench.evaluate.prompts import truefalse_prompt as prompt_text
 from kbench.evaluate.truefalse import ANSWERS, first_pairs
+from kbench.io import read_json
+from kbench.protocol import Protocol, read_protocol
 
 EXTRACTION, TRUEFALSE = "extraction", "truefalse"
 DEFAULT_SPLIT = {EXTRACTION: "test", TRUEFALSE: "dev"}  # as `kbench evaluate extraction|truefalse`
@@ -49,6 +53,18 @@ class ExportDocs:
     split: str
     source: Path  # the parquet file the documents come from
     docs: list[dict]
+    protocol: Protocol | None = None  # how the dataset was built (None: not recorded)
+
+
+def dataset_protocol(dataset: Path) -> Protocol | None:
+    """The construction protocol a built dataset's manifest records (None: no manifest or no block)."""
+    manifest = dataset / "manifest.json"
+    if not manifest.is_file():
+        return None
+    document = read_json(manifest)
+    if not isinstance(document, dict):
+        raise InputError(manifest, "expected a JSON object")
+    return read_protocol(document, str(manifest))
 
 
 class _MessageRecorder:
@@ -140,4 +156,4 @@ def export_docs(dataset: Path, spec: ExportSpec) -> ExportDocs:
     docs = _extraction_docs(path, dataset, spec) if kind == EXTRACTION else _truefalse_docs(path, spec)
     if not docs:
         raise UserError(f"{path}: the split is empty; nothing to export")
-    return ExportDocs(kind, split, path, docs)
+    return ExportDocs(kind, split, path, docs, dataset_protocol(dataset))

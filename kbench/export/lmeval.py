@@ -3,6 +3,7 @@
     OUT/<task>.yaml   the task (lm-eval finds it with `--include_path OUT`)
     OUT/utils.py      loads the documents and scores them; needs no kbench
     OUT/data.jsonl    the documents (`items.export_docs`)
+    OUT/README.md     what the task is, with the dataset's construction protocol (docs/protocol.md)
 
 The documents are loaded by utils.py (`custom_dataset`) from beside itself, so the folder can be
 copied anywhere; lm-eval's own `data_files` would resolve a relative path against the working
@@ -19,6 +20,9 @@ LEFT statement datasets are a `multiple_choice` task over the continuations " Tr
 means true: kbench's headline `accuracy`, LEFT's per-statement accuracy) and `pair_acc` (kbench's
 `pair_choice_accuracy`: within each true/false pair the statement with the higher margin is called true;
 the share of pairs called right).
+
+The dataset's protocol block (its `manifest.json` `protocol`) is carried into the task's
+`metadata` (`dataset_protocol`: the block itself, or "not recorded") and into README.md.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from kbench.errors import UserError
 from kbench.export.items import EXTRACTION, MAX_NEW_TOKENS, TRUEFALSE_ANSWERS, ExportDocs
 from kbench.export.standalone import MATCHING_IMPORTS, matching_source, pair_choice_source
 from kbench.io import sha256_file, write_jsonl, write_text
+from kbench.report.protocols import block_markdown
 
 DATA_FILE = "data.jsonl"
 FORMS = ("cloze", "question")  # chat prompts depend on the model's template: lm-eval applies it itself
@@ -57,6 +62,7 @@ def _metadata(dataset: Path, docs: ExportDocs, settings: dict) -> str:
         "split": docs.split,
         "items": len(docs.docs),
         **settings,
+        "dataset_protocol": docs.protocol.block() if docs.protocol else "not recorded",
     }
     return "metadata:\n" + "".join(f"  {key}: {_q(value)}\n" for key, value in fields.items())
 
@@ -179,6 +185,15 @@ def write_lmeval_task(
     out.mkdir(parents=True, exist_ok=True)
     write_jsonl(out / DATA_FILE, docs.docs)
     write_text(out / "utils.py", utils_source(docs, case_sensitive))
+    write_text(out / "README.md", readme(name, dataset, docs))
     yaml_path = out / f"{name}.yaml"
     write_text(yaml_path, task_yaml(name, dataset, docs, settings or {}))
     return yaml_path
+
+
+def readme(name: str, dataset: Path, docs: ExportDocs) -> str:
+    return (
+        f"# {name}\n\nAn lm-evaluation-harness task written by `kbench export lm-eval` (kbench {__version__}) from "
+        f"the dataset `{dataset.resolve().name}` (split {docs.split}, {len(docs.docs)} items).\n\n"
+        + block_markdown(docs.protocol, "## Dataset protocol (how the dataset was built)")
+    )
