@@ -7,7 +7,9 @@
   * an evaluation run (has results.json) is published as a results dataset, as lm-eval publishes
     its details: results.json, the per-item tables, the run's HTML report (`report/`, rendered
     for the upload as `kbench report RUN` renders it) and a generated card whose `configs` open
-    the per-item tables with `datasets.load_dataset`.
+    the per-item tables with `datasets.load_dataset`. The run's protocol block (docs/protocol.md)
+    travels unchanged in results.json and is shown in the card ("faithful to NAME", the
+    deviations, or "protocol not recorded"); a malformed block refuses the upload.
 `publish(...)` then calls `create_repo` and `upload_folder` (repo_type="dataset"). `--dry-run`
 prints the plan's file list, which is exactly what `upload_folder` would send.
 
@@ -143,6 +145,8 @@ def results_card(root: Path, run, per_item: list[str], files: list[str]) -> str:
         "tags": ["kbench", "evaluation-results"],
         "configs": configs or [{"config_name": "results", "data_files": [{"split": "test", "path": "results.json"}]}],
     }
+    from kbench.report.protocols import block_markdown
+
     summary = [f"- `{k}`: {format_estimate(v)} (n = {v['n']})" for k, v in run.headline.items()]
     body = "\n".join(
         [
@@ -154,6 +158,7 @@ def results_card(root: Path, run, per_item: list[str], files: list[str]) -> str:
             "`results.json` holds the aggregates (its schema is named inside it); the per-item tables hold one row "
             "per evaluated item, so every number can be recomputed.",
             "",
+            block_markdown(run.protocol),
             "## Summary",
             "",
             *(summary or ["(see results.json)"]),
