@@ -242,6 +242,12 @@ def print_headline(results: dict, run_dir: Path) -> None:
     for name, estimate in results["headline"].items():
         table.add_row(name, format_estimate(estimate), str(estimate["n"]))
     Console().print(table)
+    # the procedure behind these numbers, and where this run departed from it (docs/protocol.md)
+    from kbench.protocol import read_protocol
+    from kbench.report.protocols import block_lines
+
+    for line in block_lines(read_protocol(results, str(run_dir / "results.json"))):
+        Console().print(f"protocol: {line}" if not line.startswith(" ") else line, markup=False, highlight=False, soft_wrap=True)
     console = Console(stderr=True)
     console.print(
         f"* marks n < {SMALL_N}; intervals: Wilson for proportions, seeded bootstrap for means. "

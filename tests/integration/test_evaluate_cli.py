@@ -15,7 +15,8 @@ from tests.conftest import run_kbench
 from tests.dataset_folders import evolving_dataset, left_dataset, question_dataset
 from tests.fixtures_models import tiny_causal_dir  # noqa: F401
 
-ENVELOPE_KEYS = {"schema", "task", "model", "dataset", "settings", "environment", "timing", "headline", "metrics", "items"}
+ENVELOPE_KEYS = {"schema", "task", "model", "dataset", "settings", "environment", "timing", "headline", "metrics", "items",
+                 "protocol"}
 FACTS = [("P36", "France", "Paris"), ("P36", "Germany", "Berlin"), ("P19", "Dante", "Florence"),
          ("P19", "Marie Curie", "Warsaw"), ("P495", "Toyota", "Japan")]
 
@@ -51,6 +52,9 @@ def test_extraction(tiny_causal_dir, tmp_path):
     results = check_run(out, "extraction", 4)
     assert results["metrics"]["stop"] == ["\n"] and results["settings"]["stop"] == ["\n"]
     assert "maple_accuracy" in done.stdout and "95% CI" in done.stdout
+    # the default cloze prompt and the --limit sample each depart from MAPLE's procedure
+    assert [d["id"] for d in results["protocol"]["deviations"]] == ["sample-limit", "prompt-form"]
+    assert "protocol: 2 deviations from maple-extraction" in done.stdout and "  - prompt-form: --prompt cloze" in done.stdout
     assert "extraction (run): 0/4 items" in done.stderr and "4/4 items in" in done.stderr  # progress, not a terminal
     log = (out / "log.txt").read_text()
     assert "evaluate extraction: model" in log and "1 units, 4 items; 0 units journalled before" in log and "wrote" in log
@@ -94,6 +98,7 @@ def test_qa(tiny_causal_dir, tmp_path):
     assert done.returncode == 0, done.stderr
     results = check_run(out, "qa", 5)
     assert "updated_em" in results["headline"] and "updated_em" in done.stdout
+    assert results["protocol"]["faithful"] is True and "protocol: faithful to evolvingqa" in done.stdout
     rerun_computes_nothing(args, out)
     bad = run_kbench("evaluate", "qa", "--dataset", str(dataset), "--model", str(tiny_causal_dir), "--metric", "squad",
                      "--out", str(tmp_path / "bad"))
