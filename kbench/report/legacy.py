@@ -6,7 +6,10 @@ What a v1 file can and cannot give back:
   with k = round(value * n), so its Wilson interval is recomputed exactly;
 - a v1 mean (log-probability, F1, LAMA's macro P@1) has no interval: it becomes a point Estimate
   (`"interval": null`), shown without brackets;
-- XTEVAL v1 gives mean and std over seeds: a point Estimate carrying `std` and `runs`.
+- XTEVAL v1 gives mean and std over seeds: a point Estimate carrying `std` and `runs`;
+- a v1 file records no protocol block (docs/protocol.md): the converted envelope has no `protocol`
+  key, so the report shows "protocol not recorded", never "faithful" (a v1 `protocol` setting such
+  as extraction's "maple" names an option, not the procedure the numbers followed).
 """
 
 from __future__ import annotations
