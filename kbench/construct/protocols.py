@@ -41,3 +41,12 @@ def frequency_stand_in(protocol: Protocol | None) -> str | None:
     if not ids:
         return None
     return f"frequency bins are a stand-in for MAPLE's pageview bins ({', '.join(ids)})"
+
+
+def results_bin_note(results: dict) -> str | None:
+    """The note for a head/tail difference in a results file: from the dataset's construction
+    protocol that the run recorded (`dataset.construction_protocol`); unknown when it has none."""
+    block = (results.get("dataset") or {}).get("construction_protocol")
+    if block is None:
+        return frequency_stand_in(None)
+    return frequency_stand_in(Protocol.from_block(block, "results.json dataset.construction_protocol"))

@@ -8,7 +8,8 @@ Scores (`kbench.metrics.qa`, `--metric official|card`):
   * Unchanged and New items: EM / F1 against the item's answer;
   * Edited items, twice: Outdated against `answer1` (the old object; a model that learnt the
     update scores near 0 here) and Updated against `answer2` (the new object).
-EM and F1 are averaged per slice and reported x100. For edited items the runner also scores both
+EM and F1 are averaged per slice and reported as fractions in [0, 1] (the official script prints x100).
+For edited items the runner also scores both
 answers as continuations of the prompt (" " + answer, summed log-probabilities):
 `prefers_updated` is the share whose updated answer is more likely than the outdated one (a tie
 counts for "outdated", as the official script does).
