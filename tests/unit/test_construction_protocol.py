@@ -144,3 +144,32 @@ def test_the_build_writes_the_block_to_the_manifest_and_its_own_card(tmp_path):
     run_recipe(load_recipe(recipe), tmp_path / "custom")
     block = json.loads((tmp_path / "custom" / "manifest.json").read_text())["protocol"]
     assert block["name"] == "custom" and block["reference"].startswith("none:")
+
+
+def test_a_kee_report_says_beside_head_minus_tail_whether_the_bins_are_a_stand_in(tmp_path):
+    from kbench.construct.protocols import results_bin_note
+    from kbench.report.kee import comparison_sections
+
+    stand_in = {**construction_protocol("lama-derived").block(), "faithful": False, "deviations": [
+        {"id": "frequency-source-evidence-count", "paper": "pageviews", "kbench": "evidence", "effect": "bins"}]}
+    metrics = {"frequency_bin_differences": {"head - tail": {"baseline": {"accuracy": None, "gain": None}}}}
+    note = results_bin_note({"dataset": {"path": "d", "sha256": "0", "construction_protocol": stand_in}})
+    assert "**Bins:** frequency bins are a stand-in" in "\n".join(comparison_sections(metrics, note))
+    faithful = construction_protocol("maple-benchmark").block()
+    assert results_bin_note({"dataset": {"construction_protocol": faithful}}) is None
+    assert "unknown provenance" in results_bin_note({"dataset": {"path": "d"}})  # an older run or dataset
+
+
+def test_an_evaluation_records_the_datasets_construction_protocol(tmp_path):
+    from kbench.dataset import construction_block, open_split
+
+    for name, rows in (("old", EVOLVING_ROWS), ("new", EVOLVING_ROWS)):
+        (tmp_path / f"{name}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    recipe = tmp_path / "evo.toml"
+    recipe.write_text('[pipeline]\nname = "evo"\nconfig = "evolving"\nprotocol = "evolvingqa"\n\n'
+                      '[[stages]]\nstage = "evolving_snapshots"\nold = "old.jsonl"\nnew = "new.jsonl"\n\n'
+                      '[[stages]]\nstage = "write_dataset"\nschema_name = "qa_item.v1.json"\n')
+    run_recipe(load_recipe(recipe), tmp_path / "run")
+    described = open_split(tmp_path / "run", "unchanged").describe()  # the `dataset` block of results.json
+    assert described["construction_protocol"]["name"] == "evolvingqa"
+    assert construction_block(tmp_path) is None  # no manifest: nothing recorded
