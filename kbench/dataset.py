@@ -59,8 +59,23 @@ class Split:
             "file": str(self.path),
             "sha256": self.sha256,
         }
+        construction = construction_block(Path(self.dataset))
+        if construction is not None:  # how the dataset was built: its bins, checks and stand-ins (docs/construction-protocol.md)
+            block["construction_protocol"] = construction
         hub = hub_origin(self.dataset)
         return block | {"hub": hub} if hub else block
+
+
+def construction_block(folder: Path) -> dict | None:
+    """The `protocol` block of a built dataset's manifest.json, None when it records none."""
+    import json
+
+    try:
+        manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    block = manifest.get("protocol") if isinstance(manifest, dict) else None
+    return block if isinstance(block, dict) else None
 
 
 def hub_origin(folder: Path) -> dict | None:

@@ -80,7 +80,8 @@ def render_checks(folder: DatasetFolder, family: str) -> str:
             judge = (s.get("details") or {}).get("judge", {})
             lines.append(
                 f"- `{s['id']}` ({JUDGE_STAGES[s['stage']]}): ran with model `{judge.get('model', '?')}` "
-                f"(identity `{str(judge.get('identity', '?'))[:16]}…`, greedy decoding)"
+                f"(identity `{str(judge.get('identity', '?'))[:16]}…`, backend {judge.get('backend', '?')}, "
+                f"{judge.get('prompt_form', '?')} prompt, cue {judge.get('cue', '?')}, greedy decoding)"
             )
     else:
         lines.append("- MAPLE's LLM-judged steps (domain-mismatch judge, single-answer classification): not run (off by default)")

@@ -7,7 +7,8 @@ Contract of `write_card(DIR)`:
     with default `sources` and papers to `cite`, removed from the output) and a markdown body whose
     `{{placeholders}}` are filled here from manifest.json, stats.json and the parquet splits
     (`{{drops}}`: what each step dropped, per fact source, `kbench.cards.drops`; `{{checks}}`: what
-    the Wikidata checks ran against and whether LLM judges ran, `kbench.cards.checks`);
+    the Wikidata checks ran against and whether LLM judges ran, `kbench.cards.checks`;
+    `{{protocol}}`: the manifest's construction protocol block, `kbench.cards.protocol_section`);
   * `configs`, `license`, `size_categories` and `source_datasets` are computed, never copied from
     the template; the license is inherited from the sources and `--license` may only tighten it
     (see `kbench.cards.licenses`) unless forced;
@@ -26,10 +27,12 @@ from kbench.cards import licenses
 from kbench.cards.checks import check_claims, render_checks
 from kbench.cards.drops import render_drops
 from kbench.cards.folder import DatasetFolder, ensure_file_hashes, load_folder
+from kbench.cards.protocol_section import render_protocol
 from kbench.cards.validate import validate_card
 from kbench.dataset import dataset_configs, dataset_infos
 from kbench.errors import InputError, UserError
 from kbench.io import write_text
+from kbench.protocol import read_protocol
 from kbench.sources.references import detect_sources, reference
 
 FAMILIES = ("lama", "lama-binned", "maple-wiki", "left-textbook", "evolving")
@@ -287,6 +290,7 @@ def render_card(folder: DatasetFolder, *, family: str | None = None, license_id:
     fills = {
         "title": f"{folder.manifest.get('dataset', folder.root.name)} {folder.manifest.get('version', '')}".strip(),
         "checks": render_checks(folder, family),
+        "protocol": render_protocol(read_protocol(folder.manifest, str(folder.root / "manifest.json"))),
         "overview": _overview(folder),
         "license": _license_text(chosen, source_keys, chosen_by_user=bool(license_id)),
         "structure": _structure(folder),

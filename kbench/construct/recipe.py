@@ -5,6 +5,7 @@
     version = "1.0.0"       # dataset version
     seed = 13
     config = "default"      # the dataset config name used by write_dataset
+    protocol = "lama-probe" # whose construction procedure it follows (kbench/construct/protocols.py)
 
     [[stages]]
     stage = "load_lama"     # a registered stage
@@ -24,9 +25,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from kbench.construct.data_root import is_data_ref, iter_data_refs, old_style_hint, parse_data_ref
+from kbench.construct.protocols import CONSTRUCTION_PROTOCOLS
 from kbench.construct.stage import Stage, StageParams, stage_registry
 from kbench.errors import InputError, UserError
 
@@ -38,6 +40,15 @@ class PipelineHeader(BaseModel):
     description: str = ""
     seed: int = 0
     config: str = "default"
+    #: The paper whose construction procedure this recipe follows; its stages record the departures.
+    protocol: str = "custom"
+
+    @field_validator("protocol")
+    @classmethod
+    def _known_protocol(cls, v: str) -> str:
+        if v not in CONSTRUCTION_PROTOCOLS:
+            raise ValueError(f"unknown protocol {v!r}; known: {', '.join(CONSTRUCTION_PROTOCOLS)}")
+        return v
 
 
 @dataclass(frozen=True)

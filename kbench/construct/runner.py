@@ -4,7 +4,9 @@ Run directory layout:
 
     OUT/
       README.md, data/<config>/<split>.parquet   the dataset (written by `write_dataset`)
-      manifest.json   recipe, resolved parameters, inputs with sha256, package versions, config hash
+      manifest.json   recipe, resolved parameters, inputs with sha256, package versions, config hash,
+                      and `protocol`: the paper procedure the recipe names ([pipeline] protocol) and
+                      every stage's departures from it (`Stage.deviations`), `docs/protocol.md`
       stats.json      rows in/out per stage and drops by reason
       rejected/<stage id>.parquet   dropped rows with their reason
       .kbench/lock                  held while a build writes here
@@ -41,6 +43,7 @@ from kbench.construct.context import StageContext
 from kbench.construct.data_root import check_data_root
 from kbench.construct.executors import Executor, RowWiseJob
 from kbench.construct.executors.local import LocalExecutor
+from kbench.construct.protocols import construction_protocol
 from kbench.construct.recipe import Recipe
 from kbench.dataset import run_lock
 from kbench.errors import UserError
@@ -177,6 +180,7 @@ def run_recipe(
         dataset_version=recipe.header.version,
         config_name=recipe.header.config,
         data_dir=data_dir,
+        protocol=construction_protocol(recipe.header.protocol),
     )
     result = RunResult(run_dir=run_dir)
     with run_lock(run_dir):
@@ -263,6 +267,8 @@ def run_recipe(
             if on_stage:
                 on_stage(index, len(recipe.stages), report)
             prev_key, prev_output = key, output_path
+            # from the report's details, so a reused stage records the same departures as a computed one
+            ctx.protocol = ctx.protocol.with_deviations(stage.deviations(report.details))
 
         result.config_hash = prev_key
         write_json(
@@ -290,6 +296,7 @@ def run_recipe(
                 "config_hash": prev_key,
                 "command": f"kbench build {recipe.path.name}",
                 "executor": executor.name,
+                "protocol": ctx.protocol.block(),
                 # what each check ran against (a store from the inputs, an import, an endpoint) and which judge model
                 **{k + "s": {r.id: r.details[k] for r in result.stages if k in r.details} for k in ("knowledge_source", "judge")},
             },

@@ -22,6 +22,10 @@ Contract of `run`:
     rows_in == rows_out + rows_rejected is checked for non-source stages.
   * a stage that reads files lists them in `input_files()` so their sha256 joins the resume key
     and the manifest.
+  * a stage that stands in for a step of the paper's procedure says so in `deviations(details)`:
+    one `kbench.protocol.Deviation` per departure, computed from its params, the run options and
+    what it found (`details`, its StageOutput.details; `{}` for row-wise stages, whose chunks keep
+    none). The runner joins them into the dataset's protocol block (manifest.json, the card).
 
 Whole-table stages (`row_wise = False`, the default) get the entire table and always run in the
 build's own process. Row-wise stages (`row_wise = True`): output rows depend only on each input row, plus fixed-size
@@ -51,6 +55,7 @@ if TYPE_CHECKING:  # polars is imported lazily to keep `kbench --help` fast
     import polars as pl
 
     from kbench.construct.context import StageContext
+    from kbench.protocol import Deviation
 
 
 class StageParams(BaseModel):
@@ -92,6 +97,10 @@ class Stage:
         E.g. `{"sparql_endpoint": url}`: a build against another endpoint must not reuse the stage.
         """
         return {}
+
+    def deviations(self, details: dict[str, Any]) -> list[Deviation]:
+        """Where this step departs from the paper's procedure (none: faithful, or no paper step)."""
+        return []
 
     def model_device(self) -> str | None:
         """The device of the model this stage runs ("cuda", "cpu", "auto"), None when it runs none.

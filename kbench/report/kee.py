@@ -21,6 +21,7 @@ import csv
 import io
 from pathlib import Path
 
+from kbench.construct.protocols import results_bin_note
 from kbench.errors import InputError
 from kbench.io import write_text
 from kbench.metrics.uncertainty import format_estimate
@@ -86,7 +87,7 @@ def comparison_tables(results: dict) -> tuple[str, str]:
                 ]
             )
         md.append("")
-    md += comparison_sections(metrics)
+    md += comparison_sections(metrics, results_bin_note(env))
     return "\n".join(md), buffer.getvalue()
 
 
@@ -98,7 +99,7 @@ def _p(value: float) -> str:
     return f"{value:.3g}"
 
 
-def comparison_sections(metrics: dict) -> list[str]:
+def comparison_sections(metrics: dict, bin_note: str | None = None) -> list[str]:
     """The comparisons between techniques, between frequency bins and across K, as markdown."""
     md: list[str] = []
     tests = metrics.get("pairwise_tests")
@@ -142,6 +143,7 @@ def comparison_sections(metrics: dict) -> list[str]:
             "Differences of proportions, unpaired (the bins hold different items), percentage points with 95% Newcombe "
             "(hybrid Wilson) intervals.",
             "",
+            *([f"**Bins:** {bin_note}.", ""] if bin_note else []),
             "| contrast | technique | accuracy | gain |",
             "|---|---|---|---|",
         ]

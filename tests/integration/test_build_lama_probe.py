@@ -83,3 +83,10 @@ def test_card_says_it_is_the_complete_probe(built):
     assert "| google_re | 0 | 5,528 | 0 | 5,528 |" in readme and "| trex | 0 | 22,881 | 0 | 22,881 |" in readme
     assert "| google_re:place_of_birth | place of birth | 0 | 2,937 | 0 | 2,937 |" in readme
     assert "kbench build pipelines/lama.toml --out lama" in readme
+
+
+def test_the_whole_probe_is_faithful_to_lama(built):
+    block = json.loads((built / "manifest.json").read_text())["protocol"]
+    assert block["name"] == "lama-probe" and block["faithful"] is True and block["deviations"] == []
+    assert block["reference"].startswith("Petroni et al. 2019")
+    assert "**faithful to lama-probe**" in (built / "README.md").read_text()

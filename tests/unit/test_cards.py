@@ -70,6 +70,7 @@ def test_card_metadata_and_body_come_from_manifest_stats_and_splits(lama_dir):
     assert "| `frequency_bin` | frequency_bin | 27 | 24 | buffer: 3 |" in text   # stage rows and drops by reason
     assert "| P19 | place of birth | 4 | 8 | 12 |" in text                     # relation distribution per split
     assert "| head | 0 | 8 | 8 |" in text                                        # frequency-bin distribution
+    assert "**Protocol not recorded**" in text and "faithful" not in text  # a manifest without a block
     assert "@inproceedings{petroni2019language" in text and "@inproceedings{elsahar2018trex" in text
     assert "kbench build pipelines/lama-trex.toml --out lama" in text                    # the rebuild command
     assert "{{" not in text

@@ -17,6 +17,10 @@ turn instead; `details.judge.cue` records where it went. With a model they add
 and the judge's words (`<stage>_output`). A reply whose first words hold no verdict is
 `unparseable`: dropped with reason `judge_unparseable` (`unparseable = "drop"`, the default: the
 check did not pass) or kept (`"keep"`), never a crash.
+
+Protocol (`deviations`): MAPLE's judge is gpt-4o-mini with a prompt the paper does not print, so
+a judge that ran always records which model, backend and prompt form it used and that the
+wording is kbench's; a judge that did not run records that MAPLE's step was skipped.
 """
 
 from __future__ import annotations
@@ -70,6 +74,27 @@ class LlmJudge(Stage):
     drop_verdict = ""
     drop_reason = ""
     needed_columns: tuple[str, ...] = ()
+    #: The protocol entry's id prefix and what MAPLE does in this step.
+    slug = ""
+    paper_step = ""
+
+    def deviations(self, details: dict) -> list:
+        from kbench.protocol import Deviation
+
+        paper = f"{self.paper_step}, judged by gpt-4o-mini (prompt not printed)"
+        effect = f"which rows are kept (drops {self.drop_reason})"
+        judge = details.get("judge")
+        if not judge:
+            return [Deviation(id=f"{self.slug}-not-run", paper=paper, kbench="not run (no judge model given)", effect=effect)]
+        return [
+            Deviation(
+                id=f"{self.slug}-stand-in",
+                paper=paper,
+                kbench=f"judge `{judge['model']}` ({judge['backend']}), {judge['prompt_form']} prompt with the cue "
+                f"{judge['cue']}, {judge['decoding']} decoding; the prompt wording is kbench's",
+                effect=effect,
+            )
+        ]
 
     def question(self, row: dict) -> str:  # pragma: no cover - interface
         raise NotImplementedError

@@ -213,3 +213,30 @@ def matches(column: str, pattern: str):
     import polars as pl
 
     return pl.col(column).cast(pl.Utf8).str.contains(f"^{pattern}$").fill_null(False)
+
+
+def store_deviations(check: str, paper: str, effect: str, details: dict, params: WikidataParams, ctx: StageContext):
+    """The protocol entry of a Wikidata check that did not run against Wikidata: a store built
+    from the build's own inputs, or an endpoint that is not wikidata.org. `check` prefixes the id."""
+    from urllib.parse import urlsplit
+
+    from kbench.protocol import Deviation
+
+    source = details.get("knowledge_source") or {}
+    endpoint = ctx.options.get("sparql_endpoint")
+    kind = source.get("kind") or ("endpoint" if endpoint else "inputs" if params.store is None else "import")
+    if kind == "inputs":
+        return [
+            Deviation(
+                id=f"{check}-store-from-inputs",
+                paper=paper,
+                kbench="checked against a store kbench built from this build's own inputs, not Wikidata: "
+                "a check passes whenever the inputs say so",
+                effect=effect,
+            )
+        ]
+    url = source.get("url") or (public_url(str(endpoint)) if endpoint else "")
+    host = urlsplit(url).hostname or ""
+    if kind == "endpoint" and not (host == "wikidata.org" or host.endswith(".wikidata.org")):
+        return [Deviation(id=f"{check}-endpoint-not-wikidata", paper=paper, kbench=f"checked against {url}", effect=effect)]
+    return []

@@ -109,6 +109,30 @@ class CleanDocuments(Stage):
         if batch or read == 0:
             yield pl.DataFrame(batch, schema=schema)
 
+    def deviations(self, details: dict) -> list:
+        from kbench.protocol import Deviation
+
+        found = []
+        if self.params.min_words != 100:
+            found.append(
+                Deviation(
+                    id="min-words",
+                    paper="MAPLE removes documents under 100 words",
+                    kbench=f"removes documents under {self.params.min_words} words",
+                    effect="which documents, and so which facts, enter the benchmark",
+                )
+            )
+        if self.params.limit is not None:
+            found.append(
+                Deviation(
+                    id="documents-limited",
+                    paper="MAPLE reads the whole March 2022 Wikipedia dump",
+                    kbench=f"reads at most {self.params.limit} documents",
+                    effect="the size and coverage of the benchmark",
+                )
+            )
+        return found
+
     def run(self, table) -> StageOutput:
         import polars as pl
 

@@ -42,6 +42,18 @@ class CorpusPresence(Stage):
 
         return corpus_files(self.ctx.resolve(self.params.corpus))
 
+    def deviations(self, details: dict) -> list:
+        from kbench.protocol import Deviation
+
+        return [
+            Deviation(
+                id="corpus-presence-own-corpus",
+                paper="MAPLE filters triplets against OLMo-mix-1124, OLMo2's pretraining corpus, in three steps",
+                kbench=f"one infini-gram check ({self.params.mode}, exact names) over {self.params.corpus}",
+                effect="which facts count as seen in pretraining (drops *_not_in_corpus, no_cooccurrence)",
+            )
+        ]
+
     def run(self, table) -> StageOutput:
         import polars as pl
 

@@ -37,6 +37,7 @@ from kbench.construct.stages._wikidata_common import (
     endpoint_option,
     knowledge_source,
     open_wikidata,
+    store_deviations,
     wikidata_input_files,
 )
 from kbench.errors import InputError
@@ -77,6 +78,10 @@ def classes_query(ids: list[str], follow_subclass: bool) -> str:
     return PREFIXES + f"SELECT ?item ?class WHERE {{\n  VALUES ?item {{ {values} }}\n  ?item {path} ?class .\n}}\n"
 
 
+#: The domain names MAPLE's text gives (Section 3.1); the rest of its ten are not named there.
+PAPER_DOMAIN_NAMES = ("science", "history", "law")
+
+
 @register_stage
 class DomainTaxonomy(Stage):
     name = "domain_taxonomy"
@@ -93,6 +98,31 @@ class DomainTaxonomy(Stage):
 
     def run_options(self) -> dict:
         return endpoint_option(self.ctx)  # another endpoint gives other classes: not reusable
+
+    def deviations(self, details: dict) -> list:
+        from kbench.protocol import Deviation
+
+        domains = load_domain_mapping(self.ctx.resolve(self.params.mapping), self.params.max_domains)
+        chosen = [name for name in domains if name not in PAPER_DOMAIN_NAMES]
+        mapping = Deviation(
+            id="domain-taxonomy-kbench-mapping",
+            paper="MAPLE maps document entities to a custom taxonomy of ten domains via Wikidata `instance of` "
+            "(its Table 4; the text names science, history, law)",
+            kbench=f"the domains and their class lists come from {self.ctx.display_path(self.ctx.resolve(self.params.mapping))}"
+            + (f"; domain names kbench chose: {', '.join(chosen)}" if chosen else "")
+            + "; a class rule also drops domain_mismatch"
+            + (" and no_domain" if self.params.require_domain else ""),
+            effect="the `domain` column, which rows are kept, and every by-domain number",
+        )
+        checks = store_deviations(
+            "domain-classes",
+            "MAPLE reads the entities' `instance of` classes from Wikidata",
+            "the `domain` of each row and the domain drops",
+            details,
+            self.params,
+            self.ctx,
+        )
+        return [mapping, *checks]
 
     def entity_domains(self, ids: set[str], domains: dict[str, list[str]]) -> dict[str, str]:
         rank = {qid: (i, name) for i, (name, classes) in enumerate(domains.items()) for qid in classes}

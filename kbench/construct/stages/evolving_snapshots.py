@@ -81,6 +81,32 @@ class EvolvingSnapshots(Stage):
         path = self.ctx.resolve(self.params.relations_file)
         return {row["relation"]: row for _, row in iter_jsonl(path, ("relation",))}
 
+    def deviations(self, details: dict) -> list:
+        from kbench.protocol import Deviation
+
+        found = [
+            Deviation(
+                id="snapshots-as-fact-tables",
+                paper="EvolvingQA's questions come from the text of two dated Wikipedia snapshots",
+                kbench="two snapshots of a (subject, relation, object) fact table; one question per (subject, relation), "
+                "from the relation's question template",
+                effect="which facts are asked about and the wording of every item",
+            )
+        ]
+        if self.params.derive is not None:
+            d = self.params.derive
+            found.append(
+                Deviation(
+                    id="synthetic-snapshot-edits",
+                    paper="EvolvingQA compares two real snapshots of the knowledge source",
+                    kbench=f"both snapshots derived from LAMA T-REx facts: {d.edit_fraction:g} of the objects replaced by "
+                    f"another object of the same relation (synthetic edits, plausible but not true), plus "
+                    f"{d.new_per_relation} AutoPrompt facts per relation as new facts",
+                    effect="the Outdated / Updated (edited) and New items: their answers are not real changes",
+                )
+            )
+        return found
+
     def run(self, table) -> StageOutput:
         import polars as pl
 

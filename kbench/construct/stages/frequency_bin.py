@@ -97,6 +97,20 @@ def assign_bins(frequencies: list[float], percentages: list[float]) -> tuple[lis
     return [BIN_NAMES[k] for k in segments], details
 
 
+#: What each frequency source counts, as a protocol entry says it.
+SOURCE_WORDS = {
+    "evidence_count": "the number of evidence sentences of each fact in its source (T-REx)",
+    "document_mentions": "annotated mention counts in a sample of documents",
+    "corpus_count": "occurrence counts in a corpus index",
+    "counts_table": "counts from a given table",
+}
+
+
+def _where(options: dict) -> str:
+    location = options.get("documents") or options.get("corpus") or options.get("path")
+    return f" ({location})" if location else ""
+
+
 @register_stage
 class FrequencyBin(Stage):
     name = "frequency_bin"
@@ -134,6 +148,62 @@ class FrequencyBin(Stage):
                     f"{', '.join(options_model.model_fields) or 'none'})"
                 ) from None
             return self
+
+    def deviations(self, details: dict) -> list:
+        """MAPLE: entities binned by 12 months of pageviews (March 2021-February 2022), 10/20/40/20/10."""
+        from kbench.protocol import Deviation
+
+        p, found = self.params, []
+        effect = "frequency_bin (head / torso / tail) and every by-bin number, e.g. a head-tail difference"
+        if p.source != "pageviews":
+            found.append(
+                Deviation(
+                    id=f"frequency-source-{p.source.replace('_', '-')}",
+                    paper="MAPLE labels entity frequency by monthly Wikipedia pageviews (March 2021-February 2022)",
+                    kbench=f"frequency = {SOURCE_WORDS.get(p.source, p.source)}{_where(p.options)}",
+                    effect=effect,
+                )
+            )
+        else:
+            window = (p.options.get("start_month", "2021-03"), p.options.get("months", 12))
+            if window != ("2021-03", 12):
+                found.append(
+                    Deviation(
+                        id="frequency-pageview-window",
+                        paper="pageviews aggregated over March 2021-February 2022",
+                        kbench=f"pageviews over {window[1]} months from {window[0]}",
+                        effect=effect,
+                    )
+                )
+        if p.unit != "entity":
+            found.append(
+                Deviation(
+                    id="frequency-bins-over-facts",
+                    paper="MAPLE assigns each entity to a bin",
+                    kbench="fact rows are ranked and cut, each by its own count",
+                    effect=effect,
+                )
+            )
+        if [float(x) for x in p.percentages] != [10.0, 20.0, 40.0, 20.0, 10.0]:
+            found.append(
+                Deviation(
+                    id="frequency-percentages",
+                    paper="10% head, 40% torso, 10% tail, separated by 20% buffer margins",
+                    kbench="head / buffer / torso / buffer / tail = " + "/".join(f"{x:g}" for x in p.percentages) + "%",
+                    effect=effect,
+                )
+            )
+        if details.get("units_moved_by_ties"):
+            found.append(
+                Deviation(
+                    id="bin-ties-kept-whole",
+                    paper="percentile thresholds (the paper does not say how equal counts at a cut are split)",
+                    kbench=f"equal counts never split: {details['units_moved_by_ties']} of {details.get('units_ranked', '?')} "
+                    "ranked units moved to their tie group's bin, so the bins are not exactly the percentages",
+                    effect="the sizes of the head / torso / tail bins",
+                )
+            )
+        return found
 
     def _source(self):
         return make_source(self.params.source, self.params.options, self.ctx)

@@ -27,6 +27,7 @@ class JudgeDomain(LlmJudge):
     name = "judge_domain"
     verdicts = {"yes": "fits", "no": "mismatch"}
     drop_verdict, drop_reason = "mismatch", "domain_mismatch_judged"
+    slug, paper_step = "domain-judge", "MAPLE drops triplets that do not reflect their document's domain"
     needed_columns = ("domain", "subject", "object")
 
     def question(self, row: dict) -> str:

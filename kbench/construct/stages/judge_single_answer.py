@@ -29,6 +29,7 @@ class JudgeSingleAnswer(LlmJudge):
     name = "judge_single_answer"
     verdicts = {"yes": "single", "no": "multiple"}
     drop_verdict, drop_reason = "multiple", "multiple_answers_judged"
+    slug, paper_step = "single-answer-judge", "MAPLE keeps single-answer triplets by LLM classification beside the SPARQL count"
     needed_columns = ("subject", "object")
 
     def question(self, row: dict) -> str:

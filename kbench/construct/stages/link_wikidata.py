@@ -64,6 +64,21 @@ class LinkWikidata(Stage):
         )
         return pl.read_parquet(entity_path), pl.read_parquet(property_path)
 
+    def deviations(self, details: dict) -> list:
+        from kbench.protocol import Deviation
+
+        p = self.params
+        tables = [x for x in (p.documents, p.titles_table, p.property_table) if x]
+        kept = "ids that came with the input are kept; " if p.keep_existing_ids else ""
+        return [
+            Deviation(
+                id="linking-own-index",
+                paper="MAPLE maps entities and relations to Wikidata identifiers with Wikimapper",
+                kbench=f"{kept}missing ids are looked up by normalised name in indexes built from {', '.join(tables)}",
+                effect="which triplets are linked (drops *_unlinked, *_ambiguous) and to which ids",
+            )
+        ]
+
     def run(self, table) -> StageOutput:
         import polars as pl
 

@@ -44,6 +44,18 @@ class LoadAnnotatedTriplets(Stage):
     class Params(StageParams):
         field: str = "triples"  # the key in each document's extra fields that holds the triples
 
+    def deviations(self, details: dict) -> list:
+        from kbench.protocol import Deviation
+
+        return [
+            Deviation(
+                id="triplets-from-annotations",
+                paper="MAPLE extracts (subject, relation, object) triplets from the text with REBEL",
+                kbench=f"takes the documents' own annotated triplets (field {self.params.field!r}); no extraction model ran",
+                effect="which triplets exist; extraction errors REBEL would make are absent",
+            )
+        ]
+
     def run(self, table) -> StageOutput:
         import polars as pl
 

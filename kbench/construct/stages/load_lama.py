@@ -272,6 +272,42 @@ class LoadLama(Stage):
             templates[relation] = {"template": template, "label": str(obj.get("label") or relation)}
         return templates
 
+    def deviations(self, details: dict) -> list:
+        """The LAMA probe is every T-REx and Google-RE test fact: each thing left out is an entry."""
+        from kbench.protocol import Deviation
+
+        p, found = self.params, []
+        effect = "which LAMA facts are probed, and every mean over them"
+        for name, given in (("trex", p.trex), ("google-re", p.google_re)):
+            if given is None:
+                found.append(
+                    Deviation(
+                        id=f"{name}-not-loaded",
+                        paper="the LAMA probe holds the T-REx and Google-RE test facts",
+                        kbench=f"{'T-REx' if name == 'trex' else 'Google-RE'} is not loaded",
+                        effect=effect,
+                    )
+                )
+        if p.relations is not None:
+            found.append(
+                Deviation(
+                    id="lama-relations-subset",
+                    paper="every LAMA relation",
+                    kbench=f"only {', '.join(p.relations)}",
+                    effect=effect,
+                )
+            )
+        if p.max_per_relation is not None:
+            found.append(
+                Deviation(
+                    id="lama-rows-limited",
+                    paper="every test fact of each relation",
+                    kbench=f"the first {p.max_per_relation} rows of each file",
+                    effect=effect,
+                )
+            )
+        return found
+
     def run(self, table) -> StageOutput:
         import polars as pl
 

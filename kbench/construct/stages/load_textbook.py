@@ -48,6 +48,38 @@ class LoadTextbook(Stage):
     def input_files(self) -> list[Path]:
         return [f for book in self.params.books for f in self._files(book)]
 
+    def deviations(self, details: dict) -> list:
+        from kbench.protocol import Deviation
+
+        found = []
+        if any("american_government_3e" in book for book in self.params.books):
+            found.append(
+                Deviation(
+                    id="american-government-3e",
+                    paper="LEFT uses American Government 2e",
+                    kbench="American Government 3e (the OpenStax edition available)",
+                    effect="the American Government statements and paragraphs",
+                )
+            )
+        found.append(
+            Deviation(
+                id="gold-paragraphs-section",
+                paper="LEFT's goldIR is one natural paragraph, identified by hand, per statement",
+                kbench="each statement keeps all paragraphs of its question's section",
+                effect="open-book (goldIR) results",
+            )
+        )
+        if self.params.dev_max_chapter != 8:
+            found.append(
+                Deviation(
+                    id="dev-chapters",
+                    paper="LEFT's Dev set is the first eight chapters, Test the rest",
+                    kbench=f"Dev = chapters 1-{self.params.dev_max_chapter}",
+                    effect="the dev / test split",
+                )
+            )
+        return found
+
     def run(self, table) -> StageOutput:
         import polars as pl
 

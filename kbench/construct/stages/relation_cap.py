@@ -31,6 +31,20 @@ class RelationCap(Stage):
         by: list[str] = Field(default_factory=lambda: ["relation"], min_length=1)
         seed: Optional[int] = None
 
+    def deviations(self, details: dict) -> list:
+        from kbench.protocol import Deviation
+
+        if self.params.max_per_relation == 300 and self.params.by == ["relation"]:
+            return []
+        return [
+            Deviation(
+                id="relation-cap",
+                paper="MAPLE caps each relation at 300 instances",
+                kbench=f"at most {self.params.max_per_relation} rows per {' and '.join(self.params.by)} (a seeded sample)",
+                effect="which facts are kept and the weight of each relation in every mean",
+            )
+        ]
+
     def run(self, table) -> StageOutput:
         import polars as pl
 

@@ -26,6 +26,7 @@ from kbench.construct.stages._wikidata_common import (
     matches,
     open_wikidata,
     property_column,
+    store_deviations,
     wikidata_input_files,
 )
 from kbench.progress import progress
@@ -43,6 +44,16 @@ class SingleAnswer(Stage):
 
     def run_options(self) -> dict:
         return endpoint_option(self.ctx)
+
+    def deviations(self, details: dict) -> list:
+        return store_deviations(
+            "single-answer",
+            "MAPLE keeps single-answer triplets, counting objects with the Wikidata SPARQL API",
+            "which (subject, relation) pairs count as single-answer (drops multiple_answers, no_answer_in_store)",
+            details,
+            self.params,
+            self.ctx,
+        )
 
     def run(self, table) -> StageOutput:
         import polars as pl

@@ -241,6 +241,19 @@ class TextbookStatements(Stage):
     class Params(StageParams):
         seed: int | None = None  # defaults to the recipe's pipeline.seed
 
+    def deviations(self, details: dict) -> list:
+        from kbench.protocol import Deviation
+
+        return [
+            Deviation(
+                id="statements-by-rule",
+                paper="LEFT's authors manually rewrote each review question into one true and one false statement",
+                kbench="statements are made by rule (fill the blank, replace the wh-phrase, or question + option) "
+                "with a seeded wrong option; instructors' community questions are not added",
+                effect="the wording of every statement, and so the accuracy of every LEFT configuration",
+            )
+        ]
+
     def run(self, table) -> StageOutput:
         import polars as pl
 

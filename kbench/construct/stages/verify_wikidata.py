@@ -29,6 +29,7 @@ from kbench.construct.stages._wikidata_common import (
     open_wikidata,
     present,
     property_column,
+    store_deviations,
     wikidata_input_files,
 )
 from kbench.progress import progress
@@ -48,6 +49,16 @@ class VerifyWikidata(Stage):
 
     def run_options(self) -> dict:
         return endpoint_option(self.ctx)
+
+    def deviations(self, details: dict) -> list:
+        return store_deviations(
+            "existence",
+            "MAPLE verifies that subject, relation and object exist in Wikidata (the Wikidata API)",
+            "which facts are kept (drops *_not_in_wikidata)",
+            details,
+            self.params,
+            self.ctx,
+        )
 
     def run(self, table) -> StageOutput:
         import polars as pl

@@ -7,7 +7,9 @@ Writes, inside the run directory:
   * `README.md` with YAML front matter `configs: [{config_name, data_files: [{split, path}]}]`
     (from `dataset_configs`, which the data-card renderer reuses), so that
     `datasets.load_dataset(run_dir)` opens exactly the declared splits, and `dataset_info:`
-    (from `dataset_infos`: rows and bytes per split; see there why it matters for caching).
+    (from `dataset_infos`: rows and bytes per split; see there why it matters for caching), and the
+    dataset's protocol block so far (`ctx.protocol`: the recipe's procedure and the departures of
+    every stage before this one), which therefore joins this stage's resume key.
 Before anything is written, every row is validated against the record's JSON Schema
 (`schemas/question.v1.json` by default); the first bad row is a `UserError` naming the row id,
 the field and the schema. The table passes through unchanged.
@@ -18,6 +20,7 @@ from __future__ import annotations
 import json
 import re
 
+from kbench.cards.protocol_section import render_protocol
 from kbench.construct.stage import Stage, StageOutput, StageParams, register_stage
 from kbench.dataset import dataset_configs, dataset_infos, split_order
 from kbench.errors import InputError, UserError
@@ -91,6 +94,9 @@ class WriteDataset(Stage):
         config: str | None = None
         schema_name: str = "question.v1.json"
 
+    def run_options(self) -> dict:
+        return {"protocol": self.ctx.protocol.block()} if self.ctx.protocol else {}
+
     def run(self, table) -> StageOutput:
         import polars as pl
 
@@ -117,7 +123,7 @@ class WriteDataset(Stage):
         body = (
             f"# {self.ctx.dataset_name} {self.ctx.dataset_version}\n\n"
             f"Built by `kbench build`. Provenance: `manifest.json`; rows per stage and drops: `stats.json`.\n\n"
-            f"Config `{config}`:\n\n| split | rows |\n|---|---:|\n{rows}\n"
+            f"Config `{config}`:\n\n| split | rows |\n|---|---:|\n{rows}\n\n{render_protocol(self.ctx.protocol)}\n"
         )
         run_dir = self.ctx.run_dir
         write_text(

@@ -1,0 +1,29 @@
+"""The card's "Protocol" section: which paper's construction procedure the dataset follows and
+every step where the build stands in for it (the manifest's `protocol` block, `docs/protocol.md`).
+
+Both cards show it: the one `kbench build` writes (`write_dataset`, from the block built so far)
+and the full one `kbench card` writes (from manifest.json). A dataset built before kbench recorded
+the block reads "not recorded", never "faithful".
+"""
+
+from __future__ import annotations
+
+from kbench.construct.protocols import frequency_stand_in
+from kbench.protocol import Protocol, describe
+
+
+def render_protocol(protocol: Protocol | None) -> str:
+    lines = ["## Protocol", ""]
+    if protocol is None:
+        lines.append("**Protocol not recorded**: this dataset was built before kbench recorded construction protocols.")
+    else:
+        lines.append(f"**{describe(protocol)}**: {protocol.reference}.")
+        if protocol.deviations:
+            lines += ["", "| id | the paper | this build | affects |", "|---|---|---|---|"]
+            for d in protocol.deviations:
+                cells = [f"`{d.id}`", d.paper, d.kbench, d.effect]
+                lines.append("| " + " | ".join(c.replace("|", "\\|").replace("\n", " ") for c in cells) + " |")
+    if protocol is not None and (note := frequency_stand_in(protocol)):
+        lines += ["", f"**Head / tail differences** drawn from this dataset: {note}; quote the note beside the number."]
+    lines += ["", "The same block is in `manifest.json` (`protocol`)."]
+    return "\n".join(lines)
