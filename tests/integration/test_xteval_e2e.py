@@ -152,7 +152,9 @@ def test_xteval_runs_resumes_and_writes_valid_results(model_fixture, request, la
     assert 0 < len(test_rel) < len(RELATIONS) and ood["n_test"] == PER_RELATION * len(test_rel)
     items = pl.read_parquet(out / "items.parquet")
     assert items.height == results["items"]["count"] and set(items["kind"]) == {"extraction", "run", "query"}
-    assert (out / "report.md").read_text().count("|") > 10
+    report = (out / "report.md").read_text()
+    assert report.count("|") > 10 and "Protocol: 7 deviations from xteval" in report
+    assert "- `acc-d-interval-facts-only`: paper:" in report and "facts only: one extraction seed" in report
     assert (out / "gaps.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
     # Rerun: every unit is reused (the journal is untouched), results identical.
