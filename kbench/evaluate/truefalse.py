@@ -26,6 +26,11 @@ Settings:
     beside the exact McNemar test. Open book - prior compares two runs (`kbench report` on a
     prior and an open-book run of one model: `kbench.report.left`).
 
+The paper's classifier is a model fine-tuned on BoolQ, not a zero-shot margin: `--boolq-checkpoint
+DIR` (prior, open book) judges such a fine-tune (`kbench.models.training.boolq`) instead of
+--model. The protocol block (`left-prior`, `left-open-book`, `left-closed-book`) records the
+zero-shot judge and every other departure (`kbench.evaluate.left_protocol`).
+
 `--limit N` takes the first N statements in dataset order, rounded up to whole pairs (quick runs
 then touch few chapters, so sbert embeds few paragraphs). Units of whole pairs are journalled by
 the engine, so a rerun resumes; accuracies carry Wilson intervals.
