@@ -47,6 +47,11 @@ def test_each_setting_names_its_procedure_and_records_the_zero_shot_judge():
     assert left_protocol(TrueFalseSettings(setting="open-book", retriever="sbert"), 4).name == "left-open-book"
 
 
+def test_closed_book_records_its_zero_shot_judge(tmp_path):
+    closed = left_protocol(TrueFalseSettings(setting="closed-book", checkpoint=str(tmp_path)), 4)
+    assert closed.name == "left-closed-book" and [d.id for d in closed.deviations] == ["zero-shot-judge"]
+
+
 def test_a_boolq_checkpoint_must_be_a_causal_model_folder(tmp_path):
     with pytest.raises(ValueError, match="not a folder"):
         TrueFalseSettings(boolq_checkpoint=str(tmp_path / "missing"))
