@@ -52,59 +52,73 @@ def left_protocol(settings, n_statements: int) -> Protocol:
     deviations = _judge(settings)
     if settings.setting == "open-book":
         if settings.retriever == "gold":
-            deviations.append(Deviation(
-                "gold-paragraph-by-overlap",
-                "goldIR: the textbook paragraph a person identified as holding the information for the statement",
-                "the paragraph of the statement's section that shares most words with its question and correct option",
+            deviations.append(
+                Deviation(
+                    "gold-paragraph-by-overlap",
+                    "goldIR: the textbook paragraph a person identified as holding the information for the statement",
+                    "the paragraph of the statement's section that shares most words with its question and correct option",
+                    ACCURACY,
+                )
+            )
+        deviations.append(
+            Deviation(
+                "passage-cut",
+                "statement and paragraph together cut to 128 word pieces",
+                f"the paragraph cut to {settings.max_passage_words} words, the statement kept whole",
                 ACCURACY,
-            ))
-        deviations.append(Deviation(
-            "passage-cut",
-            "statement and paragraph together cut to 128 word pieces",
-            f"the paragraph cut to {settings.max_passage_words} words, the statement kept whole",
-            ACCURACY,
-        ))
+            )
+        )
     if settings.limit is not None:
-        deviations.append(Deviation(
-            "statements-subset",
-            "every statement of the split",
-            f"the first {n_statements} statements in dataset order, whole pairs (--limit {settings.limit})",
-            ACCURACY,
-        ))
+        deviations.append(
+            Deviation(
+                "statements-subset",
+                "every statement of the split",
+                f"the first {n_statements} statements in dataset order, whole pairs (--limit {settings.limit})",
+                ACCURACY,
+            )
+        )
     return Protocol(f"left-{settings.setting}", REFERENCES["left"], tuple(deviations))
 
 
 def _judge(settings) -> list[Deviation]:
     paper = "a model fine-tuned on BoolQ (its questions only, for the prior and closed book) classifies each statement"
     if settings.boolq_checkpoint is None:
-        return [Deviation(
-            "zero-shot-judge",
-            paper,
-            "zero-shot: the statement is called true when logP(' True') > logP(' False') after the prompt "
-            "(--boolq-checkpoint gives a BoolQ fine-tune)",
-            ACCURACY,
-        )]
+        return [
+            Deviation(
+                "zero-shot-judge",
+                paper,
+                "zero-shot: the statement is called true when logP(' True') > logP(' False') after the prompt "
+                "(--boolq-checkpoint gives a BoolQ fine-tune)",
+                ACCURACY,
+            )
+        ]
     record = read_marker(Path(settings.boolq_checkpoint))
     if record is None:
-        return [Deviation(
-            "boolq-training-unrecorded",
-            "fine-tuned on BoolQ's train split",
-            f"{settings.boolq_checkpoint} has no boolq.json: what it was fine-tuned on is not recorded",
-            ACCURACY,
-        )]
+        return [
+            Deviation(
+                "boolq-training-unrecorded",
+                "fine-tuned on BoolQ's train split",
+                f"{settings.boolq_checkpoint} has no boolq.json: what it was fine-tuned on is not recorded",
+                ACCURACY,
+            )
+        ]
     out = []
     if record["questions"] < BOOLQ_TRAIN_QUESTIONS:
-        out.append(Deviation(
-            "boolq-subset",
-            f"fine-tuned on BoolQ's train split ({BOOLQ_TRAIN_QUESTIONS} questions)",
-            f"fine-tuned on {record['questions']} questions from {record.get('source', 'an unnamed source')}",
-            ACCURACY,
-        ))
+        out.append(
+            Deviation(
+                "boolq-subset",
+                f"fine-tuned on BoolQ's train split ({BOOLQ_TRAIN_QUESTIONS} questions)",
+                f"fine-tuned on {record['questions']} questions from {record.get('source', 'an unnamed source')}",
+                ACCURACY,
+            )
+        )
     if settings.setting == "prior" and record.get("passages"):
-        out.append(Deviation(
-            "boolq-with-passages",
-            "for the prior, fine-tuned on BoolQ's questions only, its text snippets ignored",
-            "fine-tuned with BoolQ passages in the prompt",
-            ACCURACY,
-        ))
+        out.append(
+            Deviation(
+                "boolq-with-passages",
+                "for the prior, fine-tuned on BoolQ's questions only, its text snippets ignored",
+                "fine-tuned with BoolQ passages in the prompt",
+                ACCURACY,
+            )
+        )
     return out
