@@ -35,7 +35,8 @@ Comparisons of two systems on facts:
 - `paired_shares`: each fact's share of correct outcomes under either system (0/1 with one
   outcome per fact); b = facts the first does better on, c = the second; the exact two-sided
   sign test of b in b + c (exact McNemar when outcomes are 0/1), and the mean paired difference
-  with a bootstrap over facts (facts that cannot be paired: `uncertainty.difference_unpaired`).
+  with Newcombe's paired interval when outcomes are 0/1, else a bootstrap over facts (facts that
+  cannot be paired: `uncertainty.difference_unpaired`).
 """
 
 from __future__ import annotations
@@ -166,7 +167,7 @@ def paired_shares(
     first: Mapping[str, float], second: Mapping[str, float], seed: int = u.BOOTSTRAP_SEED, resamples: int = u.BOOTSTRAP_RESAMPLES
 ) -> dict:
     """Two systems on the facts both have: sign test (exact McNemar for 0/1) and the mean paired
-    difference first - second with a bootstrap over facts."""
+    difference first - second (`_paired_difference`)."""
     shared = sorted(set(first) & set(second))
     b = sum(first[f] > second[f] for f in shared)
     c = sum(second[f] > first[f] for f in shared)
@@ -179,8 +180,19 @@ def paired_shares(
         "c": c,
         "p_value": u.binomial_two_sided(b, b + c),
         "test": "exact McNemar on facts (a sign test of b in b + c when a fact has several outcomes)",
-        "difference": u.mean([first[f] - second[f] for f in shared], seed=seed, resamples=resamples),
+        "difference": _paired_difference(first, second, shared, seed, resamples),
     }
+
+
+def _paired_difference(
+    first: Mapping[str, float], second: Mapping[str, float], shared: list[str], seed: int, resamples: int
+) -> dict:
+    """first - second over the shared facts. 0/1 outcomes (one per fact): Newcombe's paired interval,
+    which is not zero-width when the two agree on every fact (a bootstrap of all-zero differences
+    would claim the difference is exactly 0); shares over several outcomes: a bootstrap over facts."""
+    if shared and all(v in (0.0, 1.0) for f in shared for v in (first[f], second[f])):
+        return u.difference_paired({f: first[f] == 1.0 for f in shared}, {f: second[f] == 1.0 for f in shared})
+    return u.mean([first[f] - second[f] for f in shared], seed=seed, resamples=resamples)
 
 
 def share_estimate(shares: Sequence[float], seed: int = u.BOOTSTRAP_SEED) -> dict:
