@@ -26,6 +26,11 @@ Settings:
     beside the exact McNemar test. Open book - prior compares two runs (`kbench report` on a
     prior and an open-book run of one model: `kbench.report.left`).
 
+The paper's classifier is a model fine-tuned on BoolQ, not a zero-shot margin: `--boolq-checkpoint
+DIR` (prior, open book) judges such a fine-tune (`kbench.models.training.boolq`) instead of
+--model. The protocol block (`left-prior`, `left-open-book`, `left-closed-book`) records the
+zero-shot judge and every other departure (`kbench.evaluate.left_protocol`).
+
 `--limit N` takes the first N statements in dataset order, rounded up to whole pairs (quick runs
 then touch few chapters, so sbert embeds few paragraphs). Units of whole pairs are journalled by
 the engine, so a rerun resumes; accuracies carry Wilson intervals.
@@ -41,6 +46,7 @@ from pydantic import Field, model_validator
 
 from kbench.dataset import open_split
 from kbench.errors import UserError
+from kbench.evaluate.left_protocol import check_boolq_folder, judge_description, left_protocol
 from kbench.evaluate.prompts import truefalse_prompt as prompt_text
 from kbench.evaluate.task import TASKS, Plan, RunContext, Summary, Task, TaskSettings, Unit, chunks
 from kbench.io import iter_jsonl
@@ -65,6 +71,11 @@ class TrueFalseSettings(TaskSettings):
     checkpoint: str | None = Field(
         None, description="closed-book: the folder written by `kbench read` (--model is then the model before reading)."
     )
+    boolq_checkpoint: str | None = Field(
+        None,
+        description="prior / open-book: a causal LM folder fine-tuned on BoolQ to answer True/False "
+        "(kbench.models.training.boolq), judged instead of --model: the paper's prior.",
+    )
 
     @model_validator(mode="after")
     def _consistent(self):
@@ -76,6 +87,10 @@ class TrueFalseSettings(TaskSettings):
             raise ValueError("--checkpoint (a folder written by `kbench read`) goes with --setting closed-book, and only with it")
         if self.checkpoint is not None and not Path(self.checkpoint).is_dir():
             raise ValueError(f"--checkpoint {self.checkpoint}: not a folder (write one with `kbench read`)")
+        if self.boolq_checkpoint is not None:
+            if self.setting == "closed-book":
+                raise ValueError("--boolq-checkpoint applies to --setting prior and open-book (closed book judges --checkpoint)")
+            check_boolq_folder(Path(self.boolq_checkpoint))
         return self
 
 
@@ -225,6 +240,8 @@ class TrueFalse(Task):
         return {"task truefalse": frozenset({Capability.LOGLIKELIHOOD})}  # the answer forms' summed log-probs
 
     def roles(self, settings: TrueFalseSettings, model, models: dict) -> tuple:
+        if settings.boolq_checkpoint is not None:
+            return settings.boolq_checkpoint, models  # the paper's prior: the BoolQ fine-tune is judged
         if settings.checkpoint is None:
             return model, models
         # closed book: the checkpoint is judged, the caller's model is the model before reading
@@ -271,6 +288,7 @@ class TrueFalse(Task):
             "answers": list(ANSWERS),
             "prompt_template": prompt_text("{statement}", "{passage}" if s.setting == "open-book" else None, 10**6),
             "base_model": ctx.models["base"].describe() if "base" in ctx.models else None,
+            "judge": judge_description(s),
             **summary,
         }
         headline = {
@@ -280,4 +298,4 @@ class TrueFalse(Task):
         if "before_after" in summary:
             headline["before_accuracy"] = summary["before_after"]["before_accuracy"]
             headline["closed-book - prior"] = summary["before_after"]["difference"]
-        return Summary(headline=headline, metrics=metrics)
+        return Summary(headline=headline, metrics=metrics, protocol=left_protocol(s, len(rows)))

@@ -22,11 +22,21 @@ queries are its own sample, although fine-tune runs of one split query the same 
 overstatement of the item-level spread). Seeded numpy generator (PCG64): reruns give the same
 replicates.
 
+acc_D and Gap 1 (`extraction_estimates`) depend on the probed facts and the extraction seeds, a
+crossed design (every seed probes every fact). At one extraction seed the interval is Wilson's over
+the facts and covers the facts only: no seed spread can be measured from one seed, and the Estimate
+says so in `covers` (the task's protocol block adds an entry). At several seeds it is a two-way
+bootstrap (Owen 2007, the "pigeonhole" bootstrap): each replicate resamples the facts and, apart,
+the seeds, so both spreads are inside. A two-way bootstrap of 0/1 outcomes that are all equal
+(every seed knows every fact, or none) cannot move: then Wilson's interval over the facts stands in.
+Neither is ever zero-width at acc_D = 0 or 1.
+
 Comparisons of two systems on facts:
 - `paired_shares`: each fact's share of correct outcomes under either system (0/1 with one
   outcome per fact); b = facts the first does better on, c = the second; the exact two-sided
   sign test of b in b + c (exact McNemar when outcomes are 0/1), and the mean paired difference
-  with a bootstrap over facts (facts that cannot be paired: `uncertainty.difference_unpaired`).
+  with Newcombe's paired interval when outcomes are 0/1, else a bootstrap over facts (facts that
+  cannot be paired: `uncertainty.difference_unpaired`).
 """
 
 from __future__ import annotations
@@ -106,11 +116,58 @@ def bootstrap_estimate(value: float, replicates: Sequence[float], n: int, seed: 
     }
 
 
+FACTS_ONLY = "facts only: one extraction seed, so the seed-to-seed spread is not inside"
+SEEDS_AGREE = "facts and extraction seeds: every seed gives every fact the same outcome, so Wilson over the facts"
+FACTS_AND_SEEDS = "facts and extraction seeds: two-way bootstrap resampling the facts and, apart, the seeds"
+
+
+def extraction_estimates(
+    known: Mapping[int, Mapping[str, bool]], seed: int = u.BOOTSTRAP_SEED, resamples: int = u.BOOTSTRAP_RESAMPLES
+) -> tuple[dict, dict]:
+    """(acc_D, Gap 1) Estimates from {extraction seed: {probed fact id: known}}: the mean over facts
+    of the share of seeds that know the fact (n = facts), with the interval the module docstring
+    gives; `covers` says whether the seed spread is inside it, `seeds` how many there were."""
+    import numpy as np
+
+    seeds = sorted(known)
+    facts = sorted(set().union(*(known[e] for e in seeds)))
+    if not facts:
+        raise ValueError("extraction_estimates: no probed fact")
+    # a fact one seed did not probe (it never happens: probing depends on the data, not the seed)
+    # takes its share over the seeds that probed it, as the value does
+    table = np.array([[float(known[e].get(f, np.nan)) for f in facts] for e in seeds])
+    shares = np.nanmean(table, axis=0)
+    value = float(shares.mean())
+    outcomes = table[~np.isnan(table)]
+    if len(seeds) == 1 or np.all(outcomes == outcomes[0]):  # one seed, or 0/1 outcomes all equal
+        low, high = u.wilson(int(round(value * len(facts))), len(facts))
+        interval, covers = "wilson", FACTS_ONLY if len(seeds) == 1 else SEEDS_AGREE
+    else:
+        rng = np.random.default_rng(seed)
+        replicates = [
+            float(np.nanmean(table[np.ix_(rng.integers(len(seeds), size=len(seeds)), rng.integers(len(facts), size=len(facts)))]))
+            for _ in range(resamples)
+        ]
+        low, high = (float(x) for x in np.percentile(replicates, [2.5, 97.5]))
+        low, high, interval, covers = min(low, value), max(high, value), "bootstrap", FACTS_AND_SEEDS
+    common = {
+        "n": len(facts),
+        "interval": interval,
+        "seeds": len(seeds),
+        "covers": covers,
+    }
+    if interval == "bootstrap":
+        common.update(seed=seed, resamples=resamples)
+    acc_d = {"value": value, "ci_low": low, "ci_high": high, **common}
+    gap1 = {"value": 1 - value, "ci_low": 1 - high, "ci_high": 1 - low, **common}
+    return acc_d, gap1
+
+
 def paired_shares(
     first: Mapping[str, float], second: Mapping[str, float], seed: int = u.BOOTSTRAP_SEED, resamples: int = u.BOOTSTRAP_RESAMPLES
 ) -> dict:
     """Two systems on the facts both have: sign test (exact McNemar for 0/1) and the mean paired
-    difference first - second with a bootstrap over facts."""
+    difference first - second (`_paired_difference`)."""
     shared = sorted(set(first) & set(second))
     b = sum(first[f] > second[f] for f in shared)
     c = sum(second[f] > first[f] for f in shared)
@@ -123,8 +180,19 @@ def paired_shares(
         "c": c,
         "p_value": u.binomial_two_sided(b, b + c),
         "test": "exact McNemar on facts (a sign test of b in b + c when a fact has several outcomes)",
-        "difference": u.mean([first[f] - second[f] for f in shared], seed=seed, resamples=resamples),
+        "difference": _paired_difference(first, second, shared, seed, resamples),
     }
+
+
+def _paired_difference(
+    first: Mapping[str, float], second: Mapping[str, float], shared: list[str], seed: int, resamples: int
+) -> dict:
+    """first - second over the shared facts. 0/1 outcomes (one per fact): Newcombe's paired interval,
+    which is not zero-width when the two agree on every fact (a bootstrap of all-zero differences
+    would claim the difference is exactly 0); shares over several outcomes: a bootstrap over facts."""
+    if shared and all(v in (0.0, 1.0) for f in shared for v in (first[f], second[f])):
+        return u.difference_paired({f: first[f] == 1.0 for f in shared}, {f: second[f] == 1.0 for f in shared})
+    return u.mean([first[f] - second[f] for f in shared], seed=seed, resamples=resamples)
 
 
 def share_estimate(shares: Sequence[float], seed: int = u.BOOTSTRAP_SEED) -> dict:

@@ -12,8 +12,10 @@ the report and the card read:
 
 - `proportion(k, n)`: accuracy, EM, P@1, Gain, Loss, a PRS share -> a 95% Wilson score interval.
 - `mean(values)`: a non-binary mean (F1, log-probs) -> a 95% percentile bootstrap over items.
-- `macro_mean(groups)`: the unweighted mean over groups (relations) -> bootstrap resampling items
-  within each group, so each replicate keeps every group.
+- `macro_mean(groups)`: the unweighted mean over groups (relations) -> a two-stage bootstrap:
+  resample the groups, then the items within each drawn group (Davison and Hinkley 1997, 3.8), so
+  one item per group still has the spread between groups; 0/1 items that are all 0 or all 1 get
+  the Wilson interval of the pooled items instead of a zero-width one.
 - `mcnemar(first, second)`: two systems on shared items, paired: b, c and the exact two-sided p;
   `pairwise_mcnemar(systems)`: every pair of systems, with Holm-adjusted p-values.
 - `sign_test(plus, minus)`: the exact two-sided sign test (ties left out), e.g. PRS Improved vs Worsened.
@@ -79,13 +81,9 @@ def percentile(sorted_values: Sequence[float], q: float) -> float:
     return sorted_values[low] + (sorted_values[high] - sorted_values[low]) * (position - low)
 
 
-def _bootstrap(statistic, groups: list[list[float]], seed: int, resamples: int) -> tuple[float, float]:
+def _bootstrap(values: list[float], seed: int, resamples: int) -> tuple[float, float]:
     rng = random.Random(seed)
-    replicates = []
-    for _ in range(resamples):
-        resampled = [[group[rng.randrange(len(group))] for _ in group] for group in groups]
-        replicates.append(statistic(resampled))
-    replicates.sort()
+    replicates = sorted(_mean([values[rng.randrange(len(values))] for _ in values]) for _ in range(resamples))
     return percentile(replicates, 0.025), percentile(replicates, 0.975)
 
 
@@ -106,27 +104,63 @@ def mean(values: Sequence[float], seed: int = BOOTSTRAP_SEED, resamples: int = B
         "resamples": resamples,
     }
     if values:
-        estimate["ci_low"], estimate["ci_high"] = _bootstrap(lambda gs: _mean(gs[0]), [values], seed, resamples)
+        estimate["ci_low"], estimate["ci_high"] = _bootstrap(values, seed, resamples)
     return estimate
 
 
+TWO_STAGE = "two-stage bootstrap: groups with replacement, then items within each drawn group"
+WILSON_FALLBACK = "Wilson interval of the pooled items (0/1 items all equal: no resample can spread them)"
+
+
+def _binary_extreme(values: Sequence[float]) -> bool:
+    """True when every value is 0 or every value is 1: 0/1 outcomes a resample cannot spread."""
+    return bool(values) and (all(v == 0.0 for v in values) or all(v == 1.0 for v in values))
+
+
+def _two_stage(groups: list[list[float]], seed: int, resamples: int) -> tuple[float, float]:
+    """Percentile interval of the macro mean: each replicate draws as many groups as there are,
+    with replacement, then as many items as each drawn group holds, with replacement."""
+    rng = random.Random(seed)
+    replicates = []
+    for _ in range(resamples):
+        drawn = [groups[rng.randrange(len(groups))] for _ in groups]
+        replicates.append(_mean([_mean([g[rng.randrange(len(g))] for _ in g]) for g in drawn]))
+    replicates.sort()
+    return percentile(replicates, 0.025), percentile(replicates, 0.975)
+
+
 def macro_mean(groups: Mapping[str, Sequence[float]], seed: int = BOOTSTRAP_SEED, resamples: int = BOOTSTRAP_RESAMPLES) -> dict:
-    """An Estimate for the unweighted mean over groups of each group's mean (LAMA's macro P@1);
-    the bootstrap resamples items within each group. `n` counts items; `groups` counts groups."""
+    """An Estimate for the unweighted mean over groups of each group's mean (LAMA's macro P@1).
+    `n` counts items; `groups` counts groups; `method` says how the interval was made.
+
+    The interval is a two-stage bootstrap (groups, then items within each drawn group). A
+    bootstrap that keeps every group and resamples only within them collapses to a point when each
+    group holds one item (20 facts of 20 relations gave 0.077 [0.077, 0.077]); resampling the
+    groups keeps the spread between them, at the price of treating the relations as a sample of
+    relations (for a fixed relation set with many items each, it is conservative). When the items
+    are 0/1 and all equal, no resample moves the value, yet k of n does not fix a rate: the
+    Wilson interval of the pooled items stands in. Any other all-equal data fix the value (zero width)."""
     kept = [[float(v) for v in values] for _, values in sorted(groups.items()) if len(values)]
-    n = sum(len(g) for g in kept)
+    pooled = [v for g in kept for v in g]
     estimate = {
         "value": _mean([_mean(g) for g in kept]) if kept else None,
-        "n": n,
+        "n": len(pooled),
         "groups": len(kept),
         "ci_low": None,
         "ci_high": None,
         "interval": "bootstrap",
         "seed": seed,
         "resamples": resamples,
+        "method": TWO_STAGE,
     }
+    if _binary_extreme(pooled):
+        low, high = wilson(int(sum(pooled)), len(pooled))
+        estimate = {k: v for k, v in estimate.items() if k not in ("seed", "resamples")}
+        return {**estimate, "ci_low": low, "ci_high": high, "interval": "wilson", "method": WILSON_FALLBACK}
     if kept:
-        estimate["ci_low"], estimate["ci_high"] = _bootstrap(lambda gs: _mean([_mean(g) for g in gs]), kept, seed, resamples)
+        low, high = _two_stage(kept, seed, resamples)
+        # the percentiles of a skewed two-stage distribution can miss the point: widened to hold it
+        estimate["ci_low"], estimate["ci_high"] = min(low, estimate["value"]), max(high, estimate["value"])
     return estimate
 
 

@@ -115,6 +115,17 @@ def test_xteval_runs_resumes_and_writes_valid_results(model_fixture, request, la
         assert agg["acc_D"]["std_over"] == "extraction seeds" and agg["acc_D"]["n"] == 1
         assert 0 < agg["chance_accuracy"]["mean"] < 1
     assert results["headline"]["acc_D"]["value"] == 1.0 and results["headline"]["acc_D"]["n"] == n
+    # one extraction seed, acc_D = 1: a Wilson interval over the facts, not [1, 1], that says what it covers
+    acc_d, gap1 = results["headline"]["acc_D"], results["headline"]["gap1"]
+    assert acc_d["ci_low"] < 1.0 == acc_d["ci_high"] and gap1["ci_low"] == 0.0 < gap1["ci_high"]
+    assert acc_d["covers"].startswith("facts only") and acc_d["seeds"] == 1
+    # the protocol block: exactly the departures this command asked for, and the interval's scope
+    protocol = results["protocol"]
+    assert protocol["name"] == "xteval" and protocol["faithful"] is False
+    assert [d["id"] for d in protocol["deviations"]] == [
+        "known-facts-file", "finetune-epochs", "finetune-batch-size", "distractors-per-type", "split-seeds",
+        "finetune-seeds", "acc-d-interval-facts-only"]
+    assert "seed-to-seed spread is not inside" in protocol["deviations"][-1]["kbench"]
     iid, queries = run_row(out, "iid/e0-s0-f0")
     assert iid["n_train"] + iid["n_test"] == n and iid["n_test"] == round(n * 0.4) == len(queries)
     assert all(q["n_candidates"] > 1 for q in queries)
@@ -141,7 +152,9 @@ def test_xteval_runs_resumes_and_writes_valid_results(model_fixture, request, la
     assert 0 < len(test_rel) < len(RELATIONS) and ood["n_test"] == PER_RELATION * len(test_rel)
     items = pl.read_parquet(out / "items.parquet")
     assert items.height == results["items"]["count"] and set(items["kind"]) == {"extraction", "run", "query"}
-    assert (out / "report.md").read_text().count("|") > 10
+    report = (out / "report.md").read_text()
+    assert report.count("|") > 10 and "Protocol: 7 deviations from xteval" in report
+    assert "- `acc-d-interval-facts-only`: paper:" in report and "facts only: one extraction seed" in report
     assert (out / "gaps.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
     # Rerun: every unit is reused (the journal is untouched), results identical.

@@ -49,3 +49,14 @@ def test_paired_shares_is_mcnemar_on_binary_outcomes():
         expected["b"], expected["c"], expected["p_value"], expected["n_shared"])
     assert result["only_second"] == 5 and result["difference"]["value"] == pytest.approx((10 - 7) / 20)
 
+
+
+def test_paired_shares_of_agreeing_0_1_outcomes_is_not_zero_width():
+    # two systems right and wrong on the same 20 facts: the difference is 0, but 20 facts do not fix it
+    outcomes = {f"f{i}": float(i % 3 == 0) for i in range(20)}
+    difference = paired_shares(outcomes, dict(outcomes))["difference"]
+    assert difference["value"] == 0.0 and difference["interval"] == "newcombe-paired"
+    assert difference["ci_low"] < 0.0 < difference["ci_high"]
+    # shares over several outcomes per fact: the bootstrap over facts
+    shares = {f"f{i}": (i % 4) / 3 for i in range(20)}
+    assert paired_shares(shares, {f: 1 - v for f, v in shares.items()})["difference"]["interval"] == "bootstrap"

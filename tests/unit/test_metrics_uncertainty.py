@@ -51,12 +51,37 @@ def test_bootstrap_is_seeded_and_brackets_the_mean():
     assert mean(values, seed=4)["ci_low"] != one["ci_low"] or mean(values, seed=4)["ci_high"] != one["ci_high"]
 
 
-def test_macro_mean_weights_groups_equally_and_resamples_within_them():
+def test_macro_mean_weights_groups_equally_and_resamples_groups_then_items():
     groups = {"P1": [1.0] * 90 + [0.0] * 10, "P2": [0.0] * 5}
     estimate = macro_mean(groups)
     assert estimate["value"] == pytest.approx(0.45) and estimate["n"] == 105 and estimate["groups"] == 2
-    # P2 is all zeros in every replicate, so the interval stays within [0, 0.5]
-    assert 0.0 <= estimate["ci_low"] <= 0.45 <= estimate["ci_high"] <= 0.5
+    assert estimate["method"].startswith("two-stage")
+    # two relations: a replicate may draw P1 twice (about 0.9) or P2 twice (0), so the interval holds
+    # the spread between the relations, not only the items within them
+    assert estimate["ci_low"] == 0.0 and 0.85 <= estimate["ci_high"] <= 1.0
+
+
+def test_macro_mean_with_one_item_per_relation_is_not_zero_width():
+    # the 20-item extraction report: 20 relations of one fact each gave 0.077 [0.077, 0.077]
+    groups = {f"P{i}": [1.0 if i < 2 else 0.0] for i in range(20)}
+    estimate = macro_mean(groups)
+    assert estimate["value"] == pytest.approx(0.1)
+    assert estimate["ci_low"] <= 0.1 < estimate["ci_high"] and estimate["ci_high"] - estimate["ci_low"] > 0.1
+    assert macro_mean(groups, seed=0) == estimate  # seeded
+
+
+def test_macro_mean_of_all_zero_or_all_one_hits_gets_the_wilson_interval():
+    for hit in (0.0, 1.0):
+        estimate = macro_mean({f"P{i}": [hit] * (1 + i % 3) for i in range(10)})
+        assert estimate["value"] == hit and estimate["interval"] == "wilson"
+        assert (estimate["ci_low"], estimate["ci_high"]) == wilson(int(hit) * estimate["n"], estimate["n"])
+        assert estimate["ci_high"] > estimate["ci_low"]
+
+
+def test_macro_mean_of_equal_non_binary_values_stays_zero_width():
+    # every item of every relation has the same share: the data fix the value
+    estimate = macro_mean({"P1": [0.5, 0.5], "P2": [0.5]})
+    assert estimate["ci_low"] == estimate["ci_high"] == 0.5
 
 
 def test_format_marks_small_cells():

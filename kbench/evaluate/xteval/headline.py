@@ -39,6 +39,13 @@ def _fact_shares(queries: list[dict]) -> dict[str, float]:
     return {fact: sum(v) / len(v) for fact, v in outcomes.items()}
 
 
+def _covers(runs: int) -> str:
+    """What the interval's spread holds (the Estimate's `covers`)."""
+    if runs == 1:
+        return "one run: its test queries and D's probed facts only, the seed-to-seed spread is not inside"
+    return "runs (extraction x split x fine-tune seeds) and, within each, its test queries and D's probed facts"
+
+
 def downstream_headline(rows: list[dict], known: dict[int, tuple[int, int]], settings: list[str], seed: int) -> tuple[dict, dict]:
     """(headline Estimates, metrics block `iid_minus_ood` or {}) from the task's rows.
     `known`: extraction seed -> (known facts, probed facts)."""
@@ -62,7 +69,7 @@ def downstream_headline(rows: list[dict], known: dict[int, tuple[int, int]], set
             "usable_knowledge": sum(a * d for a, d in zip(acc_d, down)) / len(runs),
             "gap2": sum(a * (1 - d) for a, d in zip(acc_d, down)) / len(runs),
         }
-        extra = {"runs": len(runs), "queries": sum(r.queries for r in runs)}
+        extra = {"runs": len(runs), "queries": sum(r.queries for r in runs), "covers": _covers(len(runs))}
         n_facts = len({q["fact_id"] for q in queries[setting]})
         for figure in FIGURES:
             headline[f"{setting}_{figure}"] = bootstrap_estimate(

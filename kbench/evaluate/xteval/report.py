@@ -10,6 +10,7 @@ from pathlib import Path
 
 from kbench.io import atomic_path, write_text
 from kbench.metrics.uncertainty import format_estimate
+from kbench.protocol import describe, read_protocol
 
 FIGURES = ("acc_D", "downstream_accuracy", "chance_accuracy", "usable_knowledge", "gap1", "gap2")
 
@@ -36,14 +37,23 @@ def markdown_table(results: dict) -> str:
     for setting, agg in metrics["settings"].items():
         cells = [f"{agg[k]['mean']:.3f} ± {agg[k]['std']:.3f}" for k in FIGURES]
         lines.append(f"| {setting} | {len(agg['runs'])} | " + " | ".join(cells) + " |")
-    return "\n".join(lines + headline_lines(results)) + "\n"
+    return "\n".join(lines + headline_lines(results) + protocol_lines(results)) + "\n"
+
+
+def protocol_lines(results: dict) -> list[str]:
+    """The run's protocol block: "faithful to xteval", or its deviations one per line."""
+    protocol = read_protocol(results, "results.json")
+    lines = ["", f"Protocol: {describe(protocol)}" + (f" ({protocol.reference})" if protocol else "") + "."]
+    if protocol is not None:
+        lines += [f"- `{d.id}`: paper: {d.paper}; this run: {d.kbench}; touches: {d.effect}." for d in protocol.deviations]
+    return lines
 
 
 def headline_lines(results: dict) -> list[str]:
     """The headline Estimates with their 95% intervals, IID - OOD beside the figures it compares."""
     lines = ["", "Headline, 95% intervals (" + results["metrics"]["statistics"]["headline"] + "):", ""]
-    lines += ["| figure | value [95% CI] | n |", "|---|---|---:|"]
-    lines += [f"| {name} | {format_estimate(e)} | {e['n']} |" for name, e in results["headline"].items()]
+    lines += ["| figure | value [95% CI] | n | the interval covers |", "|---|---|---:|---|"]
+    lines += [f"| {name} | {format_estimate(e)} | {e['n']} | {e.get('covers', '')} |" for name, e in results["headline"].items()]
     difference = results["metrics"].get("iid_minus_ood")
     if difference:
         shared = difference["on_shared_facts"]

@@ -36,10 +36,11 @@ from kbench.evaluate.xteval.extraction import Extraction, discrete_known, read_k
 from kbench.evaluate.xteval.headline import downstream_headline
 from kbench.evaluate.xteval.inference import evaluate_retrieval
 from kbench.evaluate.xteval.pipeline import XtevalSettings, downstream_generators, load_facts, split_facts
+from kbench.evaluate.xteval.protocol import xteval_protocol
 from kbench.evaluate.xteval.softprompt import split_dir_pairs
 from kbench.io import stable_hash
 from kbench.metrics import uncertainty as u
-from kbench.metrics.clustered import LEVELS
+from kbench.metrics.clustered import LEVELS, extraction_estimates
 from kbench.metrics.gaps import gap_figures
 from kbench.models.interface import Capability
 from kbench.models.training import trainer
@@ -216,16 +217,13 @@ class Xteval(Task):
                 }
             )
         # Each fact once (n = facts): the share of extraction seeds that know it. Pooling the seeds'
-        # rows in a Wilson interval would count every fact once per seed and narrow the interval.
-        seeds_known: dict[str, list[bool]] = defaultdict(list)
+        # rows in one interval would count every fact once per seed and narrow it.
+        known_by_seed: dict[int, dict[str, bool]] = defaultdict(dict)
         for r in extraction_rows:
             if r["status"] in ("known", "unknown"):
-                seeds_known[r["fact_id"]].append(r["status"] == "known")
-        known_share = [sum(k) / len(k) for k in seeds_known.values()]
-        headline = {
-            "acc_D": u.mean(known_share, seed=s.seed),
-            "gap1": u.mean([1 - x for x in known_share], seed=s.seed),
-        }
+                known_by_seed[r["extraction_seed"]][r["fact_id"]] = r["status"] == "known"
+        acc_d_estimate, gap1_estimate = extraction_estimates(known_by_seed, seed=s.seed)
+        headline = {"acc_D": acc_d_estimate, "gap1": gap1_estimate}
         per_setting = {}
         known = {entry["seed"]: (entry["n_known"], entry["n_probed"]) for entry in log}
         downstream, differences = downstream_headline(rows, known, s.settings, s.seed)
@@ -257,14 +255,17 @@ class Xteval(Task):
                 "acc_D, gap1": "mean and sample std over the distinct extraction seeds (paper Fig. 4a)",
                 "downstream_accuracy, usable_knowledge, gap2, chance_accuracy": "mean and sample std over the runs, "
                 "extraction x split x fine-tune (paper Fig. 4b)",
-                "headline": "acc_D, gap1: mean over facts of the share of extraction seeds that know the fact, "
-                "with a bootstrap over facts (n = facts); downstream accuracy, usable knowledge, gap2: mean "
+                "headline": "acc_D, gap1: mean over facts of the share of extraction seeds that know the fact "
+                "(n = facts); at one extraction seed a Wilson interval over the facts (facts only), at several a "
+                "two-way bootstrap over facts and seeds (`covers` says which); downstream accuracy, usable knowledge, gap2: mean "
                 f"over runs with a {LEVELS} (n = distinct test facts; seed {s.seed}, {u.BOOTSTRAP_RESAMPLES} resamples)",
             },
             "settings": per_setting,
             **differences,
         }
-        return Summary(headline=headline, metrics=metrics)
+        not_probed = {"facts": len(state.rows), "unreadable": log[0]["n_unreadable"], "untrained": log[0]["n_untrained"]}
+        protocol = xteval_protocol(s, ctx.model.kind, state.seeds, not_probed)
+        return Summary(headline=headline, metrics=metrics, protocol=protocol)
 
     def finish(self, ctx: RunContext, state: XtevalPlan, rows: list[dict], results: dict) -> None:
         from kbench.evaluate.xteval.report import write_report

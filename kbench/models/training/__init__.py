@@ -13,6 +13,7 @@ call these methods and never see the network, the `LoadedModel` or a backend's a
     softprompt.py    OptiPrompt-style per-relation soft prompts (frozen model, safetensors)
     crossencoder.py  XTEVAL's cross-encoder (fresh scalar head) and its InfoNCE fine-tuning
     reading.py       `kbench read`'s continued pre-training loop and its per-epoch checkpoints
+    boolq.py         LEFT's prior as the paper makes it: a causal LM fine-tuned on BoolQ (True/False)
 """
 
 from __future__ import annotations
