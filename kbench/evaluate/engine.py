@@ -82,9 +82,7 @@ def validate(document: dict, schema_name: str, where: str = "") -> None:
     from referencing import Registry, Resource
 
     envelope, protocol = load_schema(ENVELOPE_SCHEMA), load_schema(PROTOCOL_SCHEMA)
-    registry = Registry().with_resources(
-        (schema["$id"], Resource.from_contents(schema)) for schema in (envelope, protocol)
-    )
+    registry = Registry().with_resources((schema["$id"], Resource.from_contents(schema)) for schema in (envelope, protocol))
     error = next(Draft202012Validator(load_schema(schema_name), registry=registry).iter_errors(document), None)
     if error is not None:
         path = ".".join(str(p) for p in error.absolute_path) or "(top)"

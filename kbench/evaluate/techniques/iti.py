@@ -8,7 +8,8 @@ come from TruthfulQA when the data root holds it (`kbench data fetch truthfulqa`
 every item. A file there that is not TruthfulQA (`truthfulqa.not_truthfulqa`) still trains them,
 and the protocol block records it (`iti-probes-not-truthfulqa`). Without it (`probe_data` = auto)
 they come from the benchmark itself, which the protocol block records (`iti-probes-benchmark`):
-answer prompt + " " + gold (true) and + " " + another item's answer (false), built from the train split or from the other fold (`fitting.py`), 80% of the pool
+answer prompt + " " + gold (true) and + " " + another item's answer (false),
+built from the train split or from the other fold (`fitting.py`), 80% of the pool
 training the probes and 20% ranking them. The top K heads are shifted. Direction: ITI's default
 mass-mean direction (mean true − mean false activation of the head, unit length); shift =
 alpha × sigma × direction, sigma = population standard deviation of the pool's true and false
