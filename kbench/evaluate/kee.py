@@ -50,6 +50,7 @@ from kbench.metrics import uncertainty as u
 from kbench.metrics.matching import exact_match, maple_correct
 from kbench.models.interface import Capability
 from kbench.models.provenance import code_hash
+from kbench.protocol import Deviation, Protocol
 
 SEED_A = 42
 PARTITION = "partition"
@@ -141,6 +142,19 @@ def _row(stage: str, item: KeeItem, **values) -> dict:
         **{k: None for k in ("answer", "correct", "exact", "gold_rank", "gold_logprob", "sample_correct")},
         **values,
     }
+
+
+def run_protocol(
+    settings: KeeSettings, chat: bool, pool: tuple[str, int, int] | None, fitted: dict[str, list[dict]]
+) -> tuple[Protocol, dict[str, list[Deviation]]]:
+    """(the run's protocol block, each technique's own deviations) from the settings, the prompt
+    form, the fitting pool (split, its items, items used; None: two folds) and each technique's
+    fit records (`kee_protocol`)."""
+    s = settings
+    params = {n: get_technique(n, **_technique_params(n, s)) for n in s.techniques}
+    deviations = {n: technique.deviations(fitted.get(n, [])) for n, technique in params.items()}
+    resolved = {n: technique.params() for n, technique in params.items()}
+    return kee_protocol(s, chat, pool, resolved, deviations, fitted), deviations
 
 
 def _output_rows(name: str, items: Sequence[KeeItem], outputs, case_sensitive: bool) -> list[dict]:
@@ -351,9 +365,8 @@ class KnowledgeElicitation(Task):
         overall = _summary(s.techniques, by_tech, partitions, ids, s.k)
         per_bin = {b: _summary(s.techniques, by_tech, partitions, b_ids, s.k) for b, b_ids in sorted(bins.items())}
         fitted = {n: fit_records(by_tech[n].values()) for n in s.techniques}
-        deviations = {n: get_technique(n, **_technique_params(n, s)).deviations(fitted[n]) for n in s.techniques}
         pool = (state.pool_split, state.pool_available, len(state.context.train_items)) if state.pool_split else None
-        protocol = kee_protocol(s, state.context.chat, pool, state.technique_params, deviations, fitted)
+        protocol, deviations = run_protocol(s, state.context.chat, pool, fitted)
         result = {
             "techniques": list(s.techniques),
             "technique_params": state.technique_params,

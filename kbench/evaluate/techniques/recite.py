@@ -58,16 +58,6 @@ class Recite(Technique):
 
     def deviations(self, fitted):
         p, out = self.p, []
-        if p.runs != MAPLE_RUNS:
-            how = "one greedy recitation, no vote" if p.runs == 1 else "majority vote"
-            out.append(
-                Deviation(
-                    "recite-runs",
-                    paper=f"{MAPLE_RUNS} recite-and-answer runs, majority vote",
-                    kbench=f"{p.runs} run{'s' if p.runs != 1 else ''} ({how})",
-                    effect="recite: every number",
-                )
-            )
         if p.runs > 1:
             out.append(
                 Deviation(
@@ -75,6 +65,16 @@ class Recite(Technique):
                     paper="20 runs and a majority vote under greedy decoding; how the runs differ is not stated",
                     kbench=f"recitations sampled at temperature {p.recite_temperature} (seed {p.seed}), answers greedy, "
                     "so the vote is not over identical greedy runs",
+                    effect="recite: every number",
+                )
+            )
+        if p.runs != MAPLE_RUNS:
+            how = "one greedy recitation, no vote" if p.runs == 1 else "majority vote"
+            out.append(
+                Deviation(
+                    "recite-runs",
+                    paper=f"{MAPLE_RUNS} recite-and-answer runs, majority vote",
+                    kbench=f"{p.runs} run{'s' if p.runs != 1 else ''} ({how})",
                     effect="recite: every number",
                 )
             )
