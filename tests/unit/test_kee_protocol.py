@@ -116,3 +116,10 @@ def test_a_file_is_truthfulqa_by_its_817_questions_or_its_fetched_sha256(tmp_pat
     write_json(tmp_path / "kbench-data.lock", {"kbench_data_lock": 1, "files": {
         TRUTHFULQA_CSV: {"sha256": hashlib.sha256(FIXTURE.read_bytes()).hexdigest(), "size": FIXTURE.stat().st_size}}})
     assert not_truthfulqa(read_probing_set(FIXTURE)) is None
+
+
+def test_seed_b_samples_follow_the_sweep_not_a_technique_parameter():
+    from kbench.errors import UserError
+
+    with pytest.raises(UserError, match="recovery_samples follows --sweep-max"):
+        ids(techniques=FOLLOWING, technique_params={"temp0.7": {"recovery_samples": 5}})

@@ -28,6 +28,9 @@ def technique_overrides(
 ) -> dict[str, Any]:
     """The parameters `name` gets from the evaluation's settings (its own overrides win)."""
     params: dict[str, Any] = {"runs": recite_runs} if name == "recite" else {}
+    if "recovery_samples" in technique_params.get(name, {}):
+        # SGR / DGR read K samples at every K of the sweep: fewer would fail, more would be unused
+        raise UserError(f"{name}.recovery_samples follows --sweep-max and --sgr-recovery; it cannot be set on its own")
     if get_technique(name).family == "sampling":
         params.update(top_k=top_k, top_p=top_p, recovery_samples=recovery_samples)
     return {**params, **technique_params.get(name, {})}
