@@ -1,6 +1,7 @@
-"""Benchmark: K = 20 temperature sampling vs one greedy pass, and items/s per KEE technique.
+"""Benchmark: K = 20 temperature sampling vs one greedy pass, what the temperature baselines'
+seed-B samples cost, and items/s per KEE technique.
 
-    python bench/kee_sampling.py [--dataset /tmp/lama] [--items 40] [--k 20] [--techniques ...]
+    python bench/kee_sampling.py [--dataset /tmp/lama] [--items 40] [--k 20] [--sweep-max 30] [--techniques ...]
 
 Runs SmolLM2-135M (fp32, CPU unless --device) on the first `--items` questions of the
 dataset's test split, through the same `ModelRunner` the KEE evaluation uses, without a result
@@ -15,6 +16,10 @@ shared prefill and shared sample prefixes are what bring it down.
 Prints
   greedy_seconds, sampling_seconds (k samples per item, the shallow/deep partition's workload),
   sampling_cost_ratio: X   (= sampling_seconds / greedy_seconds; target <= 5 in issue #4),
+  seed_b_cost_ratio[tau=t]: what a temperature baseline's one seed-B draw costs with the samples
+    MAPLE's SGR / DGR need (max(10, sweep_max) per item, as the KEE run draws them) over the
+    10-sample majority vote alone (the old procedure, `--sgr-recovery majority-vote`): the extra
+    samples share the prompt's prefill and the vote's samples, so they cost decoding only,
   items_per_second for each technique (answers + gold ranks; fitting included for CAA/ITI,
   the retrieval-head search for DeCoRe).
 Build the dataset first: kbench build pipelines/lama-trex.toml --out /tmp/lama
@@ -45,6 +50,7 @@ def main() -> None:
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--items", type=int, default=40)
     parser.add_argument("--k", type=int, default=20)
+    parser.add_argument("--sweep-max", type=int, default=30, help="seed-B samples a temperature baseline keeps for SGR/DGR")
     parser.add_argument("--temperatures", default="0.7,1.2",
                         help="the first gives the sampling_cost_ratio line, the others an extra line each")
     parser.add_argument("--techniques", default="baseline,temp0.7,recite,genread,caa,iti,decore,activation_decoding")
@@ -56,6 +62,8 @@ def main() -> None:
     from kbench.evaluate.kee import to_item
     from kbench.evaluate.techniques import get_technique
     from kbench.evaluate.techniques.base import ANSWER_STOP, MAX_ANSWER_TOKENS, KeeContext, use_chat
+    from kbench.evaluate.techniques.temperature import MAPLE_VOTES as VOTES
+    from kbench.evaluate.techniques.temperature import SEED_B
     from kbench.models.loading import load_model
     from kbench.models.runner import ModelRunner
 
@@ -71,6 +79,7 @@ def main() -> None:
 
     temperatures = [float(t) for t in args.temperatures.split(",")]
     greedy, sampling = float("inf"), {t: float("inf") for t in temperatures}
+    seed_b = {(t, n): float("inf") for t in temperatures for n in (VOTES, max(VOTES, args.sweep_max))}
     for _ in range(args.repeats):  # the machine is shared: alternate the runs and keep each one's best
         started = time.perf_counter()
         runner.generate(prompts, max_new_tokens=MAX_ANSWER_TOKENS, stop=ANSWER_STOP)
@@ -79,15 +88,28 @@ def main() -> None:
             started = time.perf_counter()
             runner.sample(prompts, k=args.k, temperature=t, seed=42, max_new_tokens=MAX_ANSWER_TOKENS, stop=ANSWER_STOP)
             sampling[t] = min(sampling[t], time.perf_counter() - started)
+            for t_b, n in seed_b:  # the temperature baseline's seed-B draw: the vote alone, then with SGR/DGR's samples
+                if t_b == t:
+                    started = time.perf_counter()
+                    runner.sample(prompts, k=n, temperature=t, seed=SEED_B, max_new_tokens=MAX_ANSWER_TOKENS, stop=ANSWER_STOP)
+                    seed_b[t, n] = min(seed_b[t, n], time.perf_counter() - started)
     print(f"model: {args.model} ({args.device}), items: {len(items)}, k: {args.k}, best of {args.repeats}")
     print(f"greedy_seconds: {greedy:.2f}")
     for t in temperatures[1:]:
         print(f"sampling_seconds[tau={t}]: {sampling[t]:.2f}  (ratio {sampling[t] / greedy:.2f})")
     print(f"sampling_seconds: {sampling[temperatures[0]]:.2f}  (tau={temperatures[0]})")
     print(f"sampling_cost_ratio: {sampling[temperatures[0]] / greedy:.2f}")
+    for t in temperatures:
+        vote, full = seed_b[t, VOTES], seed_b[t, max(VOTES, args.sweep_max)]
+        print(f"seed_b_seconds[tau={t}]: vote only ({VOTES} samples) {vote:.2f}, with SGR/DGR's "
+              f"({max(VOTES, args.sweep_max)} samples) {full:.2f}")
+        print(f"seed_b_cost_ratio[tau={t}]: {full / vote:.2f}")
 
     for name in [n.strip() for n in args.techniques.split(",") if n.strip()]:
-        technique = get_technique(name, **({"runs": args.recite_runs} if name == "recite" else {}))
+        overrides = {"runs": args.recite_runs} if name == "recite" else {}
+        if get_technique(name).family == "sampling":  # as the KEE run: the vote's and SGR/DGR's seed-B samples
+            overrides["recovery_samples"] = args.sweep_max
+        technique = get_technique(name, **overrides)
         started = time.perf_counter()
         technique.run(context, items)
         seconds = time.perf_counter() - started

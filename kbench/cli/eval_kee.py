@@ -21,17 +21,18 @@ def kee(
 
 
 def _comparison_report(results: dict, run_dir) -> None:
-    """The deviations and the paired tests on the terminal (the task itself wrote comparison.md and the charts)."""
+    """The protocol block and the paired tests on the terminal (the task itself wrote comparison.md
+    and the charts)."""
     from rich.console import Console
 
+    from kbench.protocol import describe, read_protocol
+
     console = Console(stderr=True)
-    metrics = results["metrics"]
-    deviating = {t: d["deviations"] for t, d in metrics.get("technique_details", {}).items() if d.get("deviations")}
-    if deviating:
-        console.print("deviations from MAPLE:")
-        for technique, deviations in deviating.items():
-            console.print(f"  {technique}: " + "; ".join(deviations), markup=False)
-    console.print(_tests_table(metrics))
+    protocol = read_protocol(results, str(run_dir / "results.json"))
+    console.print(f"protocol: {describe(protocol)}", markup=False)
+    for d in protocol.deviations if protocol else ():
+        console.print(f"  {d.id}: {d.kbench} (MAPLE: {d.paper})", markup=False)
+    console.print(_tests_table(results["metrics"]))
     console.print(f"table: {run_dir / 'comparison.md'}; charts: {run_dir / 'prs.png'}, {run_dir / 'gain_loss.png'}")
 
 

@@ -4,10 +4,15 @@ Input: a dataset folder (Question rows). Per item and technique (`kbench.evaluat
 through the model: the final answer, MAPLE correctness and strict exact match, and the gold first
 token's full-vocabulary rank under the technique. For the shallow/deep partition,
 `max(k, sweep_max)` samples per item at each temperature with seed A = 42 on the baseline prompt.
+The temperature baselines answer by the majority vote of their first 10 seed-B samples (Gain,
+Loss, PRS) and, as MAPLE, count an item recovered for SGR / DGR when one of K new samples drawn
+with seed B = 0 is correct (the same draw: `sweep_max` samples, the first K at each K); the
+`sgr_recovery = "majority-vote"` option reads the vote instead and is recorded as a deviation.
 
 Work units are (stage, 64 items): a stage is a technique or a partition temperature. Outputs:
 - `items.parquet` / `items.jsonl`: one row per (technique, item), plus one row per
-  (partition temperature, item) holding the seed-A samples' correctness;
+  (partition temperature, item) holding the seed-A samples' correctness; a temperature
+  baseline's row holds its seed-B samples (`detail.samples`) and their correctness (`sample_correct`);
 - `results.json` (metrics schema `results.kee.v2.json`): per technique Acc, exact Acc, Gain, Loss
   (Wilson intervals; `kbench.metrics.kee`, the one definition), PRS improved/tied/worsened with the
   sign test of Improved vs Worsened, SGR/DGR at each temperature, and the exact McNemar test against
@@ -16,7 +21,8 @@ Work units are (stage, 64 items): a stage is a technique or a partition temperat
   (unpaired Newcombe differences, `frequency_bin_differences`); the Kendall tau of the method
   ranking at each K against K = `k` with its bootstrap interval; per technique its validated
   parameters, what it fitted (`technique_details`: layers, heads, pools, ITI's probe source) and
-  where it departs from MAPLE (`deviations`).
+  the ids of its protocol deviations; the run's `protocol` block (`kee_protocol.py`) lists every
+  departure from MAPLE, the techniques' and the run's own.
 Undefined ratios (empty denominators) have value null. Fitted vectors/probes are stored in
 `fits/`, so a rerun refits nothing.
 """
@@ -33,6 +39,7 @@ from pydantic import Field, field_validator, model_validator
 
 from kbench.dataset import has_split, open_split, seeded_sample
 from kbench.errors import UserError
+from kbench.evaluate.kee_protocol import kee_protocol
 from kbench.evaluate.task import TASKS, Plan, RunContext, Summary, Task, TaskSettings, Unit, chunks
 from kbench.evaluate.techniques import TECHNIQUES, get_technique, known_techniques
 from kbench.evaluate.techniques.base import ANSWER_STOP, MAX_ANSWER_TOKENS, KeeContext, KeeItem, clean_answer, use_chat
@@ -43,6 +50,7 @@ from kbench.metrics import uncertainty as u
 from kbench.metrics.matching import exact_match, maple_correct
 from kbench.models.interface import Capability
 from kbench.models.provenance import code_hash
+from kbench.protocol import Deviation, Protocol
 
 SEED_A = 42
 PARTITION = "partition"
@@ -66,6 +74,11 @@ class KeeSettings(TaskSettings):
     technique_params: dict[str, dict[str, Any]] = {}  # {technique: {param: value}}, validated by each technique
     case_sensitive: bool = Field(False, description="MAPLE matching keeps case.")
     prompt: Literal["auto", "chat", "question"] = Field("auto", description="auto: the chat template when the model has one.")
+    sgr_recovery: Literal["seed-b", "majority-vote"] = Field(
+        "seed-b",
+        description="SGR/DGR of the temperature baselines: seed-b counts an item recovered when one of K new seed-B "
+        "samples is correct (MAPLE); majority-vote reads the 10-sample vote (a recorded deviation).",
+    )
 
     @field_validator("techniques", mode="before")
     @classmethod
@@ -105,8 +118,15 @@ def to_item(row: dict) -> KeeItem:
     )
 
 
+def recovery_samples(settings: KeeSettings) -> int:
+    """Seed-B samples a temperature baseline keeps for SGR / DGR: K new samples at every K of the
+    sweep (MAPLE), or none when SGR / DGR read the majority vote."""
+    return settings.sweep_max if settings.sgr_recovery == "seed-b" else 0
+
+
 def _technique_params(name: str, settings: KeeSettings) -> dict:
-    return technique_overrides(name, settings.recite_runs, settings.top_k, settings.top_p, settings.technique_params)
+    s = settings
+    return technique_overrides(name, s.recite_runs, s.top_k, s.top_p, s.technique_params, recovery_samples(s))
 
 
 def _row(stage: str, item: KeeItem, **values) -> dict:
@@ -124,6 +144,19 @@ def _row(stage: str, item: KeeItem, **values) -> dict:
     }
 
 
+def run_protocol(
+    settings: KeeSettings, chat: bool, pool: tuple[str, int, int] | None, fitted: dict[str, list[dict]]
+) -> tuple[Protocol, dict[str, list[Deviation]]]:
+    """(the run's protocol block, each technique's own deviations) from the settings, the prompt
+    form, the fitting pool (split, its items, items used; None: two folds) and each technique's
+    fit records (`kee_protocol`)."""
+    s = settings
+    params = {n: get_technique(n, **_technique_params(n, s)) for n in s.techniques}
+    deviations = {n: technique.deviations(fitted.get(n, [])) for n, technique in params.items()}
+    resolved = {n: technique.params() for n, technique in params.items()}
+    return kee_protocol(s, chat, pool, resolved, deviations, fitted), deviations
+
+
 def _output_rows(name: str, items: Sequence[KeeItem], outputs, case_sensitive: bool) -> list[dict]:
     return [
         _row(
@@ -134,6 +167,9 @@ def _output_rows(name: str, items: Sequence[KeeItem], outputs, case_sensitive: b
             exact=exact_match(out.answer, item.answers, case_sensitive=case_sensitive),
             gold_rank=None if out.gold_rank is None else int(out.gold_rank),
             gold_logprob=None if out.gold_logprob is None else float(out.gold_logprob),
+            sample_correct=None
+            if out.recovery_samples is None
+            else [maple_correct(a, item.answers, case_sensitive=case_sensitive) for a in out.recovery_samples],
             detail=json.dumps(out.detail, ensure_ascii=False, sort_keys=True),
         )
         for item, out in zip(items, outputs)
@@ -168,7 +204,9 @@ def _summary(
     ids: Sequence[str],
     k: int,
 ) -> dict:
-    """Metrics of every technique over the items `ids` (the whole split or one frequency bin)."""
+    """Metrics of every technique over the items `ids` (the whole split or one frequency bin).
+    SGR / DGR count an item recovered as `metrics.recovered` reads the row: the seed-B samples
+    of a temperature baseline (`sample_correct`, one of the first k correct), else the answer."""
     base = {i: by_tech["baseline"][i]["correct"] for i in ids}
     base_rank = {i: by_tech["baseline"][i]["gold_rank"] for i in ids}
     splits = {t: metrics.partition_failures(base, {i: partitions[t][i] for i in ids}, k) for t in partitions}
@@ -176,9 +214,10 @@ def _summary(
     for name in techniques:
         rows = by_tech[name]
         correct = {i: rows[i]["correct"] for i in ids}
+        recovered = metrics.recovered_by({i: _outcome(rows[i]) for i in ids}, k)
         rates = {}
         for t, (shallow, deep) in splits.items():
-            sgr, dgr = metrics.gain_rates(shallow, deep, correct)
+            sgr, dgr = metrics.gain_rates(shallow, deep, recovered)
             rates[str(t)] = {"sgr": sgr, "dgr": dgr, "shallow": len(shallow), "deep": len(deep)}
         out[name] = {
             "accuracy": metrics.accuracy(correct),
@@ -190,6 +229,12 @@ def _summary(
             "vs_baseline": u.mcnemar(correct, base),
         }
     return out
+
+
+def _outcome(row: dict):
+    """What SGR / DGR read of a technique's row: its seed-B samples' correctness where it kept
+    them, else its answer's correctness."""
+    return row["correct"] if row["sample_correct"] is None else list(row["sample_correct"])
 
 
 def _prs(base, correct, base_rank, rank) -> dict:
@@ -219,7 +264,7 @@ def _stability(techniques: Sequence[str], by_tech, partitions, ids, k: int, swee
     methods = [t for t in techniques if t != "baseline"]  # the baseline recovers nothing by definition
     if not methods:  # the baseline alone: no ranking to be stable
         return {}
-    method_correct = {m: {i: by_tech[m][i]["correct"] for i in ids} for m in methods}
+    method_correct = {m: {i: _outcome(by_tech[m][i]) for i in ids} for m in methods}
     return {
         str(t): metrics.ranking_stability_intervals(base, samples, method_correct, sweep_max, k)
         for t, samples in partitions.items()
@@ -231,6 +276,7 @@ class KeePlan:
     technique_params: dict[str, dict]  # per technique its validated parameters
     items: list[KeeItem]  # the evaluated items, in plan order
     pool_split: str | None  # the split CAA / ITI fit on (None: two folds of the items)
+    pool_available: int  # items in that split before the fit-pool limit (0 without one)
     context: KeeContext  # what every technique runs with
 
 
@@ -253,7 +299,9 @@ class KnowledgeElicitation(Task):
         if ctx.model.kind != "causal":
             raise UserError("kee generates answers and needs a causal LM")
         # checked before any unit runs
-        technique_params = resolve(s.techniques, s.recite_runs, s.top_k, s.top_p, s.technique_params, ctx.model)
+        technique_params = resolve(
+            s.techniques, s.recite_runs, s.top_k, s.top_p, s.technique_params, ctx.model, recovery_samples(s)
+        )
         split = open_split(ctx.dataset, s.split, s.config, schema="question.v1.json")
         rows = seeded_sample(split.rows, s.limit, s.seed)
         if not rows:
@@ -262,9 +310,11 @@ class KnowledgeElicitation(Task):
         fitting = [name for name in FITTING_SPLITS if name != s.split and has_split(ctx.dataset, name, split.config)]
         pool_split = fitting[0] if fitting else None
         train_items: list[KeeItem] = []
+        pool_available = 0
         if pool_split is not None:
-            pool_rows = seeded_sample(open_split(ctx.dataset, pool_split, split.config).rows, s.fit_pool_limit, s.seed)
-            train_items = [to_item(r) for r in pool_rows]
+            all_pool_rows = open_split(ctx.dataset, pool_split, split.config).rows
+            pool_available = len(all_pool_rows)
+            train_items = [to_item(r) for r in seeded_sample(all_pool_rows, s.fit_pool_limit, s.seed)]
         context = KeeContext(
             model=ctx.model,
             fit_dir=ctx.run_dir / "fits",
@@ -277,7 +327,9 @@ class KnowledgeElicitation(Task):
         units += [
             unit for t in s.temperatures for unit in chunks(items, UNIT_ITEMS, f"{PARTITION}@{t}/", {"partition_temperature": t})
         ]
-        state = KeePlan(technique_params=technique_params, items=items, pool_split=pool_split, context=context)
+        state = KeePlan(
+            technique_params=technique_params, items=items, pool_split=pool_split, pool_available=pool_available, context=context
+        )
         return Plan(units=units, dataset=split.describe(), state=state)
 
     def score(self, ctx: RunContext, state: KeePlan, unit: Unit) -> list[dict]:
@@ -313,11 +365,13 @@ class KnowledgeElicitation(Task):
         overall = _summary(s.techniques, by_tech, partitions, ids, s.k)
         per_bin = {b: _summary(s.techniques, by_tech, partitions, b_ids, s.k) for b, b_ids in sorted(bins.items())}
         fitted = {n: fit_records(by_tech[n].values()) for n in s.techniques}
+        pool = (state.pool_split, state.pool_available, len(state.context.train_items)) if state.pool_split else None
+        protocol, deviations = run_protocol(s, state.context.chat, pool, fitted)
         result = {
             "techniques": list(s.techniques),
             "technique_params": state.technique_params,
             "technique_details": {
-                n: {"params": state.technique_params[n], "fitted": fitted[n], "deviations": self._deviations(n, fitted[n], s)}
+                n: {"params": state.technique_params[n], "fitted": fitted[n], "deviations": [d.id for d in deviations[n]]}
                 for n in s.techniques
             },
             "seed_a": SEED_A,
@@ -337,7 +391,7 @@ class KnowledgeElicitation(Task):
                 headline[f"accuracy:{name}"] = overall[name]["accuracy"]
                 headline[f"gain:{name}"] = overall[name]["gain"]
                 headline[f"loss:{name}"] = overall[name]["loss"]
-        return Summary(headline=headline, metrics=result)
+        return Summary(headline=headline, metrics=result, protocol=protocol)
 
     def finish(self, ctx: RunContext, state: KeePlan, rows: list[dict], results: dict) -> None:
         """comparison.md / comparison.csv (every technique against the baseline) and the PRS and
@@ -345,7 +399,3 @@ class KnowledgeElicitation(Task):
         from kbench.report.kee import write_report
 
         write_report(results, ctx.run_dir)
-
-    def _deviations(self, name: str, fitted: list[dict], s: KeeSettings) -> list[str]:
-        """Where the technique as run departs from MAPLE's configuration (empty: it follows it)."""
-        return get_technique(name, **_technique_params(name, s)).deviations(fitted)

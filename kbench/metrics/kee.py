@@ -8,7 +8,9 @@ Definitions follow the MAPLE paper (Section 3.2; docs/definitions.md, "KEE metri
   ranked first (rank 1) under either setting, then label each remaining item Improved
   (r_kee < r_base), Tied or Worsened and report each label's proportion.
 - SGR / DGR: base failures split by K seed-A samples into shallow (some sample correct) and deep
-  (none correct); SGR = |recovered ∩ shallow| / |shallow|, DGR = |recovered ∩ deep| / |deep|.
+  (none correct); SGR = |recovered ∩ shallow| / |shallow|, DGR = |recovered ∩ deep| / |deep|. A
+  method answering once recovers an item when its answer is correct; a temperature-sampling
+  method when one of its first K seed-B samples is (`recovered`, docs/definitions.md).
 - Kendall tau-b between two score vectors (ties handled as in tau-b), used to compare the method
   ranking at each K with the ranking at the reference K = 20.
 
@@ -101,6 +103,22 @@ def partition_failures(
     return shallow, deep
 
 
+def recovered(outcome: bool | Sequence[bool], k: int) -> bool:
+    """Whether a method recovers an item at K = k: `outcome` is its answer's correctness (a bool,
+    the same at every K) or its seed-B samples' correctness in draw order (recovered when one of
+    the first k is correct; fewer than k samples is an error)."""
+    if isinstance(outcome, (bool, int)):
+        return bool(outcome)
+    if len(outcome) < k:
+        raise ValueError(f"{len(outcome)} seed-B samples, fewer than K={k}")
+    return any(outcome[:k])
+
+
+def recovered_by(method_outcomes: Mapping[str, bool | Sequence[bool]], k: int) -> dict[str, bool]:
+    """{item: recovered at K = k} of one method (`recovered`)."""
+    return {i: recovered(outcome, k) for i, outcome in method_outcomes.items()}
+
+
 def gain_rates(shallow: set[str], deep: set[str], kee_correct: Mapping[str, bool]) -> tuple[dict, dict]:
     """(SGR, DGR) Estimates: the share of shallow and of deep failures the method answers correctly."""
     sgr = u.proportion_of([bool(kee_correct[i]) for i in sorted(shallow)])
@@ -166,7 +184,7 @@ def _tau_b_rows(x, y):
 def ranking_stability_intervals(
     base_correct: Mapping[str, bool],
     sample_correct: Mapping[str, Sequence[bool]],
-    method_correct: Mapping[str, Mapping[str, bool]],
+    method_correct: Mapping[str, Mapping[str, bool | Sequence[bool]]],
     sweep_max: int,
     reference_k: int,
     seed: int = u.BOOTSTRAP_SEED,
@@ -174,6 +192,8 @@ def ranking_stability_intervals(
 ) -> dict[str, dict[str, dict]]:
     """{"sgr" | "dgr": {K: Estimate of tau-b(ranking at K, ranking at reference_k)}} for K = 1..sweep_max.
 
+    `method_correct[m][item]` is the method's outcome as `recovered` reads it: a temperature-sampling
+    method's seed-B samples make its recoveries grow with K, as MAPLE draws K new samples at each K.
     The value is `ranking_stability` on the run's items; the 95% percentile interval resamples the
     base failures with replacement (seeded; every K and both rates read the same resamples, so
     the taus of one replicate stay comparable) and recomputes the partition, the rates and tau.
@@ -184,7 +204,12 @@ def ranking_stability_intervals(
     methods = list(method_correct)
     failures = sorted(i for i, ok in base_correct.items() if not ok)
     first_hit = np.array([next((n for n, ok in enumerate(sample_correct[i]) if ok), sweep_max) for i in failures])
-    correct = np.array([[bool(method_correct[m][i]) for i in failures] for m in methods], dtype=float).reshape(len(methods), -1)
+    # per method and failure: the smallest K at which the method recovers it (sweep_max + 1: never)
+    never = sweep_max + 1
+    recovered_from = np.array(
+        [[next((k for k in range(1, never) if recovered(method_correct[m][i], k)), never) for i in failures] for m in methods],
+        dtype=float,
+    ).reshape(len(methods), -1)
     rng = np.random.default_rng(seed)
     n = len(failures)
     draws = [np.bincount(rng.integers(0, n, n), minlength=n) if n else np.zeros(0) for _ in range(resamples)]
@@ -195,14 +220,14 @@ def ranking_stability_intervals(
         mask = (first_hit < k) if shallow else (first_hit >= k)
         denominator = counts @ mask.astype(float)
         with np.errstate(invalid="ignore", divide="ignore"):
-            return (counts @ (correct * mask).T) / denominator[:, None]
+            return (counts @ ((recovered_from <= k) * mask).T) / denominator[:, None]
 
     out: dict[str, dict[str, dict]] = {}
     for rate, shallow in (("sgr", True), ("dgr", False)):
         points = {}
         for k in range(1, sweep_max + 1):
             split = partition_failures(base_correct, sample_correct, k)
-            points[k] = {m: gain_rates(*split, method_correct[m])[0 if shallow else 1]["value"] for m in methods}
+            points[k] = {m: gain_rates(*split, recovered_by(method_correct[m], k))[0 if shallow else 1]["value"] for m in methods}
         values = ranking_stability(points, reference_k)
         reference = rates(reference_k, shallow)
         out[rate] = {}

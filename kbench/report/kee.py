@@ -6,8 +6,10 @@ atomically, beside results.json:
 - `comparison.md` and `comparison.csv`: techniques x every metric they carry (Acc, Exact, Gain,
   Loss, PRS shares with the sign test of Improved vs Worsened, SGR/DGR per temperature, the paired
   test against the baseline when present), overall and per frequency bin; proportions in percent
-  with their 95% intervals, `*` for n < 30, "undefined" for an empty denominator. The overall
-  table says whether each technique deviates from MAPLE (`technique_details.*.deviations`);
+  with their 95% intervals, `*` for n < 30, "undefined" for an empty denominator. comparison.md
+  opens with the run's protocol block ("faithful to maple-kee" or its deviations, each with what
+  MAPLE does, what the run did and which numbers it touches; "not recorded" for an older file);
+  the tables give the ids of each technique's own deviations (`technique_details.*.deviations`);
   comparison.md adds the exact McNemar matrix of every pair of techniques, the head - tail and
   head - torso differences (unpaired, Newcombe) and the Kendall tau of the ranking with its
   bootstrap interval, when results.json has them;
@@ -25,6 +27,7 @@ from kbench.construct.protocols import results_bin_note
 from kbench.errors import InputError
 from kbench.io import write_text
 from kbench.metrics.uncertainty import format_estimate
+from kbench.protocol import describe, read_protocol
 from kbench.report.legacy import to_v2
 from kbench.report.plots import _pyplot, _save, estimate_bars
 from kbench.report.runs import V2, is_estimate, leaves
@@ -61,6 +64,7 @@ def comparison_tables(results: dict) -> tuple[str, str]:
         "Percent with 95% Wilson intervals; Gain/Loss/PRS/SGR/DGR against the greedy baseline; "
         "`*` marks n < 30; 'undefined' = empty denominator.",
         "",
+        *protocol_section(env),
     ]
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
@@ -89,6 +93,15 @@ def comparison_tables(results: dict) -> tuple[str, str]:
         md.append("")
     md += comparison_sections(metrics, results_bin_note(env))
     return "\n".join(md), buffer.getvalue()
+
+
+def protocol_section(env: dict) -> list[str]:
+    """The run's protocol block as markdown: one line when faithful or not recorded, else a list."""
+    protocol = read_protocol(env, "results.json")
+    lines = [f"**Protocol: {describe(protocol)}**" + (f" ({protocol.reference})" if protocol else ""), ""]
+    for d in protocol.deviations if protocol else ():
+        lines.append(f"- `{d.id}`: {d.kbench}. MAPLE: {d.paper}. Touches: {d.effect}.")
+    return lines + ([""] if protocol and protocol.deviations else [])
 
 
 def _deviates(deviations: list[str] | None) -> str:

@@ -4,6 +4,7 @@ run folder contents, schema, metrics consistent with the rows, resume, user erro
 from __future__ import annotations
 
 import json
+import shutil
 
 import polars as pl
 import pytest
@@ -66,7 +67,8 @@ def test_technique_settings_and_fits_are_recorded(finished_run):
     run, _, _ = finished_run
     results = json.loads((run / "results.json").read_text())
     details = results["metrics"]["technique_details"]
-    assert details["temp0.7"]["params"] == {"temperature": 0.7, "votes": 10, "seed": 0, "top_k": 5, "top_p": 0.9}
+    assert details["temp0.7"]["params"] == {"temperature": 0.7, "votes": 10, "recovery_samples": 4, "seed": 0, "top_k": 5,
+                                            "top_p": 0.9}
     assert details["decore"]["params"]["retrieval_heads"] == 3 and details["caa"]["params"]["multiplier"] == 2.0
     assert results["metrics"]["technique_params"]["decore"] == details["decore"]["params"]
     assert results["settings"]["technique_params"] == {"decore": {"retrieval_heads": 3}, "caa": {"multiplier": 2}}
@@ -99,8 +101,10 @@ def test_metrics_match_the_rows(finished_run):
         improved, worsened = (round(got["prs"][k]["value"] * got["prs"]["n"]) if got["prs"]["n"] else 0 for k in ("improved", "worsened"))
         assert (got["prs"]["sign_test"]["plus"], got["prs"]["sign_test"]["minus"]) == (improved, worsened)
         shallow, deep = metrics.partition_failures(base, table("partition@0.7", "sample_correct"), 3)
+        # temp0.7 recovers an item when one of its first K = 3 seed-B samples is correct (MAPLE)
+        recovered = {i: any(s[:3]) for i, s in table(name, "sample_correct").items()} if name == "temp0.7" else correct
         assert (got["beyond_sampling"]["0.7"]["sgr"], got["beyond_sampling"]["0.7"]["dgr"]) == \
-            metrics.gain_rates(shallow, deep, correct)
+            metrics.gain_rates(shallow, deep, recovered)
         paired = got["vs_baseline"]
         assert (paired["b"], paired["c"]) == (sum(correct[i] and not base[i] for i in base), sum(base[i] and not correct[i] for i in base))
     # a random model answers nothing: no base success, so Loss is undefined -> null / "undefined"
@@ -133,15 +137,41 @@ def test_pairwise_tests_bin_differences_and_stability_intervals(finished_run):
     assert "## Paired tests between techniques" in table and "| | temp0.7 | caa | decore |" in table
     assert "PRS sign test" in table and "head - tail" in table and "unpaired" in table
     assert "Kendall" in table and "deviates from MAPLE" in table
-    assert "deviations from MAPLE" in first.stderr and "decore" in first.stderr
+    assert "protocol: 7 deviations from maple-kee" in first.stderr and "decore-retrieval-heads" in first.stderr
 
 
-def test_deviations_are_recorded_per_technique(finished_run):
+def test_the_protocol_block_lists_each_departure_of_the_run(finished_run):
     run, _, _ = finished_run
-    details = json.loads((run / "results.json").read_text())["metrics"]["technique_details"]
-    assert details["baseline"]["deviations"] == [] and details["caa"]["deviations"] == []
-    assert any("synthetic" in d for d in details["decore"]["deviations"])
-    assert any("10" in d for d in details["decore"]["deviations"])   # 3 masked heads instead of 10
+    results = json.loads((run / "results.json").read_text())
+    block = results["protocol"]
+    assert block["name"] == "maple-kee" and block["faithful"] is False
+    # --k 3, --sweep-max 4, --top-k/--top-p, a model without a chat template, caa.multiplier=2, decore's heads
+    assert [d["id"] for d in block["deviations"]] == [
+        "partition-k", "sweep-max", "sampling-truncation", "prompt-question-form", "caa-multiplier",
+        "decore-synthetic-retrieval-heads", "decore-retrieval-heads"]
+    details = results["metrics"]["technique_details"]
+    assert details["baseline"]["deviations"] == [] and details["caa"]["deviations"] == ["caa-multiplier"]
+    assert details["decore"]["deviations"] == ["decore-synthetic-retrieval-heads", "decore-retrieval-heads"]
+    table = (run / "comparison.md").read_text()
+    assert "**Protocol: 7 deviations from maple-kee**" in table and "- `decore-retrieval-heads`: 3 masked heads." in table
+
+
+def test_maple_defaults_run_faithful(tiny_causal_dir, tmp_path):  # noqa: F811
+    """A chat model, TruthfulQA-free techniques at MAPLE's settings (K = 20, the 1..30 sweep, both
+    temperatures): the block is empty and says faithful."""
+    chat_model = tmp_path / "chat-model"
+    shutil.copytree(tiny_causal_dir, chat_model)
+    config = json.loads((chat_model / "tokenizer_config.json").read_text())
+    config["chat_template"] = "{% for m in messages %}{{ m['content'] }}\n{% endfor %}"
+    (chat_model / "tokenizer_config.json").write_text(json.dumps(config))
+    dataset = write_dataset(tmp_path / "dataset")
+    result = run_kbench("evaluate", "kee", "--dataset", str(dataset), "--model", str(chat_model),
+                        "--techniques", "temp1.2,caa", "--out", str(tmp_path / "run"))
+    assert result.returncode == 0, result.stderr
+    results = json.loads((tmp_path / "run" / "results.json").read_text())
+    assert results["metrics"]["prompt_form"] == "chat"
+    assert results["protocol"]["faithful"] is True and results["protocol"]["deviations"] == []
+    assert "protocol: faithful to maple-kee" in result.stderr
 
 
 @pytest.mark.parametrize("with_truthfulqa", [False, True])
@@ -157,15 +187,18 @@ def test_iti_records_its_probe_source(tiny_causal_dir, tmp_path, with_truthfulqa
     assert result.returncode == 0, result.stderr
     iti = json.loads((tmp_path / "run" / "results.json").read_text())["metrics"]["technique_details"]["iti"]
     sources = {f["probe_source"] for f in iti["fitted"]}
-    probe_deviation = [d for d in iti["deviations"] if "TruthfulQA" in d]
+    block = {d["id"]: d for d in json.loads((tmp_path / "run" / "results.json").read_text())["protocol"]["deviations"]}
     if with_truthfulqa:
-        (fit,) = iti["fitted"]   # one fit on TruthfulQA serves every item
+        (fit,) = iti["fitted"]   # one fit on the file serves every item
         assert sources == {"truthfulqa"} and fit["pool"] == 6 and "TruthfulQA.csv" in fit["probe_data"]
-        assert not probe_deviation
+        # the 6-question fixture is not TruthfulQA (817 questions): never reported as faithful
+        assert iti["deviations"] == ["iti-probes-not-truthfulqa", "iti-heads"]
+        assert "6 questions" in block["iti-probes-not-truthfulqa"]["kbench"]
     else:
         assert sources == {"benchmark train facts"} and len(iti["fitted"]) == 2   # two folds of the items
-        assert probe_deviation and "kbench data fetch truthfulqa" in probe_deviation[0]
-    assert any("K = 4" in d for d in iti["deviations"])
+        assert iti["deviations"] == ["iti-probes-benchmark", "iti-heads"]
+        assert "kbench data fetch truthfulqa" in block["iti-probes-benchmark"]["kbench"]
+    assert block["iti-heads"]["kbench"] == "K = 4 shifted heads"
 
 
 def test_iti_truthfulqa_required_but_missing_is_a_user_error(tiny_causal_dir, tmp_path):  # noqa: F811

@@ -96,7 +96,9 @@ def test_kee_and_extraction_comparisons(smollm2, shared_data, tmp_path, monkeypa
             assert -1 <= tau["ci_low"] <= tau["ci_high"] <= 1
     iti = m["technique_details"]["iti"]
     assert {f["probe_source"] for f in iti["fitted"]} == {"truthfulqa"}
-    assert not any("TruthfulQA" in d for d in iti["deviations"])
+    # the 6-question fixture trains the probes but is not TruthfulQA: never reported as faithful
+    assert "iti-probes-not-truthfulqa" in iti["deviations"]
+    assert "iti-probes-not-truthfulqa" in [d["id"] for d in results["protocol"]["deviations"]]
     assert m["technique_details"]["baseline"]["deviations"] == []
     write_report(results, tmp_path / "kee")
     table = (tmp_path / "kee" / "comparison.md").read_text()

@@ -252,7 +252,7 @@ def test_settings_resolve_to_validated_params_before_anything_runs(loaded):
     from kbench.evaluate.techniques.settings import resolve
 
     got = resolve(("baseline", "temp0.7", "recite", "iti"), 5, 40, 0.9, {"iti": {"heads": 4}}, ModelRunner(loaded))
-    assert got["temp0.7"] == {"temperature": 0.7, "votes": 10, "seed": 0, "top_k": 40, "top_p": 0.9}
+    assert got["temp0.7"] == {"temperature": 0.7, "votes": 10, "recovery_samples": 0, "seed": 0, "top_k": 40, "top_p": 0.9}
     assert got["recite"]["runs"] == 5 and got["iti"]["heads"] == 4 and got["baseline"] == {}
     with pytest.raises(UserError, match="given for caa, which --techniques does not run"):
         resolve(("baseline",), 20, None, 1.0, {"caa": {"multiplier": 2}})

@@ -34,6 +34,15 @@ from kbench.evaluate.techniques import register_technique
 from kbench.evaluate.techniques.base import Technique, TechniqueParams, greedy_answers
 from kbench.io import stable_hash
 from kbench.models.interface import ActivationEntropy, Capability, Intervention
+from kbench.protocol import Deviation
+
+#: (paper's value, what the paper does) per parameter: MAPLE's alpha and depth, the reference code's others
+PAPER = {
+    "alpha": (0.5, "alpha = 0.5 (the weight of the entropy)"),
+    "depth": (0.8125, "the info layer at 81.25% of the depth"),
+    "relative_top": (0.1, "DoLa's plausibility constraint at relative_top = 0.1 (the reference code)"),
+    "final_norm": (False, "no final norm before lm_head on the info layer (the reference code)"),
+}
 
 
 def info_layer(num_layers: int, depth: float = 0.8125) -> int:
@@ -53,6 +62,19 @@ class ActivationDecoding(Technique):
     family = "decoding"
     Params = ActivationDecodingParams
     needs = frozenset({Capability.WHITE_BOX, Capability.GENERATE})
+
+    def deviations(self, fitted):
+        values = self.params()
+        return [
+            Deviation(
+                f"activation-decoding-{key.replace('_', '-')}",
+                paper=paper,
+                kbench=f"{key} = {values[key]}",
+                effect="activation_decoding: every number",
+            )
+            for key, (default, paper) in PAPER.items()
+            if values[key] != default
+        ]
 
     def run(self, context, items):
         p = self.p

@@ -36,6 +36,7 @@ from kbench.evaluate.prompts import answer_body, question_turn
 from kbench.metrics.matching import normalize_for_matching
 from kbench.models.cached import CachedModel
 from kbench.models.interface import Capability, Intervention, LanguageModel
+from kbench.protocol import Deviation
 
 MAX_ANSWER_TOKENS = 16
 ANSWER_STOP = ["\n"]
@@ -60,6 +61,9 @@ class TechniqueOutput:
     gold_rank: int | None  # 1 = the gold's first token is the top next token; None: the model has no exact ranks
     gold_logprob: float | None
     detail: dict[str, Any] = field(default_factory=dict)  # samples, votes, passages ... (JSON)
+    #: a sampling technique's seed-B samples, in draw order: SGR / DGR count the item recovered at K
+    #: when one of the first K is correct (None: recovered means the final answer is correct)
+    recovery_samples: list[str] | None = None
 
 
 @dataclass
@@ -178,9 +182,11 @@ class Technique:
         """Raise a UserError when the settings cannot run on `model` (called before any stage,
         once `needs` is met)."""
 
-    def deviations(self, fitted: Sequence[dict]) -> list[str]:
+    def deviations(self, fitted: Sequence[dict]) -> list[Deviation]:
         """Where this technique, as configured and as fitted (its `detail["fit"]` records), departs
-        from MAPLE's configuration (Appendix B); empty when it follows it."""
+        from MAPLE's configuration (Appendix B), one `Deviation` each with a stable id that names
+        the technique; empty when it follows it. The KEE task collects them into the
+        run's protocol block."""
         return []
 
     def run(self, context: KeeContext, items: Sequence[KeeItem]) -> list[TechniqueOutput]:

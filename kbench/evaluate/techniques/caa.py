@@ -31,6 +31,7 @@ from kbench.evaluate.techniques.fitting import FitStore, contrast_texts, fitting
 from kbench.io import stable_hash
 from kbench.models.interface import Capability, Intervention, Steering
 from kbench.progress import progress
+from kbench.protocol import Deviation
 
 
 def steering(layer: int, vector, multiplier: float) -> Intervention:
@@ -55,9 +56,12 @@ def best_layer(base_probs: Sequence[float], steered_probs: Mapping[int, Sequence
     return best, best_gain
 
 
+MAPLE_MULTIPLIER, MAPLE_HELD_OUT = 1.0, 0.2
+
+
 class CAAParams(TechniqueParams):
-    multiplier: float = 1.0  # steering strength (MAPLE: 1.0)
-    held_out: float = Field(0.2, gt=0, lt=1)  # share of each fold that selects the layer
+    multiplier: float = MAPLE_MULTIPLIER  # steering strength (MAPLE: 1.0)
+    held_out: float = Field(MAPLE_HELD_OUT, gt=0, lt=1)  # share of each fold that selects the layer
     select_limit: int | None = Field(None, ge=1)  # cap on held-out items in the sweep (None: all)
 
 
@@ -66,6 +70,39 @@ class CAA(Technique):
     family = "steering"
     Params = CAAParams
     needs = frozenset({Capability.WHITE_BOX, Capability.GENERATE})
+
+    def deviations(self, fitted):
+        p, out = self.p, []
+        if p.multiplier != MAPLE_MULTIPLIER:
+            out.append(
+                Deviation(
+                    "caa-multiplier",
+                    paper=f"steering multiplier {MAPLE_MULTIPLIER}",
+                    kbench=f"multiplier {p.multiplier}",
+                    effect="caa: every number",
+                )
+            )
+        if p.held_out != MAPLE_HELD_OUT or p.select_limit is not None:
+            cap = f", at most {p.select_limit} of them in the layer sweep" if p.select_limit is not None else ""
+            out.append(
+                Deviation(
+                    "caa-layer-selection-share",
+                    paper="within each fold 80% builds the steering vector and the other 20% selects the layer",
+                    kbench=f"{round(100 * (1 - p.held_out))}% builds it, {round(100 * p.held_out)}% selects the layer{cap}",
+                    effect="caa: every number",
+                )
+            )
+        unselected = [r for r in fitted if not r.get("select")]
+        if unselected:
+            out.append(
+                Deviation(
+                    "caa-layer-not-selected",
+                    paper="the layer with the largest held-out change in the gold first token's probability (delta p)",
+                    kbench=f"{len(unselected)} fitting pool(s) too small to hold out any item: layer 0 without selection",
+                    effect="caa: every number",
+                )
+            )
+        return out
 
     def fit(self, context, pool) -> tuple[object, dict]:
         """(vector, record) fitted on `pool`: record holds layer, Δp and the sizes used; cached in

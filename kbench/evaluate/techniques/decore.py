@@ -34,6 +34,9 @@ from kbench.evaluate.techniques.fitting import FitStore
 from kbench.io import stable_hash
 from kbench.models.interface import Capability, Intervention, MaskedHeadContrast
 from kbench.progress import progress
+from kbench.protocol import Deviation
+
+MAPLE_HEADS = 10  # MAPLE, Appendix B: num_retrieval_head = 10 for every model
 
 
 def copy_task(vocab_size: int, trials: int, needle: int, filler: int, seed: int, avoid: set[int] = frozenset()):
@@ -85,7 +88,7 @@ def top_heads(scores, count: int) -> list[list[int]]:
 
 
 class DeCoReParams(TechniqueParams):
-    retrieval_heads: int = Field(10, ge=1)  # heads masked (MAPLE: 10)
+    retrieval_heads: int = Field(MAPLE_HEADS, ge=1)  # heads masked (MAPLE: 10)
     trials: int = Field(8, ge=1)  # synthetic copy sequences that score the heads
     needle: int = Field(16, ge=2)  # tokens copied per sequence
     filler: int = Field(48, ge=2)  # random tokens around the needle
@@ -110,11 +113,32 @@ class DeCoRe(Technique):
 
     def deviations(self, fitted):
         out = [
-            "retrieval heads scored on a synthetic teacher-forced copy task; Wu et al. (2024), whom DeCoRe and MAPLE "
-            "follow, detect them on needle-in-a-haystack retrieval and count a head only when the model emits the copied token"
+            Deviation(
+                "decore-synthetic-retrieval-heads",
+                paper="retrieval heads detected as in Wu et al. (2024), on needle-in-a-haystack retrieval, a head "
+                "counting only when the model emits the copied token",
+                kbench=f"retrieval heads scored on {self.p.trials} synthetic teacher-forced copy sequences",
+                effect="decore: every number",
+            )
         ]
-        if self.p.retrieval_heads != 10:
-            out.append(f"{self.p.retrieval_heads} masked heads instead of MAPLE's 10")
+        if self.p.retrieval_heads != MAPLE_HEADS:
+            out.append(
+                Deviation(
+                    "decore-retrieval-heads",
+                    paper=f"{MAPLE_HEADS} masked retrieval heads",
+                    kbench=f"{self.p.retrieval_heads} masked heads",
+                    effect="decore: every number",
+                )
+            )
+        if self.p.alpha_cap is not None:
+            out.append(
+                Deviation(
+                    "decore-alpha-cap",
+                    paper="the entropy weight is not capped",
+                    kbench=f"entropy weight capped at {self.p.alpha_cap}",
+                    effect="decore: every number",
+                )
+            )
         return out
 
     def heads(self, context) -> dict:

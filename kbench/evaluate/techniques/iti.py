@@ -5,9 +5,11 @@ Probes: one logistic-regression probe per attention head on the head's output (t
 o_proj, at the last token) for true vs false statements. As in MAPLE and Li et al., the statements
 come from TruthfulQA when the data root holds it (`kbench data fetch truthfulqa`; `truthfulqa.py`):
 80% of its questions train the probes, 20% rank them by validation accuracy, and one fit serves
-every item. Without it (`probe_data` = auto) they come from the benchmark itself, which the
-results record as a deviation: answer prompt + " " + gold (true) and + " " + another item's answer
-(false), built from the train split or from the other fold (`fitting.py`), 80% of the pool
+every item. A file there that is not TruthfulQA (`truthfulqa.not_truthfulqa`) still trains them,
+and the protocol block records it (`iti-probes-not-truthfulqa`). Without it (`probe_data` = auto)
+they come from the benchmark itself, which the protocol block records (`iti-probes-benchmark`):
+answer prompt + " " + gold (true) and + " " + another item's answer (false),
+built from the train split or from the other fold (`fitting.py`), 80% of the pool
 training the probes and 20% ranking them. The top K heads are shifted. Direction: ITI's default
 mass-mean direction (mean true − mean false activation of the head, unit length); shift =
 alpha × sigma × direction, sigma = population standard deviation of the pool's true and false
@@ -35,12 +37,15 @@ from kbench.errors import UserError
 from kbench.evaluate.techniques import register_technique
 from kbench.evaluate.techniques.base import Technique, TechniqueParams, greedy_answers
 from kbench.evaluate.techniques.fitting import FitStore, contrast_texts, fitting_plan, split_pool
-from kbench.evaluate.techniques.truthfulqa import ProbingSet, find_csv, read_probing_set
+from kbench.evaluate.techniques.truthfulqa import ProbingSet, find_csv, not_truthfulqa, read_probing_set
 from kbench.io import stable_hash
 from kbench.models.interface import Capability, HeadShift, Intervention
 from kbench.progress import progress
+from kbench.protocol import Deviation
 
 REFERENCE_HEADS = 32 * 32  # Llama-7B, where ITI's K = 48 was chosen
+MAPLE_HEADS, MAPLE_ALPHA = 48, 15.0
+PAPER_PROBES = "probes trained and heads ranked on a train/validation split of TruthfulQA (MAPLE, as Li et al.)"
 
 
 def heads_to_shift(total_heads: int, heads: int, scale: bool) -> int:
@@ -124,8 +129,8 @@ def head_intervention(shifts: dict) -> Intervention:
 
 
 class ITIParams(TechniqueParams):
-    alpha: float = 15.0  # intervention strength (ITI / MAPLE: 15)
-    heads: int = Field(48, ge=1)  # K, heads shifted (ITI / MAPLE: 48)
+    alpha: float = MAPLE_ALPHA  # intervention strength (ITI / MAPLE: 15)
+    heads: int = Field(MAPLE_HEADS, ge=1)  # K, heads shifted (ITI / MAPLE: 48)
     scale_heads: bool = False  # scale K by the model's heads / 1024 (not the paper)
     held_out: float = Field(0.2, gt=0, lt=1)  # share of the pool that ranks the probes
     probe_data: Literal["auto", "truthfulqa", "benchmark"] = "auto"  # auto: TruthfulQA when the data root has it
@@ -156,17 +161,42 @@ class ITI(Technique):
 
     def deviations(self, fitted):
         out = []
-        sources = {r.get("probe_source") for r in fitted}
-        if any(s != TRUTHFULQA for s in sources):
+        if any(r.get("probe_source") != TRUTHFULQA for r in fitted):
             out.append(
-                "probes trained on the benchmark's own true/false completions (train facts or the other fold), not on "
-                "TruthfulQA as in MAPLE and Li et al.; `kbench data fetch truthfulqa` makes them follow MAPLE"
+                Deviation(
+                    "iti-probes-benchmark",
+                    paper=PAPER_PROBES,
+                    kbench="probes trained and heads ranked on the benchmark's own true/false completions (train facts "
+                    "or the other fold): the data root has no TruthfulQA (`kbench data fetch truthfulqa`) "
+                    "or probe_data=benchmark",
+                    effect="iti: every number",
+                )
             )
-        used = {r.get("heads_used") for r in fitted}
-        if self.p.heads != 48 or used - {48}:
-            out.append(f"K = {', '.join(map(str, sorted(used - {None}) or [self.p.heads]))} shifted heads instead of MAPLE's 48")
-        if self.p.alpha != 15:
-            out.append(f"alpha = {self.p.alpha} instead of MAPLE's 15")
+        unverified = sorted({r["not_truthfulqa"] for r in fitted if r.get("not_truthfulqa")})
+        if unverified:
+            out.append(
+                Deviation(
+                    "iti-probes-not-truthfulqa",
+                    paper=PAPER_PROBES,
+                    kbench="probes trained on a file in TruthfulQA's place that is not TruthfulQA: " + "; ".join(unverified),
+                    effect="iti: every number",
+                )
+            )
+        used = sorted({r["heads_used"] for r in fitted if r.get("heads_used") is not None}) or [self.p.heads]
+        if used != [MAPLE_HEADS]:
+            out.append(
+                Deviation(
+                    "iti-heads",
+                    paper=f"K = {MAPLE_HEADS} shifted heads",
+                    kbench=f"K = {', '.join(map(str, used))} shifted heads"
+                    + (" (scaled to the model's head count)" if self.p.scale_heads else ""),
+                    effect="iti: every number",
+                )
+            )
+        if self.p.alpha != MAPLE_ALPHA:
+            out.append(
+                Deviation("iti-alpha", paper=f"alpha = {MAPLE_ALPHA:g}", kbench=f"alpha = {self.p.alpha:g}", effect="iti: all")
+            )
         return out
 
     def contrasts(self, context, pool, probing: ProbingSet | None):
@@ -211,6 +241,7 @@ class ITI(Technique):
         record = {
             "probe_source": TRUTHFULQA if probing is not None else BENCHMARK,
             "probe_data": probing.describe() if probing is not None else f"{len(pool)} benchmark items",
+            "not_truthfulqa": not_truthfulqa(probing) if probing is not None else None,
             "pool": len(probing.questions) if probing is not None else len(pool),
             "pool_ids_sha256": probing.sha256 if probing is not None else stable_hash(key["pool"]),
             "pairs": len(true_all),

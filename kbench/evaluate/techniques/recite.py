@@ -28,7 +28,9 @@ from kbench.evaluate.techniques.base import (
     clean_answer,
     winning_index,
 )
+from kbench.protocol import Deviation
 
+MAPLE_RUNS = 20
 PASSAGE_STOP = ["\n\n", "Question:"]
 RECITE_INSTRUCTION = "Recite a short passage from Wikipedia that contains the answer to the question."
 
@@ -55,14 +57,27 @@ class Recite(Technique):
     Params = ReciteParams
 
     def deviations(self, fitted):
-        if self.p.runs == 1:
-            return ["1 recite-and-answer run instead of MAPLE's 20 (greedy recitation, no vote)"]
-        out = [
-            f"recitations sampled at temperature {self.p.recite_temperature} (seed {self.p.seed}) so the vote is not over "
-            "identical greedy runs; MAPLE states 20 runs and a majority vote but not how the recitations differ"
-        ]
-        if self.p.runs != 20:
-            out.append(f"{self.p.runs} recite-and-answer runs instead of MAPLE's 20")
+        p, out = self.p, []
+        if p.runs > 1:
+            out.append(
+                Deviation(
+                    "recite-sampled-recitations",
+                    paper="20 runs and a majority vote under greedy decoding; how the runs differ is not stated",
+                    kbench=f"recitations sampled at temperature {p.recite_temperature} (seed {p.seed}), answers greedy, "
+                    "so the vote is not over identical greedy runs",
+                    effect="recite: every number",
+                )
+            )
+        if p.runs != MAPLE_RUNS:
+            how = "one greedy recitation, no vote" if p.runs == 1 else "majority vote"
+            out.append(
+                Deviation(
+                    "recite-runs",
+                    paper=f"{MAPLE_RUNS} recite-and-answer runs, majority vote",
+                    kbench=f"{p.runs} run{'s' if p.runs != 1 else ''} ({how})",
+                    effect="recite: every number",
+                )
+            )
         return out
 
     def run(self, context, items):

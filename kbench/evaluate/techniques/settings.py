@@ -1,7 +1,8 @@
 """How the KEE evaluation's settings reach each technique, and what the results record of it.
 
 The evaluation's settings carry a few shared options (RECITE's runs, the sampling scheme
-top_k / top_p of the temperature baselines and the partition) and per-technique overrides
+top_k / top_p of the temperature baselines and the partition, the seed-B samples the temperature
+baselines keep for SGR / DGR) and per-technique overrides
 (`technique_params`, e.g. {"iti": {"heads": 13}}). `resolve` turns them into each technique's
 validated parameters and checks them against the model before anything runs; `fit_records`
 collects what a technique chose at run time (layers, heads, pools) from its rows.
@@ -18,12 +19,20 @@ from kbench.evaluate.techniques import get_technique
 
 
 def technique_overrides(
-    name: str, recite_runs: int, top_k: int | None, top_p: float, technique_params: Mapping[str, Mapping[str, Any]]
+    name: str,
+    recite_runs: int,
+    top_k: int | None,
+    top_p: float,
+    technique_params: Mapping[str, Mapping[str, Any]],
+    recovery_samples: int = 0,
 ) -> dict[str, Any]:
     """The parameters `name` gets from the evaluation's settings (its own overrides win)."""
     params: dict[str, Any] = {"runs": recite_runs} if name == "recite" else {}
+    if "recovery_samples" in technique_params.get(name, {}):
+        # SGR / DGR read K samples at every K of the sweep: fewer would fail, more would be unused
+        raise UserError(f"{name}.recovery_samples follows --sweep-max and --sgr-recovery; it cannot be set on its own")
     if get_technique(name).family == "sampling":
-        params.update(top_k=top_k, top_p=top_p)
+        params.update(top_k=top_k, top_p=top_p, recovery_samples=recovery_samples)
     return {**params, **technique_params.get(name, {})}
 
 
@@ -34,6 +43,7 @@ def resolve(
     top_p: float,
     technique_params: Mapping[str, Mapping[str, Any]],
     model=None,
+    recovery_samples: int = 0,
 ) -> dict[str, dict]:
     """{technique: every validated parameter}. A UserError for a bad sampling scheme, overrides
     of a technique that does not run, invalid values, or settings `model` cannot run (ITI's K
@@ -45,7 +55,8 @@ def resolve(
         raise UserError(f"technique parameters given for {', '.join(stray)}, which --techniques does not run")
     resolved = {}
     for name in techniques:
-        technique = get_technique(name, **technique_overrides(name, recite_runs, top_k, top_p, technique_params))
+        overrides = technique_overrides(name, recite_runs, top_k, top_p, technique_params, recovery_samples)
+        technique = get_technique(name, **overrides)
         if model is not None:
             technique.check(model)
         resolved[name] = technique.params()

@@ -6,6 +6,11 @@ training and validation sets to identify the top-K heads").
 Answer and Correct Answers, ";"-separated) and one false statement per Incorrect Answer, worded as
 ITI's reference code words them: "Q: <question> A: <answer>". Questions, never single statements,
 are cut into the probe-training and head-ranking shares, so no question is on both sides.
+
+A file at that place is TruthfulQA only when it is (`not_truthfulqa`): its sha256 is the one
+`kbench data fetch truthfulqa` recorded in the data lock when it downloaded the pinned commit's
+file, or it holds TruthfulQA's 817 questions. Any other file (a 6-question test fixture, an edited
+copy) still trains the probes, and the run's protocol block says they were not trained on TruthfulQA.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from kbench.io import stable_hash
 
 FOLDER = "truthfulqa"
 CSV_NAME = "TruthfulQA.csv"
+QUESTIONS = 817  # TruthfulQA's questions (Lin et al., 2022)
 COLUMNS = ("Type", "Category", "Question", "Best Answer", "Correct Answers", "Incorrect Answers", "Source")
 
 
@@ -52,6 +58,23 @@ def find_csv() -> Path | None:
     root, _ = find_data_dir()
     path = root / FOLDER / CSV_NAME if root is not None else None
     return path if path is not None and path.is_file() else None
+
+
+def not_truthfulqa(probing: ProbingSet) -> str | None:
+    """None when `probing` is TruthfulQA (see the module doc), else why it is not."""
+    from kbench.construct.data_root import find_data_dir
+    from kbench.sources.catalog import TRUTHFULQA_CSV
+    from kbench.sources.fetch_data import DataLock
+
+    root, _ = find_data_dir()
+    fetched = DataLock.load(root).files.get(TRUTHFULQA_CSV, {}).get("sha256") if root is not None else None
+    questions = len({q for q, _, _ in probing.questions})
+    if probing.sha256 == fetched or questions == QUESTIONS:
+        return None
+    return (
+        f"{probing.path} holds {questions} questions, not TruthfulQA's {QUESTIONS}, and its sha256 "
+        f"{probing.sha256[:12]} is not the one `kbench data fetch truthfulqa` recorded"
+    )
 
 
 def _answers(text: str) -> list[str]:
