@@ -48,7 +48,8 @@ from kbench.models.interface import Capability, LanguageModel
 from kbench.protocol import Protocol
 from kbench.registry import Registry
 
-TASKS: Registry[type[Task]] = Registry("evaluation task", package="kbench.evaluate")
+#: Tasks of `kbench.evaluate` and the one-folder tasks of `kbench.tasks` (`kbench/tasks/<name>/`).
+TASKS: Registry[type[Task]] = Registry("evaluation task", package=("kbench.evaluate", "kbench.tasks"))
 
 
 class TaskSettings(BaseModel):
