@@ -156,3 +156,8 @@ class Task:
 
     def finish(self, ctx: RunContext, state: Any, rows: list[dict], results: dict) -> None:
         """Extra files beside results.json (written atomically); nothing by default."""
+
+    def report_section(self, run: Any) -> str:
+        """HTML the report shows under a run of this task (`kbench.report.runs.Run`), after its
+        metric tables: what the tables cannot show; nothing by default."""
+        return ""

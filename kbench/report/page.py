@@ -14,7 +14,7 @@ from typing import Any
 
 from kbench.metrics.uncertainty import SMALL_N, is_small
 from kbench.report.compare import Comparison, pair_cells, part_counts
-from kbench.report.runs import Run, is_estimate, metric_tables, order_bins
+from kbench.report.runs import Run, is_estimate, metric_tables, order_bins, task_class
 
 _CSS = """
 body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2rem auto; max-width: 1150px;
@@ -166,12 +166,15 @@ def render_page(
         ]
     for run in runs:
         tables = metric_tables(run.metrics)
-        if not tables:
+        task = task_class(run.task)
+        section = task().report_section(run) if task is not None else ""  # the task's own part of the page
+        if not tables and not section:
             continue
         parts.append(f"<h2>{escape(run.label)}: {escape(run.task)}</h2>")
         for title, kind, rows_ in tables:
             first = kind.removeprefix("per_").replace("_", " ")
             parts += [f"<h3>{escape(title.replace('_', ' '))}</h3>", breakdown(run, kind, rows_, first)]
+        parts.append(section)
     body = "\n".join(p for p in parts if p)
     return (
         f"<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'><title>kbench report</title>"

@@ -23,6 +23,7 @@ from kbench.models.interface import Capability
 from kbench.tasks.choice import answers
 from kbench.tasks.choice.metrics import predicted_index, rank_of, summary
 from kbench.tasks.choice.protocol import choice_protocol
+from kbench.tasks.choice.report import prior_bias_section
 from kbench.tasks.choice.scoring import score_candidates, start_text
 
 UNIT_ITEMS = 32  # items per journalled unit; the model batches every candidate of a unit together
@@ -135,3 +136,6 @@ class Choice(Task):
         headline.update({f"p_at_{k}": numbers["overall"][f"p_at_{k}"] for k in s.top_k})
         protocol = choice_protocol(s, state.sources, state.spaces_from_file, state.start_kind)
         return Summary(headline=headline, metrics=metrics, protocol=protocol)
+
+    def report_section(self, run) -> str:
+        return prior_bias_section(run)
