@@ -8,7 +8,8 @@ stages, frequency sources, QA scorers, packaged models and evaluate commands.
 
 Register at the definition site; the registry finds the definitions itself: on the first lookup
 it imports every module of `package` (and of its subpackages; names starting with "_" are
-skipped), so a new plug-in is one new module and no list is kept by hand. `get(name)` first tries
+skipped), so a new plug-in is one new module and no list is kept by hand. `package` may name several
+packages (tasks live in `kbench.evaluate` and, one folder each, in `kbench.tasks`). `get(name)` first tries
 the module named like the plug-in (`kbench.evaluate.extraction`), so one lookup does not import
 every plug-in's dependencies; the whole package is imported when that module does not have it. A duplicate name is a
 programming error (`ValueError`, both definitions named); an unknown name is a `UserError` that
@@ -29,9 +30,9 @@ T = TypeVar("T")
 
 
 class Registry(Generic[T]):
-    def __init__(self, kind: str, package: str | None = None):
+    def __init__(self, kind: str, package: str | tuple[str, ...] | None = None):
         self.kind = kind
-        self._package = package
+        self._packages = (package,) if isinstance(package, str) else tuple(package or ())
         self._entries: dict[str, T] = {}
         self._loaded = package is None
 
@@ -51,15 +52,20 @@ class Registry(Generic[T]):
     def _load(self) -> None:
         if not self._loaded:
             self._loaded = True  # first: a module that looks a name up while being imported must not recurse
-            import_package(self._package)
+            for package in self._packages:
+                import_package(package)
 
     def _load_module_named(self, name: str) -> None:
-        if name.isidentifier():
+        if not name.isidentifier():
+            return
+        for package in self._packages:
             try:
-                importlib.import_module(f"{self._package}.{name}")
+                importlib.import_module(f"{package}.{name}")
             except ModuleNotFoundError as exc:
-                if exc.name != f"{self._package}.{name}":
+                if exc.name != f"{package}.{name}":
                     raise
+            if name in self._entries:
+                return
 
     def names(self) -> list[str]:
         self._load()

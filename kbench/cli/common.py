@@ -138,7 +138,8 @@ class EvaluateCommand:
 
 
 #: task name -> its evaluate command; every module of kbench.cli may register one.
-EVALUATE_COMMANDS: Registry[EvaluateCommand] = Registry("evaluate command", package="kbench.cli")
+#: A one-folder task (`kbench/tasks/<name>/cli.py`) registers its command beside its code.
+EVALUATE_COMMANDS: Registry[EvaluateCommand] = Registry("evaluate command", package=("kbench.cli", "kbench.tasks"))
 
 
 def evaluate_command(

@@ -48,7 +48,8 @@ from kbench.models.interface import Capability, LanguageModel
 from kbench.protocol import Protocol
 from kbench.registry import Registry
 
-TASKS: Registry[type[Task]] = Registry("evaluation task", package="kbench.evaluate")
+#: Tasks of `kbench.evaluate` and the one-folder tasks of `kbench.tasks` (`kbench/tasks/<name>/`).
+TASKS: Registry[type[Task]] = Registry("evaluation task", package=("kbench.evaluate", "kbench.tasks"))
 
 
 class TaskSettings(BaseModel):
@@ -155,3 +156,8 @@ class Task:
 
     def finish(self, ctx: RunContext, state: Any, rows: list[dict], results: dict) -> None:
         """Extra files beside results.json (written atomically); nothing by default."""
+
+    def report_section(self, run: Any) -> str:
+        """HTML the report shows under a run of this task (`kbench.report.runs.Run`), after its
+        metric tables: what the tables cannot show; nothing by default."""
+        return ""

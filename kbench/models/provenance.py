@@ -41,6 +41,7 @@ RUNNER_MODULES = (
     "kbench.models.hooks",
     "kbench.models.whitebox",
     "kbench.models.shared_prefix",
+    "kbench.models.tree_packing",
 )
 PACKAGES = ("kbench", "torch", "transformers", "accelerate", "tokenizers", "safetensors", "gguf", "numpy")
 # Modules whose imports a technique's code hash follows: the code that shapes model calls.

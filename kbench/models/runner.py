@@ -51,6 +51,9 @@ from kbench.models.packing import last_token_logits, pack, packing_works
 from kbench.models.padding import pad_left, pad_right
 from kbench.models.provenance import RUNNER_MODULES, source_hash
 from kbench.models.ranking import gold_ranks
+from kbench.models.shared_prefix import shares_prefixes
+from kbench.models.tree_packing import answer_logprobs
+from kbench.models.tree_packing import build as build_tree
 from kbench.models.whitebox import WhiteBoxMethods
 
 
@@ -140,13 +143,21 @@ class ModelRunner(BatchingMethods, WhiteBoxMethods):
         self, prompts: Sequence[str], answers: Sequence[str], *, intervention: Intervention | None = None
     ) -> list[tuple[float, list[float]]]:
         """(sum of log-probs, per-token log-probs) of each answer continuing its prompt,
-        teacher-forced in one forward pass per batch."""
+        teacher-forced in one forward pass per batch. Without an intervention, a call whose
+        answers share prompts (a template's candidates) writes each prompt once with its answers
+        after it, as a token tree in packed rows (`kbench.models.tree_packing`): each answer costs
+        its own tokens. The values are those of full passes up to float rounding."""
         intervention = self._realised(intervention)
         self._require_causal("score_answers")
         _same_length(prompts, answers)
         pairs = self.encoder.continuations(prompts, answers)
+        tree = intervention is None and self._scores_trees(pairs)
 
         def compute(batch: list[int]) -> list[list]:
+            if tree:
+                conts = [pairs[i][1] for i in batch]
+                built = build_tree([pairs[i][0] for i in batch], conts, self.pad_id)
+                return [[sum(per), per] for per in answer_logprobs(self.network, built, conts, self.device)]
             seqs = [pairs[i][0] + pairs[i][1] for i in batch]
             conts = [len(pairs[i][1]) for i in batch]
             keep = max(conts) + 1
@@ -166,8 +177,20 @@ class ModelRunner(BatchingMethods, WhiteBoxMethods):
                 out.append([sum(per_token), per_token])
             return out
 
-        values = self._computed(list(zip(prompts, answers)), [len(c) + len(a) for c, a in pairs], compute)
+        # trees: batches cut by answer tokens (each prompt is written once per batch, in the same rows), in
+        # call order within equal lengths; padded rows: by whole sequences
+        lengths = [len(a) for _, a in pairs] if tree else [len(c) + len(a) for c, a in pairs]
+        values = self._computed(list(zip(prompts, answers)), lengths, compute, packed=tree)
         return [(float(s), [float(x) for x in per]) for s, per in values]
+
+    def _scores_trees(self, pairs: list[tuple[list[int], list[int]]]) -> bool:
+        """Whether `score_answers` writes shared prompts once (`tree_packing`): a causal decoder whose
+        layers all attend in full and which packs, and a call where prompts repeat."""
+        return (
+            len({tuple(c) for c, _ in pairs}) < len(pairs)
+            and shares_prefixes(self.network)
+            and packing_works(self.network, self.pad_id)
+        )
 
     def generate(
         self,

@@ -19,7 +19,7 @@ from kbench.metrics.uncertainty import SMALL_N, is_small
 from kbench.protocol import describe
 from kbench.report.compare import Comparison, pair_cells, part_counts
 from kbench.report.protocols import block_html
-from kbench.report.runs import Run, is_estimate, metric_tables, order_bins
+from kbench.report.runs import Run, is_estimate, metric_tables, order_bins, task_class
 
 _CSS = """
 body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2rem auto; max-width: 1150px;
@@ -182,9 +182,12 @@ def render_page(
     for run in runs:
         parts += [f"<h2>{escape(run.label)}: {escape(run.task)}</h2>", block_html(run.protocol)]
         tables = metric_tables(run.metrics)
+        task = task_class(run.task)
+        section = task().report_section(run) if task is not None else ""  # the task's own part of the page
         for title, kind, rows_ in tables:
             first = kind.removeprefix("per_").replace("_", " ")
             parts += [f"<h3>{escape(title.replace('_', ' '))}</h3>", breakdown(run, kind, rows_, first)]
+        parts.append(section)
     body = "\n".join(p for p in parts if p)
     return (
         f"<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'><title>kbench report</title>"
