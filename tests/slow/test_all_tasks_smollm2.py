@@ -16,7 +16,8 @@ from tests.dataset_folders import evolving_dataset
 
 pytestmark = pytest.mark.slow
 
-ENVELOPE_KEYS = {"schema", "task", "model", "dataset", "settings", "environment", "timing", "headline", "metrics", "items"}
+ENVELOPE_KEYS = {"schema", "task", "model", "dataset", "settings", "environment", "timing", "headline", "metrics", "items",
+                 "protocol"}
 
 
 @pytest.fixture(scope="module")
@@ -58,5 +59,6 @@ def test_every_task_writes_one_envelope_and_one_report_renders(lama_probe, built
                         "--out", str(tmp_path / "report"))
     assert report.returncode == 0, report.stderr[-3000:]
     html = (tmp_path / "report" / "index.html").read_text()
+    assert "protocol not recorded" not in html  # every task names the procedure behind its numbers
     for task in ("extraction", "kee", "xteval", "truefalse", "qa"):
         assert task in html

@@ -81,6 +81,12 @@ def test_lama_over_lamas_common_vocabulary_is_faithful(masked, facts, tmp_path, 
     block = _block(Extraction(), masked, facts, tmp_path / "run", ExtractionSettings(protocol="lama", common_vocab=str(vocab)))
     assert block["name"] == "lama-strict-p@1" and block["reference"] == REFERENCES["lama"]
     assert block["faithful"] is True and block["deviations"] == []
+    # the same words in another order, with other line endings, are still LAMA's list
+    words = vocab.read_text(encoding="utf-8").split("\n")
+    shuffled = tmp_path / "common_vocab_crlf.txt"
+    shuffled.write_bytes("\r\n".join(reversed(words)).encode("utf-8"))
+    settings = ExtractionSettings(protocol="lama", common_vocab=str(shuffled))
+    assert _block(Extraction(), masked, facts, tmp_path / "again", settings)["faithful"] is True
 
 
 def test_lama_departures(masked, causal, facts, tmp_path):

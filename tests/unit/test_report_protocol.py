@@ -118,3 +118,17 @@ def test_a_malformed_block_names_file_and_key_and_writes_nothing(shared_data, tm
         build_report([good, bad], out)
     assert key in str(raised.value) and "\n" not in str(raised.value)
     assert sorted(p.name for p in out.iterdir()) == ["index.html"] and (out / "index.html").read_text() == "the previous report"
+
+
+def test_standardized_scores_name_each_protocol_and_what_is_not_like_for_like(shared_data, tmp_path):
+    from kbench.report.standardize import standardize_runs
+
+    maple = Protocol("maple-extraction", REFERENCES["maple"])
+    runs = [run_with(tmp_path, shared_data, "a", maple), run_with(tmp_path, shared_data, "b", None, every=2)]
+    result = standardize_runs(runs, tmp_path / "std")
+    assert result["protocols"] == {"a|extraction:maple_accuracy": "faithful to maple-extraction",
+                                   "b|extraction:maple_accuracy": "protocol not recorded"}
+    assert result["not_like_for_like"]["extraction:maple_accuracy"][0].startswith("protocol not recorded for b")
+    markdown = (tmp_path / "std" / "standardized.md").read_text()
+    assert "- a on extraction:maple_accuracy: faithful to maple-extraction" in markdown
+    assert "**extraction:maple_accuracy: not like for like**" in markdown
