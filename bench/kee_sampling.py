@@ -33,6 +33,14 @@ decoding step has a ~45 ms fixed cost at these prompt lengths), which alone rais
 Sampling's batches were already full (256 rows: 12 prompts x 20 samples); it gained the packed prefill,
 moving only the cache rows that split or finish, and drawing from unnormalised exponentials. Before
 samples shared batch rows, and with a per-row multinomial and a concatenating KV cache: 7.68.
+
+The seed-B samples (2026-12-02, 20 items of `lama_trex` P103/P27/P495/P1412 built as in
+tests/slow/test_kee_smollm2.py, tau = 0.7, best of 2, on the 2-core machine at a load average of
+15-20, so absolute seconds are several times the idle ones):
+    python bench/kee_sampling.py --dataset D --items 20 --temperatures 0.7 --techniques temp0.7 --repeats 2
+seed_b_seconds: vote only (10 samples) 49.3 s, with SGR/DGR's (30 samples) 94.1 s, seed_b_cost_ratio
+1.91: three times the samples cost under twice the time, as they share the prefill and the vote's
+decoding rows while their tokens agree.
 """
 
 from __future__ import annotations
