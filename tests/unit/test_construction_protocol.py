@@ -173,3 +173,13 @@ def test_an_evaluation_records_the_datasets_construction_protocol(tmp_path):
     described = open_split(tmp_path / "run", "unchanged").describe()  # the `dataset` block of results.json
     assert described["construction_protocol"]["name"] == "evolvingqa"
     assert construction_block(tmp_path) is None  # no manifest: nothing recorded
+
+
+def test_a_stage_repeated_in_a_recipe_keeps_both_entries():
+    from kbench.construct.protocols import add_stage_deviations
+    from kbench.protocol import Deviation
+
+    cap = Deviation(id="relation-cap", paper="300", kbench="100", effect="rows")
+    protocol = add_stage_deviations(construction_protocol("custom"), [cap], "cap")
+    protocol = add_stage_deviations(protocol, [cap], "second_cap")
+    assert [d.id for d in protocol.deviations] == ["relation-cap", "relation-cap@second-cap"]
