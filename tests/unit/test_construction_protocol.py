@@ -53,6 +53,7 @@ MAPLE_DEFAULTS = {"source": "pageviews", "unit": "entity", "percentages": [10, 2
 @pytest.mark.parametrize("params, details, expected", [
     (MAPLE_DEFAULTS, {"units_moved_by_ties": 0}, []),
     ({**MAPLE_DEFAULTS, "options": {"months": 6}}, {}, ["frequency-pageview-window"]),
+    (MAPLE_DEFAULTS, {"source": {"entities": 5, "titles_from_labels": 2}}, ["frequency-titles-from-labels"]),
     ({}, {}, ["frequency-source-evidence-count", "frequency-bins-over-facts"]),
     ({**MAPLE_DEFAULTS, "source": "document_mentions", "options": {"documents": "docs"}}, {},
      ["frequency-source-document-mentions"]),
