@@ -145,6 +145,8 @@ def test_the_build_writes_the_block_to_the_manifest_and_its_own_card(tmp_path):
     run_recipe(load_recipe(recipe), tmp_path / "custom")
     block = json.loads((tmp_path / "custom" / "manifest.json").read_text())["protocol"]
     assert block["name"] == "custom" and block["reference"].startswith("none:")
+    card = (tmp_path / "custom" / "README.md").read_text()
+    assert "**No paper's construction procedure named**" in card and "faithful" not in card
 
 
 def test_a_kee_report_says_beside_head_minus_tail_whether_the_bins_are_a_stand_in(tmp_path):
