@@ -13,17 +13,18 @@ from kbench.protocol import Protocol, describe
 
 
 def render_protocol(protocol: Protocol | None) -> str:
-    lines = ["## Protocol", ""]
     if protocol is None:
-        lines.append("**Protocol not recorded**: this dataset was built before kbench recorded construction protocols.")
+        return "## Protocol\n\n**Protocol not recorded**: this dataset was built before kbench recorded construction protocols."
+    if protocol.name == "custom":  # "faithful to custom" would read as a claim about a paper
+        lines = ["## Protocol", "", f"**No paper's construction procedure named** (reference: {protocol.reference})."]
     else:
-        lines.append(f"**{describe(protocol)}**: {protocol.reference}.")
-        if protocol.deviations:
-            lines += ["", "| id | the paper | this build | affects |", "|---|---|---|---|"]
-            for d in protocol.deviations:
-                cells = [f"`{d.id}`", d.paper, d.kbench, d.effect]
-                lines.append("| " + " | ".join(c.replace("|", "\\|").replace("\n", " ") for c in cells) + " |")
-    if protocol is not None and (note := frequency_stand_in(protocol)):
+        lines = ["## Protocol", "", f"**{describe(protocol)}**: {protocol.reference}."]
+    if protocol.deviations:
+        lines += ["", "| id | the paper | this build | affects |", "|---|---|---|---|"]
+        for d in protocol.deviations:
+            cells = [f"`{d.id}`", d.paper, d.kbench, d.effect]
+            lines.append("| " + " | ".join(c.replace("|", "\\|").replace("\n", " ") for c in cells) + " |")
+    if note := frequency_stand_in(protocol):
         lines += ["", f"**Head / tail differences** drawn from this dataset: {note}; quote the note beside the number."]
     lines += ["", "The same block is in `manifest.json` (`protocol`)."]
     return "\n".join(lines)

@@ -49,6 +49,8 @@ def build(
     from rich.console import Console
 
     from kbench.api import build as build_dataset
+    from kbench.io import read_json
+    from kbench.protocol import describe, read_protocol
 
     console = Console(stderr=True)
 
@@ -74,6 +76,8 @@ def build(
         on_stage=progress,
     )
     console.print(f"dataset written to {built.path} (config hash {built.config_hash[:12]})")
+    protocol = read_protocol(read_json(built.path / "manifest.json"), str(built.path / "manifest.json"))
+    console.print(f"protocol: {describe(protocol)} (README.md, manifest.json `protocol`)")
 
 
 @app.command()

@@ -9,7 +9,11 @@ whether the bins it compares are the paper's.
 
 from __future__ import annotations
 
-from kbench.protocol import REFERENCES, Protocol
+import re
+from collections.abc import Iterable
+from dataclasses import replace
+
+from kbench.protocol import REFERENCES, Deviation, Protocol
 
 #: protocol name -> REFERENCES key (None: the recipe follows no paper's procedure).
 CONSTRUCTION_PROTOCOLS: dict[str, str | None] = {
@@ -30,6 +34,14 @@ def construction_protocol(name: str) -> Protocol:
     """The block a build starts from, before its stages add their departures."""
     key = CONSTRUCTION_PROTOCOLS[name]
     return Protocol(name, REFERENCES[key] if key else CUSTOM_REFERENCE)
+
+
+def add_stage_deviations(protocol: Protocol, deviations: Iterable[Deviation], stage_id: str) -> Protocol:
+    """`protocol` with a stage's entries; an id an earlier stage already recorded (a recipe that bins
+    or checks twice) gets `@<stage id>`, so both entries stay."""
+    seen = {d.id for d in protocol.deviations}
+    suffix = "@" + re.sub(r"[^a-z0-9.+-]", "-", stage_id.lower())
+    return protocol.with_deviations(replace(d, id=d.id + suffix) if d.id in seen else d for d in deviations)
 
 
 def frequency_stand_in(protocol: Protocol | None) -> str | None:

@@ -6,7 +6,7 @@ Run directory layout:
       README.md, data/<config>/<split>.parquet   the dataset (written by `write_dataset`)
       manifest.json   recipe, resolved parameters, inputs with sha256, package versions, config hash,
                       and `protocol`: the paper procedure the recipe names ([pipeline] protocol) and
-                      every stage's departures from it (`Stage.deviations`), `docs/protocol.md`
+                      every stage's departures from it (`Stage.deviations`), docs/construction-protocol.md
       stats.json      rows in/out per stage and drops by reason
       rejected/<stage id>.parquet   dropped rows with their reason
       .kbench/lock                  held while a build writes here
@@ -43,7 +43,7 @@ from kbench.construct.context import StageContext
 from kbench.construct.data_root import check_data_root
 from kbench.construct.executors import Executor, RowWiseJob
 from kbench.construct.executors.local import LocalExecutor
-from kbench.construct.protocols import construction_protocol
+from kbench.construct.protocols import add_stage_deviations, construction_protocol
 from kbench.construct.recipe import Recipe
 from kbench.dataset import run_lock
 from kbench.errors import UserError
@@ -268,7 +268,7 @@ def run_recipe(
                 on_stage(index, len(recipe.stages), report)
             prev_key, prev_output = key, output_path
             # from the report's details, so a reused stage records the same departures as a computed one
-            ctx.protocol = ctx.protocol.with_deviations(stage.deviations(report.details))
+            ctx.protocol = add_stage_deviations(ctx.protocol, stage.deviations(report.details), spec.id)
 
         result.config_hash = prev_key
         write_json(

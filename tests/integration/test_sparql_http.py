@@ -138,6 +138,10 @@ store = "{store}"
     events = [json.loads(line) for line in (out / ".kbench" / "events.jsonl").read_text().splitlines()]
     assert [(e["stage"], e["action"]) for e in events[-3:]] == [
         ("load_lama", "reused"), ("verify_wikidata", "computed"), ("single_answer", "computed")]
+    # the protocol block says the checks ran against an endpoint that is not Wikidata (an import is Wikidata)
+    ids = [d["id"] for d in json.loads((out / "manifest.json").read_text())["protocol"]["deviations"]]
+    assert ids == ["google-re-not-loaded", "lama-relations-subset", "lama-rows-limited",
+                   "existence-endpoint-not-wikidata", "single-answer-endpoint-not-wikidata"]
 
     done = run_kbench("build", str(recipe), "--out", str(tmp_path / "down"), "--sparql-endpoint", "http://127.0.0.1:9/q",
                       "--set", "verify_wikidata.http_attempts=2", env={"KBENCH_CACHE": str(cache_dir)})

@@ -35,3 +35,5 @@ def test_smollm2_judges_a_handful_of_rows(stage_cls, tmp_path):
     assert sum(v != "unparseable" for v in verdicts) >= ROWS.height // 2  # an instruct model answers the question asked
     assert all(text for text in rejected[f"{stage.name}_output"].to_list())
     assert out.details["judge"]["model"] == "smollm2-135m" and out.details["judge"]["prompt_form"] == "chat"
+    [entry] = stage.deviations(out.details)  # the protocol block names the judge and its prompt form
+    assert entry.id == f"{stage.slug}-stand-in" and "`smollm2-135m`" in entry.kbench and "chat prompt" in entry.kbench

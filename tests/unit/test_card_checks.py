@@ -16,7 +16,8 @@ INPUTS = {"kind": "inputs", "description": "embedded store built from the inputs
 IMPORT = {"kind": "import", "description": "imported Wikidata dump or subset", "store": "stores/wd",
           "files": [{"file": "slice.nt", "sha256": "2" * 64}]}
 ENDPOINT = {"kind": "endpoint", "description": "live endpoint", "url": "https://query.wikidata.org/sparql"}
-JUDGE = {"model": "smollm2-135m", "identity": "abc" * 10}
+JUDGE = {"model": "smollm2-135m", "identity": "abc" * 10, "backend": "transformers", "prompt_form": "chat",
+         "cue": "after the turn"}
 
 
 def _folder(tmp_path: Path, shared_data: Path, sources: dict, judges: tuple = ()) -> Path:
@@ -53,6 +54,7 @@ def test_imported_dump_and_live_endpoint_are_named_with_file_hash_and_url(tmp_pa
     assert lines[2] == "- `verify` (existence): live endpoint `https://query.wikidata.org/sparql`"
     assert lines[3] == "- `single` (single answer): imported Wikidata dump or subset: `slice.nt` (sha256 `222222222222…`)"
     assert lines[4].startswith("- `judge_domain` (domain-mismatch judge): ran with model `smollm2-135m`")
+    assert "backend transformers, chat prompt, cue after the turn, greedy decoding" in lines[4]  # which judge, which form
 
 
 def test_a_card_that_calls_an_inputs_only_build_verified_is_refused(tmp_path, shared_data, monkeypatch):

@@ -53,6 +53,7 @@ MAPLE_DEFAULTS = {"source": "pageviews", "unit": "entity", "percentages": [10, 2
 @pytest.mark.parametrize("params, details, expected", [
     (MAPLE_DEFAULTS, {"units_moved_by_ties": 0}, []),
     ({**MAPLE_DEFAULTS, "options": {"months": 6}}, {}, ["frequency-pageview-window"]),
+    (MAPLE_DEFAULTS, {"source": {"entities": 5, "titles_from_labels": 2}}, ["frequency-titles-from-labels"]),
     ({}, {}, ["frequency-source-evidence-count", "frequency-bins-over-facts"]),
     ({**MAPLE_DEFAULTS, "source": "document_mentions", "options": {"documents": "docs"}}, {},
      ["frequency-source-document-mentions"]),
@@ -144,6 +145,8 @@ def test_the_build_writes_the_block_to_the_manifest_and_its_own_card(tmp_path):
     run_recipe(load_recipe(recipe), tmp_path / "custom")
     block = json.loads((tmp_path / "custom" / "manifest.json").read_text())["protocol"]
     assert block["name"] == "custom" and block["reference"].startswith("none:")
+    card = (tmp_path / "custom" / "README.md").read_text()
+    assert "**No paper's construction procedure named**" in card and "faithful" not in card
 
 
 def test_a_kee_report_says_beside_head_minus_tail_whether_the_bins_are_a_stand_in(tmp_path):
@@ -173,3 +176,13 @@ def test_an_evaluation_records_the_datasets_construction_protocol(tmp_path):
     described = open_split(tmp_path / "run", "unchanged").describe()  # the `dataset` block of results.json
     assert described["construction_protocol"]["name"] == "evolvingqa"
     assert construction_block(tmp_path) is None  # no manifest: nothing recorded
+
+
+def test_a_stage_repeated_in_a_recipe_keeps_both_entries():
+    from kbench.construct.protocols import add_stage_deviations
+    from kbench.protocol import Deviation
+
+    cap = Deviation(id="relation-cap", paper="300", kbench="100", effect="rows")
+    protocol = add_stage_deviations(construction_protocol("custom"), [cap], "cap")
+    protocol = add_stage_deviations(protocol, [cap], "second_cap")
+    assert [d.id for d in protocol.deviations] == ["relation-cap", "relation-cap@second-cap"]

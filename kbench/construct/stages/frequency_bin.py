@@ -175,6 +175,17 @@ class FrequencyBin(Stage):
                         effect=effect,
                     )
                 )
+        guessed = (details.get("source") or {}).get("titles_from_labels", 0)
+        if p.source == "pageviews" and guessed:
+            found.append(
+                Deviation(
+                    id="frequency-titles-from-labels",
+                    paper="MAPLE maps entities to Wikidata (Wikimapper) and counts their articles' pageviews",
+                    kbench=f"{guessed} of {details['source'].get('entities', '?')} entities' article titles are their labels "
+                    "(no Wikidata sitelink), which may name another article",
+                    effect=effect,
+                )
+            )
         if p.unit != "entity":
             found.append(
                 Deviation(

@@ -276,37 +276,15 @@ class LoadLama(Stage):
         """The LAMA probe is every T-REx and Google-RE test fact: each thing left out is an entry."""
         from kbench.protocol import Deviation
 
-        p, found = self.params, []
+        p = self.params
+        left_out = [
+            ("trex-not-loaded", "the T-REx and Google-RE test facts", "T-REx is not loaded", p.trex is None),
+            ("google-re-not-loaded", "the T-REx and Google-RE test facts", "Google-RE is not loaded", p.google_re is None),
+            ("lama-relations-subset", "every LAMA relation", f"only {', '.join(p.relations or [])}", p.relations is not None),
+            ("lama-rows-limited", "every test fact", f"the first {p.max_per_relation} rows of each file", p.max_per_relation),
+        ]
         effect = "which LAMA facts are probed, and every mean over them"
-        for name, given in (("trex", p.trex), ("google-re", p.google_re)):
-            if given is None:
-                found.append(
-                    Deviation(
-                        id=f"{name}-not-loaded",
-                        paper="the LAMA probe holds the T-REx and Google-RE test facts",
-                        kbench=f"{'T-REx' if name == 'trex' else 'Google-RE'} is not loaded",
-                        effect=effect,
-                    )
-                )
-        if p.relations is not None:
-            found.append(
-                Deviation(
-                    id="lama-relations-subset",
-                    paper="every LAMA relation",
-                    kbench=f"only {', '.join(p.relations)}",
-                    effect=effect,
-                )
-            )
-        if p.max_per_relation is not None:
-            found.append(
-                Deviation(
-                    id="lama-rows-limited",
-                    paper="every test fact of each relation",
-                    kbench=f"the first {p.max_per_relation} rows of each file",
-                    effect=effect,
-                )
-            )
-        return found
+        return [Deviation(id=i, paper=f"the LAMA probe: {paper}", kbench=k, effect=effect) for i, paper, k, on in left_out if on]
 
     def run(self, table) -> StageOutput:
         import polars as pl
