@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Optional
 
@@ -41,7 +42,7 @@ def run(
     typer.echo(f"suite folder: {folder}", err=True)
     if state.failed():
         typer.echo(f"{len(state.failed())} of {len(suite.cells)} cells failed; rerun the command to retry them", err=True)
-        raise typer.Exit(code=1)
+        sys.exit(1)  # not typer.Exit: under standalone_mode=False click returns its code instead of exiting
 
 
 @suite_app.command("status")
