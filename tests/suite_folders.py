@@ -53,9 +53,11 @@ max_new_tokens = 2
 def tiny_suite(root: Path) -> Path:
     """`root` with two tiny models of different weights, a 15-fact dataset and suite.toml."""
     build_tiny_causal(root / "model-a", seed=0)
-    build_tiny_causal(root / "model-b", seed=1)
+    build_tiny_causal(root / "model-b", seed=1, layers=2)
+    bins = ("head", "torso", "tail")
     question_dataset(root / "facts", [
-        {"id": f"q{i}", "relation": r, "subject": s, "object": o, "answers": [o], "prompt_cloze": f"{s} is in"}
+        {"id": f"q{i}", "relation": r, "subject": s, "object": o, "answers": [o], "prompt_cloze": f"{s} is in",
+         "frequency": 1000 // (i + 1), "frequency_bin": bins[i * 3 // 15]}
         for i, (r, s, o) in enumerate(FACTS * 3)])
     (root / "suite.toml").write_text(suite_text(root / "model-a", root / "model-b"))
     return root

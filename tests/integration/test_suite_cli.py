@@ -51,8 +51,9 @@ def test_the_grid_and_its_model_table(reference):
         assert results["schema"] == "kbench.results.v2" and cell["headline"] == results["headline"]
         assert results["items"]["count"] == (8 if "cloze" in key else 15)
     a, b = document["models"]["tiny-a"], document["models"]["tiny-b"]
-    assert a["parameters"] == b["parameters"] and a["parameters_from"] == "weights"
-    assert a["parameters"] == 215_616  # the tiny Llama: 2 x (400 x 64) embeddings/head + 4 blocks
+    assert a["parameters_from"] == "weights"
+    # the tiny Llamas: 2 x (400 x 64) embeddings and head, a 64 norm, 41,088 per block (4 in a, 2 in b)
+    assert (a["parameters"], b["parameters"]) == (51_264 + 4 * 41_088, 51_264 + 2 * 41_088)
     assert a["family"] == "llama" and a["context_length"] == 256 and a["chat_template"] is False
     assert a["release_date"] == "2024-11-01" and a["training_tokens"] == 1e6 and b["release_date"] is None
     assert a["sha256"] != b["sha256"] and len(a["sha256"]) == 64
@@ -103,6 +104,29 @@ def test_a_broken_model_fails_its_own_cells_and_the_others_finish(suite_dir, ref
     assert ok.read_bytes() == (reference / "cells" / "tiny-a__question__facts" / "items.parquet").read_bytes()
     status = run_kbench("suite", "status", str(out))
     assert "2 done, 2 failed" in status.stdout and "failed tiny-b__cloze__facts (2 attempts)" in status.stdout
+    report = run_kbench("report", str(out), "--out", str(tmp_path / "report"))
+    assert report.returncode == 0, report.stderr
+    page = (tmp_path / "report" / "index.html").read_text()
+    assert page.count("<td class='failed'") == 2 and "no-such-model" in page  # the error is the cell's tooltip
+    assert "No task and dataset has two finished models" in page
+
+
+def test_the_suite_report(reference, tmp_path):
+    out = tmp_path / "report"
+    done = run_kbench("report", str(reference), "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    page = (out / "index.html").read_text()
+    for part in ("<h2>Models</h2>", "id='leaderboard'", "<h2>Protocol of every cell</h2>", "Paired comparisons on shared items",
+                 "<script>", "scaling.png", "popularity.png"):
+        assert part in page, part
+    document = json.loads((reference / "suite.json").read_text())
+    first = document["cells"]["tiny-a__cloze__facts"]["headline"]["maple_accuracy"]
+    assert f"n={first['n']}" in page and "maple_accuracy" in page
+    assert "215,616" in page and "133,440" in page  # the model table's parameter counts
+    pairs = (out / "pairs.md").read_text()
+    assert "| tiny-a | tiny-b | 8 |" in pairs and "| tiny-a | tiny-b | 15 |" in pairs
+    for png in ("scaling.png", "popularity.png"):
+        assert (out / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 @pytest.mark.parametrize("old, new, where, message", [
