@@ -78,7 +78,7 @@ def prepare_datasets(suite: Suite, out: Path, state: SuiteState) -> tuple[dict[s
             continue
         built, _, error = with_retries(
             f"building dataset {entry.name}",
-            lambda entry=entry, folder=folder: build(entry.recipe, out=folder, overrides=list(entry.overrides)),
+            lambda entry=entry, folder=folder: build(suite.recipe(entry.name), out=folder, overrides=list(entry.overrides)),
             header.retries,
             header.retry_wait,
         )

@@ -15,7 +15,7 @@
 
     [[datasets]]
     name = "lama"
-    recipe = "lama"          # a packaged recipe (or recipe file) built first into OUT/datasets/lama
+    recipe = "lama"          # a packaged recipe (or a recipe file, relative to this file) built first into OUT/datasets/lama
     overrides = ["load.max_per_relation=20"]
     [[datasets]]
     name = "mine"
@@ -142,6 +142,13 @@ class Suite:
         beside = self.path.parent / entry.path
         return str(beside) if not Path(entry.path).is_absolute() and beside.exists() else entry.path
 
+    def recipe(self, name: str) -> str:
+        """A `recipe` dataset: a recipe file relative to the suite file when it is there, else as
+        written (a packaged recipe's name or a path from the working folder)."""
+        entry = self.dataset(name)
+        beside = self.path.parent / entry.recipe
+        return str(beside) if not Path(entry.recipe).is_absolute() and beside.is_file() else entry.recipe
+
     def document(self) -> dict:
         """The suite as suite.json records it (JSON types: dates as ISO strings)."""
         return self.spec.model_dump(mode="json")
@@ -239,8 +246,9 @@ def _check_datasets(spec: SuiteFile, path: Path, fail) -> None:
             if entry.overrides:
                 raise fail(("datasets", i, "overrides"), "overrides apply to a recipe, not to a built folder")
         else:
+            beside = path.parent / entry.recipe
             try:
-                resolve_recipe(entry.recipe)
+                resolve_recipe(beside if not Path(entry.recipe).is_absolute() and beside.is_file() else entry.recipe)
             except UserError as exc:
                 raise fail(("datasets", i, "recipe"), str(exc)) from None
     twice = _duplicates([d.name for d in spec.datasets])

@@ -162,3 +162,28 @@ def test_a_bad_suite_file_exits_2_and_runs_nothing(suite_dir, tmp_path):
     done = run_kbench("suite", "run", str(suite), "--out", str(tmp_path / "out"))
     assert done.returncode == 2 and f"{suite}:16 [models[1].name]: duplicate cell" in done.stderr, done.stderr
     assert "Traceback" not in done.stderr and not (tmp_path / "out").exists()  # nothing ran
+
+
+def test_a_recipe_dataset_is_built_first_and_limit_caps_every_cell(suite_dir, tmp_path):
+    from tests.dataset_folders import SNAPSHOT_NEW, SNAPSHOT_OLD
+
+    for name, rows in (("old", SNAPSHOT_OLD), ("new", SNAPSHOT_NEW)):
+        (tmp_path / f"{name}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (tmp_path / "evo.toml").write_text(
+        '[pipeline]\nname = "evo"\nconfig = "evolving"\n\n[[stages]]\nstage = "evolving_snapshots"\n'
+        f'old = "{tmp_path / "old.jsonl"}"\nnew = "{tmp_path / "new.jsonl"}"\n\n'
+        '[[stages]]\nstage = "write_dataset"\nschema_name = "qa_item.v1.json"\n')
+    (tmp_path / "suite.toml").write_text(
+        f'[suite]\nname = "evo"\n\n[[models]]\nmodel = "{suite_dir / "model-a"}"\n\n'
+        '[[datasets]]\nname = "evo"\nrecipe = "evo.toml"\n\n'
+        '[[tasks]]\ntask = "qa"\n[tasks.settings]\nmax_new_tokens = 3\n')
+    out = tmp_path / "out"
+    done = run_kbench("suite", "run", str(tmp_path / "suite.toml"), "--out", str(out), "--limit", "3",
+                      env={"KBENCH_CACHE": str(tmp_path / "cache")})
+    assert done.returncode == 0, done.stderr
+    assert (out / "datasets" / "evo" / "stats.json").is_file()
+    document = json.loads((out / "suite.json").read_text())
+    assert document["datasets"]["evo"] == {"path": "datasets/evo", "recipe": "evo.toml", "error": None}
+    assert document["limit"] == 3
+    results = json.loads((out / "cells" / "model-a__qa__evo" / "results.json").read_text())
+    assert results["task"] == "qa" and results["items"]["count"] == 3 and results["settings"]["limit"] == 3
