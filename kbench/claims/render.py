@@ -31,7 +31,7 @@ def markdown(suite_name: str, tested: list[tuple[ClaimSet, list[ClaimResult]]]) 
                 "",
                 f"> {claim.quote}",
                 "",
-                f"Source: {claim.source}.",
+                f"Source: {claim.source}" + ("" if claim.source.endswith(('"', ".")) else "."),
                 "",
                 f"Compared: {claim.compared}.",
             ]

@@ -94,7 +94,8 @@ def cell_outcome(results: dict | None, attempts: int, error: str | None) -> dict
 def evaluate_cell(
     pool: ModelPool, model: ModelEntry, task: TaskEntry, dataset: str, run_dir: Path, limit: int | None
 ) -> tuple[dict, dict | None]:
-    """(the cell's outcome, the model's opened handle's table row or None): open (once), run, retry."""
+    """(the cell's outcome for suite.json, the model's row of the model table): open the model
+    (once per pool), run the cell, retry it."""
     from kbench.suite.model_table import model_row, unavailable_row
 
     opened, opened_attempts, error = pool.get(model)

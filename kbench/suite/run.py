@@ -29,12 +29,12 @@ def run_suite(
 
     state = SuiteState(suite, out, limit)
     state.save()
-    paths, broken = prepare_datasets(suite, out, state)
     todo = [cell for cell in suite.cells if not state.finished(cell)]
+    done_before = len(suite.cells) - len(todo)
+    paths, broken = prepare_datasets(suite, out, state)
     for cell in [c for c in todo if c.dataset in broken]:
         state.record(cell, {"status": "failed", "attempts": 0, "error": broken[cell.dataset], "headline": None})
     todo = [c for c in todo if c.dataset not in broken]
-    done_before = len(suite.cells) - len(todo) - sum(c.dataset in broken for c in suite.cells)
     LOG.info("suite %s: %d cells, %d finished before, %d to run", suite.spec.suite.name, len(suite.cells), done_before, len(todo))
     with progress(f"suite {suite.spec.suite.name} ({done_before} cells done before)", len(todo), "cells") as advance:
         if executor == "ray":

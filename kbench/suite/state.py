@@ -60,7 +60,8 @@ class SuiteState:
             }
             self.cells[cell.key] = old if old.get("fingerprint") == mark else fresh
         self.document = {"schema": SCHEMA, "suite": suite.document(), "limit": limit}
-        self.datasets: dict[str, dict] = before.get("datasets", {})
+        names = {d.name for d in suite.spec.datasets}
+        self.datasets: dict[str, dict] = {k: v for k, v in before.get("datasets", {}).items() if k in names}
         labels = {m.label for m in suite.spec.models}
         self.models: dict[str, dict] = {k: v for k, v in before.get("models", {}).items() if k in labels}
 
