@@ -12,7 +12,7 @@ import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 #: Test files that start Ray: they run on one worker, one after the other (scripts/test.sh runs pytest-xdist).
-RAY_FILES = {"test_build_ray.py", "test_executor_ray.py"}
+RAY_FILES = {"test_build_ray.py", "test_executor_ray.py", "test_suite_ray.py"}
 
 
 def pytest_collection_modifyitems(config, items):

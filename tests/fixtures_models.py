@@ -59,13 +59,14 @@ def _train_wordpiece(vocab_size: int = 300):
     return tok
 
 
-def build_tiny_causal(folder: Path) -> Path:
+def build_tiny_causal(folder: Path, seed: int = 0, layers: int = 4) -> Path:
+    """`seed` draws other weights and `layers` gives another size (second models, for tests that compare models)."""
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
     tokenizer = PreTrainedTokenizerFast(tokenizer_object=_train_bpe(), eos_token="<|endoftext|>", pad_token="<|pad|>")
-    torch.manual_seed(0)
-    config = LlamaConfig(vocab_size=len(tokenizer), hidden_size=64, intermediate_size=128, num_hidden_layers=4,
+    torch.manual_seed(seed)
+    config = LlamaConfig(vocab_size=len(tokenizer), hidden_size=64, intermediate_size=128, num_hidden_layers=layers,
                          num_attention_heads=4, num_key_value_heads=4, max_position_embeddings=256,
                          eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id,
                          bos_token_id=None, tie_word_embeddings=False)

@@ -15,7 +15,7 @@ from kbench.errors import UserError
 def report(
     run_dirs: list[Path] = typer.Argument(
         ...,
-        help="Evaluation run directories (each holds results.json). "
+        help="Evaluation run directories (each holds results.json), or one suite folder (suite.json). "
         "With `standardize` first: KoLA standardised scores across the runs.",
     ),
     out: Path = typer.Option(Path("report"), "--out", help="Output folder (index.html, item explorers, PNG charts)."),

@@ -68,12 +68,18 @@ class TwoNodeCluster:
         self.address = f"127.0.0.1:{port}"
         self.head = Node(["--head", "--port", str(port), "--temp-dir", str(self.temp / "h"), "--include-dashboard",
                           "false", "--ray-client-server-port", str(free_port())], self.temp / "head.log")
+        self.worker = None
         deadline = time.monotonic() + 240
-        self.head.wait_started(deadline)
-        self.worker = Node(["--address", self.address, "--temp-dir", str(self.temp / "w")], self.temp / "worker.log")
-        self.worker.wait_started(deadline)
+        try:
+            self.head.wait_started(deadline)
+            self.worker = Node(["--address", self.address, "--temp-dir", str(self.temp / "w")], self.temp / "worker.log")
+            self.worker.wait_started(deadline)
+        except BaseException:
+            self.stop()  # a node that did not start leaves none running behind it
+            raise
 
     def stop(self) -> None:
-        self.worker.kill()
+        if self.worker is not None:
+            self.worker.kill()
         self.head.kill()
         shutil.rmtree(self.temp, ignore_errors=True)

@@ -20,6 +20,16 @@ buffer, tail] (default 10/20/40/20/10): the unit at position i (0-based) falls i
 segment k with i < c_k. Example, n = 25: cuts 2, 7, 17, 22, 25 -> 2 head, 5 buffer, 10 torso,
 5 buffer, 3 tail.
 
+Cut by mass (`cut = "mass"`, Head-to-Tail's cut): the units, most popular first, are cut where the
+running total of their popularity reaches 1/3 and 2/3 of the total popularity: the unit whose
+popularity makes the running total reach 1/3 is the last head unit (the units before it hold
+less than 1/3), and likewise for 2/3 and the torso. So the head is a few very popular units and
+the tail many rare ones, each holding about a third of the mass; there are no buffers and
+`percentages` does not apply. Ties are kept whole in the same way as below.
+
+The raw popularity stays on every kept row (`frequency`), so a chart can also plot accuracy
+against popularity as a continuous variable (PopQA's deciles).
+
 Ties never split: units with equal frequency form a tie group, which occupies positions
 first..last, and the whole group goes to the segment holding its (lower) median position
 floor((first + last) / 2). For a group that straddles one cut this is the side with more of the
@@ -46,6 +56,7 @@ from kbench.construct.frequency import DROP_COLUMN, frequency_sources, make_sour
 from kbench.construct.stage import Stage, StageOutput, StageParams, filter_with_reason, register_stage
 
 BIN_NAMES = ("head", "buffer", "torso", "buffer", "tail")
+MASS_BIN_NAMES = ("head", "torso", "tail")
 
 
 def bin_cuts(n: int, percentages: list[float]) -> list[int]:
@@ -60,6 +71,47 @@ def bin_cuts(n: int, percentages: list[float]) -> list[int]:
 def segment_of(position: int, cuts: list[int]) -> int:
     """The segment (0..4) a rank position falls in."""
     return next((k for k, cut in enumerate(cuts) if position < cut), len(cuts) - 1)
+
+
+def mass_segments(ranked_frequencies: list[float]) -> list[int]:
+    """The segment (0 head, 1 torso, 2 tail) of each position of the units ranked most popular
+    first: a unit is in the head while the mass before it is under 1/3 of the total, in the
+    torso while under 2/3 (compared as 3 x running < k x total, no division)."""
+    total = sum(ranked_frequencies)
+    segments, before = [], 0.0
+    for frequency in ranked_frequencies:
+        segments.append(0 if 3 * before < total else (1 if 3 * before < 2 * total else 2))
+        before += frequency
+    return segments
+
+
+def assign_mass_bins(frequencies: list[float]) -> tuple[list[str], dict[str, Any]]:
+    """Head-to-Tail's bins of each unit (same order as `frequencies`): a third of the total
+    popularity each, tie groups kept whole (the segment of their lower median position)."""
+    ranked = sorted(range(len(frequencies)), key=lambda i: -frequencies[i])
+    by_position = mass_segments([frequencies[i] for i in ranked])
+    group_span: dict[float, list[int]] = {}
+    for position, i in enumerate(ranked):
+        span = group_span.setdefault(frequencies[i], [position, position])
+        span[1] = position
+    group_segment = {f: by_position[(first + last) // 2] for f, (first, last) in group_span.items()}
+    segments = [group_segment[f] for f in frequencies]
+    mass = [0.0] * len(MASS_BIN_NAMES)
+    sizes = [0] * len(MASS_BIN_NAMES)
+    ranges: list[list[float]] = [[] for _ in MASS_BIN_NAMES]
+    for i, k in enumerate(segments):
+        sizes[k] += 1
+        mass[k] += frequencies[i]
+        ranges[k].append(frequencies[i])
+    details = {
+        "units_ranked": len(frequencies),
+        "mass_total": sum(frequencies),
+        "units_per_segment": dict(zip(MASS_BIN_NAMES, sizes)),
+        "mass_per_segment": dict(zip(MASS_BIN_NAMES, mass)),
+        "frequency_range_per_segment": {name: [min(r), max(r)] for name, r in zip(MASS_BIN_NAMES, ranges) if r},
+        "units_moved_by_ties": sum(by_position[p] != segments[i] for p, i in enumerate(ranked)),
+    }
+    return [MASS_BIN_NAMES[k] for k in segments], details
 
 
 def assign_bins(frequencies: list[float], percentages: list[float]) -> tuple[list[str], dict[str, Any]]:
@@ -124,6 +176,7 @@ class FrequencyBin(Stage):
         unit: Literal["row", "entity"] = "row"
         entity: Literal["subject", "object"] = "subject"
         entity_frequency: Literal["max", "sum"] = "max"
+        cut: Literal["rank", "mass"] = "rank"  # rank: percentages of the ranked units (MAPLE); mass: Head-to-Tail's thirds
 
         @field_validator("percentages")
         @classmethod
@@ -131,6 +184,12 @@ class FrequencyBin(Stage):
             if len(v) != 5 or any(p < 0 for p in v) or sum(Fraction(str(p)) for p in v) != 100:
                 raise ValueError("percentages must be 5 numbers >= 0 (head, buffer, torso, buffer, tail) summing to 100")
             return v
+
+        @model_validator(mode="after")
+        def _percentages_need_rank_cut(self):
+            if self.cut == "mass" and "percentages" in self.model_fields_set:
+                raise ValueError('percentages apply to cut = "rank"; cut = "mass" splits the popularity mass in thirds')
+            return self
 
         @model_validator(mode="after")
         def _known_source(self):
@@ -250,7 +309,11 @@ class FrequencyBin(Stage):
         known = frame.filter(rankable)
         aggregate = pl.col("frequency").max() if self.params.entity_frequency == "max" else pl.col("frequency").sum()
         units = known.group_by("__unit").agg(aggregate.alias("__unit_frequency")).sort("__unit")
-        bins, details = assign_bins(units["__unit_frequency"].to_list(), self.params.percentages)
+        frequencies = units["__unit_frequency"].to_list()
+        if self.params.cut == "mass":
+            bins, details = assign_mass_bins(frequencies)
+        else:
+            bins, details = assign_bins(frequencies, self.params.percentages)
         units = units.with_columns(pl.Series("frequency_bin", bins, dtype=pl.Utf8))
 
         binned = (
@@ -276,6 +339,8 @@ class FrequencyBin(Stage):
         unit = {"unit": self.params.unit}
         if self.params.unit == "entity":
             unit |= {"entity": self.params.entity, "entity_frequency": self.params.entity_frequency}
+        if self.params.cut == "mass":  # rank-cut details stay as they were: earlier builds' stats.json are unchanged
+            unit["cut"] = "mass"
         details = {**unit, "rows_ranked": known.height, **details}
         if source_details := source.details():
             details["source"] = source_details

@@ -1,0 +1,1 @@
+"""The papers' claims as tests over a suite folder (`kbench claims DIR`)."""

@@ -1,0 +1,45 @@
+"""`kbench claims list` and `kbench claims SUITE_DIR [--set NAME ...] [--out FILE]`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from kbench.cli.main import app
+
+
+@app.command()
+def claims(
+    target: str = typer.Argument(..., help="`list` (the packaged claim sets), or a suite folder (it holds suite.json)."),
+    sets: list[str] = typer.Option(
+        [], "--set", help="A claim set to test (repeatable; default: every set the suite's tasks allow)."
+    ),
+    out: Optional[Path] = typer.Option(None, "--out", help="Where claims.md goes (default: SUITE_DIR/claims.md)."),
+) -> None:
+    """Test the papers' claims on a suite's cells: per model and across models, with verdicts
+    supported / contradicted / inconclusive at alpha 0.05; prints the table and writes claims.md.
+    To test a suite folder literally named `list`, write it as `./list`."""
+    from rich.console import Console
+
+    from kbench.claims.sets import CLAIM_SETS
+
+    if target == "list":
+        for chosen in CLAIM_SETS.values():
+            ids = ", ".join(f"{c.id}{' (expectation)' if c.kind == 'expectation' else ''}" for c in chosen.claims)
+            tasks = ", ".join(sorted({c.task for c in chosen.claims}))
+            typer.echo(f"{chosen.name}: {ids} - needs {tasks} cells - {chosen.paper}")
+        return
+    from kbench.claims.render import markdown, terminal_table
+    from kbench.claims.verdicts import test_suite
+    from kbench.io import write_text
+    from kbench.suite.status import read_suite_json
+
+    folder = Path(target)
+    name = read_suite_json(folder)["suite"]["suite"]["name"]
+    tested = test_suite(folder, list(sets))
+    destination = out if out is not None else folder / "claims.md"
+    write_text(destination, markdown(name, tested))
+    Console().print(terminal_table(tested))
+    typer.echo(f"claims written to {destination}", err=True)

@@ -1,0 +1,1 @@
+"""Suites: many models x tasks x datasets in one resumable command (`kbench suite run`)."""

@@ -1,0 +1,114 @@
+"""The suite report's charts (PNG, matplotlib Agg, written atomically as the report's other charts).
+
+- `scaling_chart`: each (task, dataset) column's headline against the model's parameter count
+  (log x), with the 95% interval as an error bar, one mark per model, coloured by family.
+- `popularity_chart`: accuracy per frequency (popularity) bin, head to tail, one line per model,
+  with intervals, as PopQA's and Head-to-Tail's figures draw it.
+
+Each returns the file name, or None when no cell has the data (no parameter counts, no bins).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from kbench.report.plots import _pyplot, _save
+from kbench.report.runs import BIN_ORDER, Run, is_estimate, order_bins
+
+
+def _errors(estimates: list[dict]) -> list[list[float]]:
+    values = [e["value"] for e in estimates]
+    return [
+        [max(0.0, v - e["ci_low"]) if e.get("ci_low") is not None else 0.0 for v, e in zip(values, estimates)],
+        [max(0.0, e["ci_high"] - v) if e.get("ci_high") is not None else 0.0 for v, e in zip(values, estimates)],
+    ]
+
+
+def scaling_chart(columns: dict[str, dict[str, Run]], models: dict[str, dict], out_dir: Path) -> str | None:
+    """`columns`: column title -> model label -> its finished run; `models`: the model table."""
+    drawn = {
+        title: [(label, run) for label, run in runs.items() if (models.get(label) or {}).get("parameters")]
+        for title, runs in columns.items()
+    }
+    drawn = {title: pairs for title, pairs in drawn.items() if pairs}
+    if not drawn:
+        return None
+    plt = _pyplot()
+    families = sorted({str(models[label].get("family")) for pairs in drawn.values() for label, _ in pairs})
+    colour = {family: f"C{i}" for i, family in enumerate(families)}
+    fig, axes = plt.subplots(1, len(drawn), figsize=(4.2 * len(drawn), 3.6), squeeze=False)
+    for ax, (title, pairs) in zip(axes[0], drawn.items()):
+        metric = pairs[0][1].primary
+        for label, run in pairs:
+            estimate = run.headline.get(metric)
+            if not is_estimate(estimate) or estimate.get("value") is None:
+                continue
+            family = str(models[label].get("family"))
+            x = models[label]["parameters"]
+            ax.errorbar([x], [estimate["value"]], yerr=_errors([estimate]), fmt="o", color=colour[family], capsize=3)
+            ax.annotate(label, (x, estimate["value"]), textcoords="offset points", xytext=(4, 4), fontsize="x-small")
+        ax.set_xscale("log")
+        ax.set_ylim(0, 1)
+        ax.set_xlabel("parameters (counted from the weights; log)")
+        ax.set_ylabel(f"{metric} (95% interval)")
+        ax.set_title(title, fontsize="small")
+        ax.grid(alpha=0.3)
+    from matplotlib.lines import Line2D
+
+    handles = [Line2D([], [], marker="o", linestyle="", color=colour[f], label=f) for f in families]
+    axes[0][-1].legend(handles=handles, title="family", fontsize="x-small", loc="best")
+    fig.suptitle("Scaling: headline against parameter count")
+    return _save(fig, out_dir, "scaling.png")
+
+
+def _bin_metric(run: Run) -> str | None:
+    """The metric drawn per bin: the run's primary metric when the bin table has it, else the first
+    proportion column."""
+    table = run.table("per_frequency_bin")
+    columns = list(dict.fromkeys(c for row in table.values() for c, v in row.items() if is_estimate(v)))
+    if run.primary in columns:
+        return run.primary
+    return next((c for c in columns if all(0 <= (row[c].get("value") or 0) <= 1 for row in table.values() if c in row)), None)
+
+
+def popularity_chart(columns: dict[str, dict[str, Run]], out_dir: Path) -> str | None:
+    drawn = {}
+    for title, runs in columns.items():
+        lines = {}
+        for label, run in runs.items():
+            metric = _bin_metric(run)
+            if metric is None:
+                continue
+            table = run.table("per_frequency_bin")
+            lines[label] = (metric, {b: cells[metric] for b, cells in table.items() if is_estimate(cells.get(metric))})
+        if lines:
+            drawn[title] = lines
+    if not drawn:
+        return None
+    plt = _pyplot()
+    labels = sorted({label for lines in drawn.values() for label in lines})
+    colour = {label: f"C{i}" for i, label in enumerate(labels)}
+    fig, axes = plt.subplots(1, len(drawn), figsize=(4.2 * len(drawn), 3.6), squeeze=False)
+    for ax, (title, lines) in zip(axes[0], drawn.items()):
+        bins = order_bins({b for _, per_bin in lines.values() for b in per_bin})
+        for label, (_, per_bin) in lines.items():
+            shown = [b for b in bins if per_bin.get(b, {}).get("value") is not None]
+            estimates = [per_bin[b] for b in shown]
+            ax.errorbar(
+                [bins.index(b) for b in shown],
+                [e["value"] for e in estimates],
+                yerr=_errors(estimates),
+                marker="o",
+                capsize=3,
+                color=colour[label],
+                label=label,
+            )
+        ax.set_xticks(range(len(bins)), bins)
+        ax.set_ylim(0, 1)
+        ax.set_xlabel("popularity bin (head = most popular)" if set(bins) <= set(BIN_ORDER) else "bin")
+        ax.set_ylabel(f"{next(iter(lines.values()))[0]} (95% interval)")
+        ax.set_title(title, fontsize="small")
+        ax.grid(alpha=0.3)
+    axes[0][-1].legend(fontsize="x-small", loc="best")
+    fig.suptitle("Accuracy by popularity bin")
+    return _save(fig, out_dir, "popularity.png")
