@@ -17,8 +17,10 @@ answers in input order), greedy at temperature 0:
   `echo` + `logprobs`, at the answer's positions.
 * `rank_first_token`: prompt + the gold's first token through `prompt_logprobs`, whose entries
   carry the exact rank over the full vocabulary (RANK_EXACT); else the top-k `logprobs` of the
-  next position (RANK_TOP_K: rank None when the gold is not among them). Candidate
-  vocabularies (LAMA's common vocabulary) need scores of every candidate: refused.
+  next position (RANK_TOP_K: rank None when the gold is not among them). A candidate
+  vocabulary (LAMA's common vocabulary) is ranked from the whole vocabulary's log-probs of the
+  next position (`logprobs: -1`, vLLM under `--max-logprobs -1`), where the probe proved them;
+  elsewhere it is refused (a top k does not hold every candidate's score).
 
 With `api=chat` (`chat.py`) prompts are the chat form's marked message lines and `generate` /
 `sample` post them as `messages` to `/v1/chat/completions` (the server's chat template, its
@@ -179,12 +181,9 @@ class ServedModel:
     ) -> list[tuple[int | None, float | None]]:
         self._plain(intervention)
         require(self, [Capability.RANK_TOP_K], "rank_first_token (first-token ranks)")
-        if candidate_ids is not None:
-            raise UserError(
-                f"served model {self.model_id!r}: ranks over a candidate vocabulary (--common-vocab) need every "
-                "candidate's score, which a server does not return; rank over the full vocabulary instead"
-            )
         _same_length(prompts, golds)
+        if candidate_ids is not None:
+            return self._rank_among(prompts, golds, candidate_ids)
         items = self.encoder.rank_items(prompts, golds)
         if self.probe["prompt_logprob_ranks"]:
             answered = self._post([self._body([*ids, gold], prompt_logprobs=0) for ids, _, gold in items])
@@ -196,6 +195,25 @@ class ServedModel:
         k = self.probe["top_logprobs"]
         answered = self._post([self._body(ids, logprobs=k, return_tokens_as_token_ids=True) for ids, _, _ in items])
         return [_rank_in_top(self._read(parse.top_logprobs, a, 0), gold) for (_, _, gold), a in zip(items, answered)]
+
+    def _rank_among(self, prompts: Sequence[str], golds: Sequence[str], candidate_ids: Sequence[int]):
+        """Ranks over `candidate_ids` from the next position's log-prob of every token (`logprobs: -1`)."""
+        if not self.probe.get("vocabulary_logprobs"):
+            raise UserError(
+                f"served model {self.model_id!r}: ranks over a candidate vocabulary (--common-vocab) need every "
+                "candidate's score, which this server does not return for `logprobs: -1` (vLLM does when started "
+                "with --max-logprobs -1); rank over the full vocabulary instead"
+            )
+        items = self.encoder.rank_items(prompts, golds)
+        bodies = [self._body(ids, logprobs=-1, return_tokens_as_token_ids=True) for ids, _, _ in items]
+        out = []
+        for (_, _, gold), answer in zip(items, self._post(bodies)):
+            scores = {parse.token_id(key): lp for key, lp in self._read(parse.top_logprobs, answer, 0).items()}
+            missing = [c for c in (gold, *candidate_ids) if c not in scores]
+            if missing:
+                raise UserError(f"served model {self.model_id!r}: `logprobs: -1` lacks token ids {missing[:5]}")
+            out.append((1 + sum(scores[c] > scores[gold] for c in set(candidate_ids)), float(scores[gold])))
+        return out
 
     def generate_and_rank(
         self,

@@ -12,6 +12,9 @@ So the probe sends a few one-token requests and looks at the answers:
     prompt_logprob_ranks  ... with its rank over the full vocabulary
     top_logprobs        how many top log-probs one position gets (0: none)
     token_id_keys       top log-probs are keyed "token_id:N" (`return_tokens_as_token_ids`)
+    vocabulary_logprobs how many log-probs `logprobs: -1` returns for one position, keyed by token id
+                        (vLLM started with `--max-logprobs -1`: the whole vocabulary; 0: refused), which
+                        ranks a gold among any candidate vocabulary (LAMA's common vocabulary)
     sampling_varies     seeded samples at temperature 2 differ from the greedy text (`transformers serve`
                         5.24 ignores `temperature` on /v1/completions: its "samples" are greedy)
 
@@ -42,7 +45,7 @@ def probe_server(client, model_id: str, tokenizer, api: str = "completions") -> 
     base = {"model": model_id, "max_tokens": 1, "temperature": 0}
     found = {"generate": _text(client.try_post("/v1/completions", {**base, "prompt": PROBE_TEXT})) is not None}
     found.update(token_id_prompts=False, echo_prompt_logprobs=False, prompt_logprobs=False)
-    found.update(prompt_logprob_ranks=False, top_logprobs=0, token_id_keys=False)
+    found.update(prompt_logprob_ranks=False, top_logprobs=0, token_id_keys=False, vocabulary_logprobs=0)
     long = {**base, "prompt": PROBE_TEXT, "max_tokens": 8}
     found["sampling_varies"] = found["generate"] and sampling_varies(client, "/v1/completions", long, parse.completion_text)
     if tokenizer is None or not found["generate"]:
@@ -62,12 +65,23 @@ def probe_server(client, model_id: str, tokenizer, api: str = "completions") -> 
             found["top_logprobs"] = len(tops)
             found["token_id_keys"] = all(parse.token_id(key) is not None for key in tops)
             break
+    found["vocabulary_logprobs"] = vocabulary_logprobs(client, base, ids, found["top_logprobs"])
     return found
+
+
+def vocabulary_logprobs(client, base: dict, ids: list[int], top_k: int) -> int:
+    """How many token-id-keyed log-probs `logprobs: -1` brings for the next position: more than the top k
+    (a server that caps or ignores -1 answers an error or the top k only, and counts as 0)."""
+    asked = {**base, "prompt": ids, "logprobs": -1, "return_tokens_as_token_ids": True}
+    tops = _or_none(parse.top_logprobs, client.try_post("/v1/completions", asked), 0)
+    if not tops or len(tops) <= top_k or not all(parse.token_id(key) is not None for key in tops):
+        return 0
+    return len(tops)
 
 
 def probe_chat(client, model_id: str) -> dict:
     found = dict.fromkeys(("token_id_prompts", "echo_prompt_logprobs", "prompt_logprobs", "prompt_logprob_ranks"), False)
-    found.update(top_logprobs=0, token_id_keys=False)
+    found.update(top_logprobs=0, token_id_keys=False, vocabulary_logprobs=0)
     limit = chat_token_limit(client, model_id)
     found.update(generate=limit is not None, token_limit=limit or TOKEN_LIMITS[0])
     long = {"model": model_id, "messages": PROBE_MESSAGES, found["token_limit"]: 8, "temperature": 0}
