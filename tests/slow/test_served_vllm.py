@@ -108,19 +108,19 @@ def test_model_calls_agree_with_in_process(served, local):
     samples = served.sample(prompts[:2], 3, 0.8, seed=5, max_new_tokens=4)
     assert samples == served.sample(prompts[:2], 3, 0.8, 5, 4) and len({*samples[0]}) > 1  # seeded, and samples differ
     # a server with echo + top-k but without prompt_logprobs (SGLang-like): the echo and top-k paths, on real bodies
-    served.inner.probe = {**served.inner.probe, "prompt_logprobs": False, "prompt_logprob_ranks": False,
-                          "vocabulary_logprobs": 0}
+    # (the backend itself: the result cache's memory would answer the calls above again)
+    raw = served.inner
+    raw.probe = {**raw.probe, "prompt_logprobs": False, "prompt_logprob_ranks": False, "vocabulary_logprobs": 0}
     try:
-        for (s_sum, _), (l_sum, _) in zip(served.score_answers(prompts, golds), local.score_answers(prompts, golds)):
+        for (s_sum, _), (l_sum, _) in zip(raw.score_answers(prompts, golds), local.score_answers(prompts, golds)):
             assert s_sum == pytest.approx(l_sum, abs=LOGPROB_TOLERANCE)
-        for (rank, logprob), (true_rank, true_lp) in zip(served.rank_first_token(prompts, golds), exact):
+        for (rank, logprob), (true_rank, true_lp) in zip(raw.rank_first_token(prompts, golds), exact):
             assert (rank, logprob) == ((true_rank, pytest.approx(true_lp, abs=LOGPROB_TOLERANCE)) if true_rank <= 20
                                        else (None, None))  # "> k": never a made-up rank
         with pytest.raises(UserError, match="--max-logprobs -1"):
-            served.rank_first_token(prompts, golds, candidate_ids=candidates)
+            raw.rank_first_token(prompts, golds, candidate_ids=candidates)
     finally:
-        served.inner.probe = {**served.inner.probe, "prompt_logprobs": True, "prompt_logprob_ranks": True,
-                              "vocabulary_logprobs": 49152}
+        raw.probe = {**raw.probe, "prompt_logprobs": True, "prompt_logprob_ranks": True, "vocabulary_logprobs": 49152}
 
 
 def evaluate_both(task: str, dataset: Path, port: int, out: Path, *args: str, options: str = "") -> dict[str, pl.DataFrame]:
