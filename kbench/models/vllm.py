@@ -123,8 +123,13 @@ class VllmModel:
             "kind": self.kind,
             "dtype": self.dtype,
             "backend": self.backend,
-            "weights": {"source": "vllm", "origin": self.origin, "folder": self.folder, "vllm": self.version,
-                        "engine": self.options},
+            "weights": {
+                "source": "vllm",
+                "origin": self.origin,
+                "folder": self.folder,
+                "vllm": self.version,
+                "engine": self.options,
+            },
         }
 
     def __repr__(self) -> str:
@@ -152,8 +157,13 @@ class VllmModel:
         self._plain(intervention)
         ids = self.encoder.encode(prompts)
         params = [
-            self._params(temperature=temperature, top_p=1.0, max_tokens=max_new_tokens, stop=list(stop or []) or None,
-                         seed=int(stable_hash([seed, text, j])[:8], 16))
+            self._params(
+                temperature=temperature,
+                top_p=1.0,
+                max_tokens=max_new_tokens,
+                stop=list(stop or []) or None,
+                seed=int(stable_hash([seed, text, j])[:8], 16),
+            )
             for text in prompts
             for j in range(k)
         ]
@@ -178,7 +188,8 @@ class VllmModel:
         _same_length(prompts, golds)
         items = self.encoder.rank_items(prompts, golds)
         if candidate_ids is None:
-            outs = self._run([[*ids, gold] for ids, _, gold in items], self._params(temperature=0, max_tokens=1, prompt_logprobs=0))
+            scored = self._params(temperature=0, max_tokens=1, prompt_logprobs=0)
+            outs = self._run([[*ids, gold] for ids, _, gold in items], scored)
             entries = [out.prompt_logprobs[-1][gold] for out, (_, _, gold) in zip(outs, items)]
             return [(int(e.rank), float(e.logprob)) for e in entries]
         candidates = set(candidate_ids)
