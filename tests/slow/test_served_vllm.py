@@ -123,15 +123,19 @@ def test_model_calls_agree_with_in_process(served, local):
         raw.probe = {**raw.probe, "prompt_logprobs": True, "prompt_logprob_ranks": True, "vocabulary_logprobs": 49152}
 
 
-def evaluate_both(task: str, dataset: Path, port: int, out: Path, *args: str, options: str = "") -> dict[str, pl.DataFrame]:
-    """`kbench evaluate TASK` through the server and in-process; each run's items.parquet."""
+def evaluate_both(task: str, dataset: Path, port: int, out: Path, *args: str) -> dict[str, pl.DataFrame]:
+    """`kbench evaluate TASK` through the server (writing its own result cache) and in-process (none); each
+    run's items.parquet. The API key is in no output and no file of the served run or its cache."""
     items = {}
-    for where, model in (("served", model_arg(port, options)), ("local", "smollm2-135m")):
-        done = run_kbench("evaluate", task, "--dataset", str(dataset), "--model", model, "--seed", "1", "--no-cache",
-                          "--out", str(out / where), *args, env=KEY)
+    for where, model, cache in (("served", model_arg(port), ()), ("local", "smollm2-135m", ("--no-cache",))):
+        done = run_kbench("evaluate", task, "--dataset", str(dataset), "--model", model, "--seed", "1", *cache,
+                          "--out", str(out / where), *args, env={**KEY, "KBENCH_CACHE": str(out / "cache")})
         assert done.returncode == 0, done.stderr
-        assert SECRET not in done.stdout + done.stderr
         items[where] = pl.read_parquet(out / where / "items.parquet")
+        assert SECRET not in done.stdout + done.stderr
+    assert (out / "cache" / "results.sqlite").is_file()
+    for path in [*(out / "served").rglob("*"), *(out / "cache").rglob("*")]:
+        assert not path.is_file() or SECRET.encode() not in path.read_bytes(), path
     return items
 
 
