@@ -95,8 +95,9 @@ class VllmModel:
         if self.tokenizer.pad_token is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token or self.tokenizer.unk_token
         self.encoder = PromptEncoder(self.tokenizer, "causal")
-        # max_logprobs -1: the whole vocabulary's log-probs may be asked (ranks over a candidate vocabulary)
-        engine = {"seed": 0, "max_logprobs": -1, **options}
+        # max_logprobs -1: the whole vocabulary's log-probs may be asked (ranks over a candidate vocabulary);
+        # no prefix cache unless asked: every prompt computed whole, so a rerun's floats do not depend on what it held
+        engine = {"seed": 0, "max_logprobs": -1, "enable_prefix_caching": False, **options}
         try:
             self.llm = vllm.LLM(model=str(source), dtype=dtype, trust_remote_code=trust_remote_code, **engine)
         except (OSError, ValueError) as exc:  # missing files, an architecture vLLM lacks, too little memory

@@ -123,11 +123,11 @@ def test_model_calls_agree_with_in_process(served, local):
         raw.probe = {**raw.probe, "prompt_logprobs": True, "prompt_logprob_ranks": True, "vocabulary_logprobs": 49152}
 
 
-def evaluate_both(task: str, dataset: Path, port: int, out: Path, *args: str) -> dict[str, pl.DataFrame]:
+def evaluate_both(task: str, dataset: Path, port: int, out: Path, *args: str, options: str = "") -> dict[str, pl.DataFrame]:
     """`kbench evaluate TASK` through the server (writing its own result cache) and in-process (none); each
     run's items.parquet. The API key is in no output and no file of the served run or its cache."""
     items = {}
-    for where, model, cache in (("served", model_arg(port), ()), ("local", "smollm2-135m", ("--no-cache",))):
+    for where, model, cache in (("served", model_arg(port, options), ()), ("local", "smollm2-135m", ("--no-cache",))):
         done = run_kbench("evaluate", task, "--dataset", str(dataset), "--model", model, "--seed", "1", *cache,
                           "--out", str(out / where), *args, env={**KEY, "KBENCH_CACHE": str(out / "cache")})
         assert done.returncode == 0, done.stderr
@@ -171,7 +171,9 @@ def test_cli_lama_p_at_1_agrees_over_full_and_common_vocabulary(server, facts, s
 
 
 def test_cli_kee_baseline_temperature_and_genread_with_prs(server, facts, tmp_path):
-    items = evaluate_both("kee", facts, server[1], tmp_path, *KEE_ARGS)
+    # the model folder as the tokenizer: its chat template, so `--prompt auto` picks the chat form on both sides
+    # (vLLM's /tokenize serves no chat template: without it the served run would take the question form)
+    items = evaluate_both("kee", facts, server[1], tmp_path, *KEE_ARGS, options=f";tokenizer={server[0]}")
     greedy = {w: f.filter(pl.col("technique").is_in(["baseline", "genread"])) for w, f in items.items()}
     assert_same(greedy, ("answer", "correct", "gold_rank"))  # greedy: the same token ids in, the same answers
     prs = {w: json.loads((tmp_path / w / "results.json").read_text())["metrics"]["per_technique"]["genread"]["prs"]
