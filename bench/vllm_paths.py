@@ -86,7 +86,7 @@ def main() -> None:
     if args.path == "vllm":  # inside the vLLM venv
         facts = json.loads(Path(args.facts_file).read_text())
         model = open_model(ModelSpec(name=f"vllm:{folder};enforce_eager=true", backend="vllm", use_cache=False))
-        print(json.dumps(measure(model, facts, args.max_new_tokens)))
+        Path(args.facts_file).with_suffix(".out.json").write_text(json.dumps(measure(model, facts, args.max_new_tokens)))
         return
 
     from extraction_vs_lmeval import lama_facts
@@ -114,7 +114,9 @@ def main() -> None:
     facts_file.unlink()
     if done.returncode != 0:
         raise SystemExit(f"the in-process vLLM run failed: {done.stderr[-3000:]}")
-    results["vLLM in-process (vllm:)"] = json.loads(done.stdout.strip().splitlines()[-1])
+    measured = facts_file.with_suffix(".out.json")  # a file: kbench and vLLM print to stdout too
+    results["vLLM in-process (vllm:)"] = json.loads(measured.read_text())
+    measured.unlink()
     base = results["transformers in-process"]
     n = len(facts)
     for path, r in results.items():

@@ -38,7 +38,8 @@ for task, dataset, out, settings in json.loads(sys.argv[2]):
     kbench.evaluate(task, dataset=dataset, model=model, out=out, **settings)
 prompts = ["The capital of France is", "Dante was born in"]
 draws = [model.sample(prompts, 3, 0.8, seed=5, max_new_tokens=4) for _ in range(2)]
-print(json.dumps({"samples": draws, "describe": model.describe(), "device": model.device}))
+with open(sys.argv[3], "w") as out:  # a file: kbench and vLLM print to stdout too
+    json.dump({"samples": draws, "describe": model.describe(), "device": model.device}, out)
 """
 
 
@@ -61,9 +62,10 @@ def test_vllm_backend_agrees_with_transformers(facts, shared_data, tmp_path):
             ("extraction", str(facts), "lama", {"protocol": "lama", "common_vocab": vocab})]
     plan = [(task, dataset, str(tmp_path / "vllm" / name), settings) for task, dataset, name, settings in runs]
     done = subprocess.run([str(vllm_python()), "-c", SCRIPT, f"vllm:{folder};enforce_eager=true;max_model_len=1024",
-                           json.dumps(plan)], cwd=REPO_ROOT, env=vllm_env(), capture_output=True, text=True, timeout=1200)
+                           json.dumps(plan), str(tmp_path / "report.json")], cwd=REPO_ROOT, env=vllm_env(),
+                          capture_output=True, text=True, timeout=1200)
     assert done.returncode == 0, done.stderr[-4000:]
-    report = json.loads(done.stdout.strip().splitlines()[-1])
+    report = json.loads((tmp_path / "report.json").read_text())
     assert report["describe"]["backend"] == "vllm" and report["device"] == "cpu"
     first, second = report["samples"]
     assert first == second and len(set(first[0])) > 1  # seeded: reproducible, and the samples differ
