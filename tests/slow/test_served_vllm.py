@@ -84,6 +84,7 @@ def test_probe_verdicts_on_real_vllm(served, server):
         "top_logprobs": 20,  # --max-logprobs caps nothing below 20 here
         "token_id_keys": True,  # return_tokens_as_token_ids
         "vocabulary_logprobs": 49152,  # `logprobs: -1` under --max-logprobs -1: SmolLM2's whole vocabulary
+        "prompt_lists": True,  # a list of prompts answered one choice each: items share requests
         "sampling_varies": True,  # temperature and seed are honoured
     }
     assert served.capabilities == {Capability.GENERATE, Capability.LOGLIKELIHOOD, Capability.RANK_EXACT, Capability.RANK_TOP_K}

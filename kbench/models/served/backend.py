@@ -5,7 +5,8 @@
                             {generate, loglikelihood, rank_exact, rank_top_k} for vLLM
 
 Every method sends one `/v1/completions` request per item (at most `concurrency` in flight,
-answers in input order), greedy at temperature 0:
+answers in input order), greedy at temperature 0; where the probe proved that a list of prompts is
+answered one choice per prompt (vLLM), items asking the same parameters share a request (`_post`):
 
 * `generate`: the prompt as token ids where the server takes them (the ids the in-process
   backend would feed, `PromptEncoder`), else as text; `stop` sent and also cut client-side
@@ -31,6 +32,7 @@ A model whose server proved a capability missing raises `UserError` naming it, a
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Sequence
 
@@ -41,7 +43,7 @@ from kbench.models.interface import Capability, register_backend, require
 from kbench.models.provenance import source_hash
 from kbench.models.served import chat, parse
 from kbench.models.served.client import ServedClient
-from kbench.models.served.probe import capabilities, chat_token_limit, probe_server
+from kbench.models.served.probe import capabilities, chat_token_limit, probe_server, split_choices
 from kbench.models.served.spec import ServedSpec, api_key, redact_url
 from kbench.models.served.tokenizer import NoTokenizer, ServerTokenizer, local_tokenizer
 
@@ -53,6 +55,7 @@ MODULES.append("kbench.models.encoding")
 #: What `/v1/models` says that identifies the weights (not `created`: vLLM sets it to the start time).
 IDENTIFYING_FIELDS = ("id", "root", "parent", "max_model_len", "owned_by")
 CHAT_PATH = "/v1/chat/completions"
+PROMPTS_PER_REQUEST = 32  # items in one request, where the probe proved prompt lists (vLLM: one engine step)
 
 
 class ServedModel:
@@ -266,7 +269,25 @@ class ServedModel:
         return body | {k: v for k, v in params.items() if v is not None}
 
     def _post(self, bodies: list[dict]) -> list[dict]:
-        return self.client.post_many("/v1/completions", bodies)
+        """One answer per body. Where the probe proved prompt lists, bodies that differ only in their prompt go
+        several to a request (enough requests to fill `concurrency`, at most PROMPTS_PER_REQUEST prompts each):
+        a batching server computes them in one step, and the client makes fewer round trips."""
+        if not self.probe.get("prompt_lists") or len(bodies) < 2:
+            return self.client.post_many("/v1/completions", bodies)
+        alike: dict[str, list[int]] = {}
+        for i, body in enumerate(bodies):
+            alike.setdefault(json.dumps({k: v for k, v in body.items() if k != "prompt"}, sort_keys=True), []).append(i)
+        size = max(1, min(PROMPTS_PER_REQUEST, -(-len(bodies) // self.client.concurrency)))
+        groups = [same[j : j + size] for same in alike.values() for j in range(0, len(same), size)]
+        merged = [{**bodies[group[0]], "prompt": [bodies[i]["prompt"] for i in group]} for group in groups]
+        out: list[dict] = [{}] * len(bodies)
+        for group, answer in zip(groups, self.client.post_many("/v1/completions", merged)):
+            split = split_choices(answer, len(group))
+            if split is None:
+                raise UserError(f"served model {self.model_id!r}: {len(group)} prompts in one request got no choice each")
+            for i, one in zip(group, split):
+                out[i] = one
+        return out
 
     def _read(self, read, answer, *args):
         try:
