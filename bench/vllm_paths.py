@@ -4,7 +4,7 @@ through a real vLLM server (the served backend), and kbench's in-process vLLM ba
     bash scripts/setup.sh && bash scripts/vllm_setup.sh
     .venv/bin/python bench/vllm_paths.py [--facts 300] [--concurrency 32] [--max-new-tokens 8]
 
-Facts: the first 10 facts of each LAMA T-REx relation with [X] before [Y] (bench/extraction_vs_lmeval.py's
+Facts: the first 11 facts of each LAMA T-REx relation with [X] before [Y] (bench/extraction_vs_lmeval.py's
 `lama_facts`), cloze prompts, the cloze stop strings. Model: SmolLM2-135M-Instruct, the converted float32
 folder, CPU, one OpenMP thread for each path (vLLM's engine pinned to one core). Two task shapes, each
 timed after the model is open (loading, the engine's start and the server's probe are not timed):
@@ -95,7 +95,8 @@ def main() -> None:
 
     folder, _ = resolve_source("smollm2-135m")
 
-    facts = [{"prompt": f["prompt"], "gold": f" {f['gold'].strip()}"} for f in lama_facts(Path(find_data_dir()[0]), args.facts)]
+    shared = Path(find_data_dir()[0])  # 28 relations have [X] before [Y]: 11 facts each give 300
+    facts = [{"prompt": f["prompt"], "gold": f" {f['gold'].strip()}"} for f in lama_facts(shared, args.facts, per_relation=11)]
     results = {"transformers in-process": measure(open_model(ModelSpec(name="smollm2-135m", use_cache=False)), facts,
                                                   args.max_new_tokens)}
     venv = vllm_venv()
