@@ -13,6 +13,9 @@
 #   3. throughput on a Llama-3-8B-shaped random model (bf16): extraction-shaped and KEE-shaped calls,
 #      prompts/s and tokens/s, against plain transformers `generate` on the same prompts
 #   4. KEE baseline and CAA on 100 items of the built dataset (a SmolLM2-shaped random model)
+#   5. the in-process vLLM backend (`--model vllm:`), where the image has vllm (it cannot be carried: no
+#      network there): extraction on the same 100 items and model, against the transformers backend on
+#      cuda, the share of identical answers and ranks printed; reported SKIP without vllm
 # Budget: planned at about 8 minutes on an H200 (most of it writing and loading the 16 GB random 8B model);
 # never measured: this script has not run on a GPU yet.
 set -uo pipefail
@@ -78,6 +81,28 @@ if [ "$rc" = 0 ]; then
 else
   tail -20 /tmp/kee-gpu.log
   summary kee "exit code $rc FAIL"
+fi
+# 5. the in-process vLLM backend against the transformers backend on the same GPU, model and items
+if python3 -c "import vllm" >/dev/null 2>&1; then
+  rm -rf /tmp/vllm-gpu /tmp/hf-gpu
+  timeout 300 python3 -m kbench evaluate extraction --dataset .gpu/dataset --model "vllm:$model;gpu_memory_utilization=0.3" \
+    --limit 100 --no-cache --out /tmp/vllm-gpu >/tmp/vllm-gpu.log 2>&1 < /dev/null
+  rc=$?
+  timeout 150 python3 -m kbench evaluate extraction --dataset .gpu/dataset --model "$model" --device cuda --limit 100 \
+    --no-cache --out /tmp/hf-gpu >>/tmp/vllm-gpu.log 2>&1 < /dev/null
+  if [ "$rc" = 0 ] && [ -f /tmp/hf-gpu/items.parquet ]; then
+    summary vllm-backend "$(python3 -c "
+import polars as pl
+a, b = (pl.read_parquet(f'/tmp/{w}-gpu/items.parquet') for w in ('vllm', 'hf'))
+j = a.join(b, on='id', suffix='_hf')
+print(f'identical answers {(j[\"prediction\"] == j[\"prediction_hf\"]).sum()}/{j.height}, ranks {(j[\"gold_rank\"] == j[\"gold_rank_hf\"]).sum()}/{j.height}')
+") PASS"
+  else
+    tail -20 /tmp/vllm-gpu.log
+    summary vllm-backend "exit code $rc FAIL"
+  fi
+else
+  echo "check vllm-backend: vllm is not installed in this image: SKIP"
 fi
 echo "gpu_check: $failed failing check(s)"
 exit $((failed > 0))

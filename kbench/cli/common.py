@@ -34,7 +34,9 @@ LOG = logging.getLogger(__name__)
 
 DATASET = typer.Option(..., "--dataset", help="A dataset folder built by `kbench build`, or a Hub dataset ORG/NAME[@REVISION].")
 MODEL = typer.Option(
-    ..., "--model", help="smollm2-135m, gemma3-270m, a .gguf file, a model folder, a hub id, or openai:URL (a server)."
+    ...,
+    "--model",
+    help="smollm2-135m, gemma3-270m, a .gguf file, a model folder, a hub id, openai:URL (a server), vllm:MODEL (vLLM in-process)",
 )
 SPLIT = typer.Option(None, "--split", help="Dataset split to evaluate (default: the task's, e.g. test).")
 CONFIG = typer.Option(None, "--config", help="Dataset config (default: 'default' or the only one).")

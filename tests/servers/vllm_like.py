@@ -20,7 +20,9 @@ are ignored, and `/tokenize` does not know it. NAME-chat is a chat-only server's
 chat API): `/v1/completions` answers 404 for it, and its chat endpoint refuses `max_tokens` (400) and
 takes `max_completion_tokens`, as OpenAI's reasoning models do.
 With `--api-key-env VAR` every request but `/health` must carry `Authorization: Bearer $VAR` (else 401).
-Requests are computed one at a time (one model, 2 cores); the HTTP side is threaded.
+Requests are computed one at a time (one model, 2 cores); the HTTP side is threaded. A list of prompts in one
+request, or `logprobs` outside 0..20 (vLLM's default --max-logprobs), is answered 400: the probe then finds
+neither prompt lists nor whole-vocabulary log-probs (the real vLLM's are tested in tests/slow/test_served_vllm.py).
 """
 
 from __future__ import annotations
@@ -189,6 +191,9 @@ def serve(engine: Engine, port: int, api_key: str | None) -> None:
                 if chat_only and "max_tokens" in body:
                     return self._send(400, {"error": {"message": "Unsupported parameter: 'max_tokens'. Use "
                                                       "'max_completion_tokens' instead.", "type": "invalid_request_error"}})
+                if "chat" not in self.path and (_many_prompts(body) or not 0 <= int(body.get("logprobs") or 0) <= 20):
+                    # as vLLM under its default --max-logprobs 20; one prompt a request (the stand-in's simplification)
+                    return self._send(400, {"error": {"message": "one prompt a request, logprobs 0..20", "type": "BadRequestError"}})
                 if self.path == "/v1/chat/completions" and not engine.tokenizer.chat_template:
                     return self._send(400, {"error": {"message": "the model has no chat template", "type": "BadRequestError"}})
                 return self._send(200, engine.chat(body) if "chat" in self.path else engine.complete(body))
@@ -204,6 +209,11 @@ def serve(engine: Engine, port: int, api_key: str | None) -> None:
     server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
     server.daemon_threads = True
     server.serve_forever()
+
+
+def _many_prompts(body: dict) -> bool:
+    prompt = body.get("prompt")
+    return isinstance(prompt, list) and any(isinstance(p, (list, str)) for p in prompt)
 
 
 def main() -> None:

@@ -5,7 +5,8 @@
                             {generate, loglikelihood, rank_exact, rank_top_k} for vLLM
 
 Every method sends one `/v1/completions` request per item (at most `concurrency` in flight,
-answers in input order), greedy at temperature 0:
+answers in input order), greedy at temperature 0; where the probe proved that a list of prompts is
+answered one choice per prompt (vLLM), items asking the same parameters share a request (`_post`):
 
 * `generate`: the prompt as token ids where the server takes them (the ids the in-process
   backend would feed, `PromptEncoder`), else as text; `stop` sent and also cut client-side
@@ -17,8 +18,10 @@ answers in input order), greedy at temperature 0:
   `echo` + `logprobs`, at the answer's positions.
 * `rank_first_token`: prompt + the gold's first token through `prompt_logprobs`, whose entries
   carry the exact rank over the full vocabulary (RANK_EXACT); else the top-k `logprobs` of the
-  next position (RANK_TOP_K: rank None when the gold is not among them). Candidate
-  vocabularies (LAMA's common vocabulary) need scores of every candidate: refused.
+  next position (RANK_TOP_K: rank None when the gold is not among them). A candidate
+  vocabulary (LAMA's common vocabulary) is ranked from the whole vocabulary's log-probs of the
+  next position (`logprobs: -1`, vLLM under `--max-logprobs -1`), where the probe proved them;
+  elsewhere it is refused (a top k does not hold every candidate's score).
 
 With `api=chat` (`chat.py`) prompts are the chat form's marked message lines and `generate` /
 `sample` post them as `messages` to `/v1/chat/completions` (the server's chat template, its
@@ -29,6 +32,7 @@ A model whose server proved a capability missing raises `UserError` naming it, a
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Sequence
 
@@ -39,7 +43,7 @@ from kbench.models.interface import Capability, register_backend, require
 from kbench.models.provenance import source_hash
 from kbench.models.served import chat, parse
 from kbench.models.served.client import ServedClient
-from kbench.models.served.probe import capabilities, chat_token_limit, probe_server
+from kbench.models.served.probe import capabilities, chat_token_limit, probe_server, split_choices
 from kbench.models.served.spec import ServedSpec, api_key, redact_url
 from kbench.models.served.tokenizer import NoTokenizer, ServerTokenizer, local_tokenizer
 
@@ -51,6 +55,7 @@ MODULES.append("kbench.models.encoding")
 #: What `/v1/models` says that identifies the weights (not `created`: vLLM sets it to the start time).
 IDENTIFYING_FIELDS = ("id", "root", "parent", "max_model_len", "owned_by")
 CHAT_PATH = "/v1/chat/completions"
+PROMPTS_PER_REQUEST = 32  # items in one request, where the probe proved prompt lists (vLLM: one engine step)
 
 
 class ServedModel:
@@ -179,12 +184,9 @@ class ServedModel:
     ) -> list[tuple[int | None, float | None]]:
         self._plain(intervention)
         require(self, [Capability.RANK_TOP_K], "rank_first_token (first-token ranks)")
-        if candidate_ids is not None:
-            raise UserError(
-                f"served model {self.model_id!r}: ranks over a candidate vocabulary (--common-vocab) need every "
-                "candidate's score, which a server does not return; rank over the full vocabulary instead"
-            )
         _same_length(prompts, golds)
+        if candidate_ids is not None:
+            return self._rank_among(prompts, golds, candidate_ids)
         items = self.encoder.rank_items(prompts, golds)
         if self.probe["prompt_logprob_ranks"]:
             answered = self._post([self._body([*ids, gold], prompt_logprobs=0) for ids, _, gold in items])
@@ -196,6 +198,25 @@ class ServedModel:
         k = self.probe["top_logprobs"]
         answered = self._post([self._body(ids, logprobs=k, return_tokens_as_token_ids=True) for ids, _, _ in items])
         return [_rank_in_top(self._read(parse.top_logprobs, a, 0), gold) for (_, _, gold), a in zip(items, answered)]
+
+    def _rank_among(self, prompts: Sequence[str], golds: Sequence[str], candidate_ids: Sequence[int]):
+        """Ranks over `candidate_ids` from the next position's log-prob of every token (`logprobs: -1`)."""
+        if not self.probe.get("vocabulary_logprobs"):
+            raise UserError(
+                f"served model {self.model_id!r}: ranks over a candidate vocabulary (--common-vocab) need every "
+                "candidate's score, which this server does not return for `logprobs: -1` (vLLM does when started "
+                "with --max-logprobs -1); rank over the full vocabulary instead"
+            )
+        items = self.encoder.rank_items(prompts, golds)
+        bodies = [self._body(ids, logprobs=-1, return_tokens_as_token_ids=True) for ids, _, _ in items]
+        out = []
+        for (_, _, gold), answer in zip(items, self._post(bodies)):
+            scores = {parse.token_id(key): lp for key, lp in self._read(parse.top_logprobs, answer, 0).items()}
+            missing = [c for c in (gold, *candidate_ids) if c not in scores]
+            if missing:
+                raise UserError(f"served model {self.model_id!r}: `logprobs: -1` lacks token ids {missing[:5]}")
+            out.append((1 + sum(scores[c] > scores[gold] for c in set(candidate_ids)), float(scores[gold])))
+        return out
 
     def generate_and_rank(
         self,
@@ -248,7 +269,25 @@ class ServedModel:
         return body | {k: v for k, v in params.items() if v is not None}
 
     def _post(self, bodies: list[dict]) -> list[dict]:
-        return self.client.post_many("/v1/completions", bodies)
+        """One answer per body. Where the probe proved prompt lists, bodies that differ only in their prompt go
+        several to a request (enough requests to fill `concurrency`, at most PROMPTS_PER_REQUEST prompts each):
+        a batching server computes them in one step, and the client makes fewer round trips."""
+        if not self.probe.get("prompt_lists") or len(bodies) < 2:
+            return self.client.post_many("/v1/completions", bodies)
+        alike: dict[str, list[int]] = {}
+        for i, body in enumerate(bodies):
+            alike.setdefault(json.dumps({k: v for k, v in body.items() if k != "prompt"}, sort_keys=True), []).append(i)
+        size = max(1, min(PROMPTS_PER_REQUEST, -(-len(bodies) // self.client.concurrency)))
+        groups = [same[j : j + size] for same in alike.values() for j in range(0, len(same), size)]
+        merged = [{**bodies[group[0]], "prompt": [bodies[i]["prompt"] for i in group]} for group in groups]
+        out: list[dict] = [{}] * len(bodies)
+        for group, answer in zip(groups, self.client.post_many("/v1/completions", merged)):
+            split = split_choices(answer, len(group))
+            if split is None:
+                raise UserError(f"served model {self.model_id!r}: {len(group)} prompts in one request got no choice each")
+            for i, one in zip(group, split):
+                out[i] = one
+        return out
 
     def _read(self, read, answer, *args):
         try:

@@ -12,6 +12,12 @@ So the probe sends a few one-token requests and looks at the answers:
     prompt_logprob_ranks  ... with its rank over the full vocabulary
     top_logprobs        how many top log-probs one position gets (0: none)
     token_id_keys       top log-probs are keyed "token_id:N" (`return_tokens_as_token_ids`)
+    vocabulary_logprobs how many log-probs `logprobs: -1` returns for one position, keyed by token id
+                        (vLLM started with `--max-logprobs -1`: the whole vocabulary; 0: refused), which
+                        ranks a gold among any candidate vocabulary (LAMA's common vocabulary)
+    prompt_lists        one request holding a list of prompts answers one choice per prompt, by `index`
+                        (each with its own prompt log-probs where the server gives them): the backend then
+                        sends several items per request (vLLM batches them in one step)
     sampling_varies     seeded samples at temperature 2 differ from the greedy text (`transformers serve`
                         5.24 ignores `temperature` on /v1/completions: its "samples" are greedy)
 
@@ -42,7 +48,7 @@ def probe_server(client, model_id: str, tokenizer, api: str = "completions") -> 
     base = {"model": model_id, "max_tokens": 1, "temperature": 0}
     found = {"generate": _text(client.try_post("/v1/completions", {**base, "prompt": PROBE_TEXT})) is not None}
     found.update(token_id_prompts=False, echo_prompt_logprobs=False, prompt_logprobs=False)
-    found.update(prompt_logprob_ranks=False, top_logprobs=0, token_id_keys=False)
+    found.update(prompt_logprob_ranks=False, top_logprobs=0, token_id_keys=False, vocabulary_logprobs=0, prompt_lists=False)
     long = {**base, "prompt": PROBE_TEXT, "max_tokens": 8}
     found["sampling_varies"] = found["generate"] and sampling_varies(client, "/v1/completions", long, parse.completion_text)
     if tokenizer is None or not found["generate"]:
@@ -62,12 +68,48 @@ def probe_server(client, model_id: str, tokenizer, api: str = "completions") -> 
             found["top_logprobs"] = len(tops)
             found["token_id_keys"] = all(parse.token_id(key) is not None for key in tops)
             break
+    found["vocabulary_logprobs"] = vocabulary_logprobs(client, base, ids, found["top_logprobs"])
+    found["prompt_lists"] = prompt_lists(client, base, ids, found["prompt_logprobs"])
     return found
+
+
+def prompt_lists(client, base: dict, ids: list[int], with_prompt_logprobs: bool) -> bool:
+    """Whether a list of two prompts comes back as two choices, one per prompt (with their own prompt
+    log-probs, of each prompt's length, where the server gives them)."""
+    prompts = [ids, ids[:-1]]
+    body = {**base, "prompt": prompts} | ({"prompt_logprobs": 0} if with_prompt_logprobs else {})
+    choices = split_choices(client.try_post("/v1/completions", body), len(prompts))
+    if choices is None or not all(_or_none(parse.completion_text, c) is not None for c in choices):
+        return False
+    if not with_prompt_logprobs:
+        return True
+    return all(len(_or_none(parse.prompt_logprobs, c) or ()) == len(p) for c, p in zip(choices, prompts))
+
+
+def split_choices(answer: dict | None, n: int) -> list[dict] | None:
+    """An answer to n prompts in one request as n one-choice answers, in prompt order (by each choice's
+    `index`); None unless it holds exactly one choice for each prompt."""
+    choices = answer.get("choices") if isinstance(answer, dict) else None
+    if not isinstance(choices, list) or len(choices) != n or not all(isinstance(c, dict) for c in choices):
+        return None
+    if sorted(c.get("index") for c in choices if isinstance(c.get("index"), int)) != list(range(n)):
+        return None
+    return [{"choices": [c]} for c in sorted(choices, key=lambda c: c["index"])]
+
+
+def vocabulary_logprobs(client, base: dict, ids: list[int], top_k: int) -> int:
+    """How many token-id-keyed log-probs `logprobs: -1` brings for the next position: more than the top k
+    (a server that caps or ignores -1 answers an error or the top k only, and counts as 0)."""
+    asked = {**base, "prompt": ids, "logprobs": -1, "return_tokens_as_token_ids": True}
+    tops = _or_none(parse.top_logprobs, client.try_post("/v1/completions", asked), 0)
+    if not tops or len(tops) <= top_k or not all(parse.token_id(key) is not None for key in tops):
+        return 0
+    return len(tops)
 
 
 def probe_chat(client, model_id: str) -> dict:
     found = dict.fromkeys(("token_id_prompts", "echo_prompt_logprobs", "prompt_logprobs", "prompt_logprob_ranks"), False)
-    found.update(top_logprobs=0, token_id_keys=False)
+    found.update(top_logprobs=0, token_id_keys=False, vocabulary_logprobs=0, prompt_lists=False)
     limit = chat_token_limit(client, model_id)
     found.update(generate=limit is not None, token_limit=limit or TOKEN_LIMITS[0])
     long = {"model": model_id, "messages": PROBE_MESSAGES, found["token_limit"]: 8, "temperature": 0}

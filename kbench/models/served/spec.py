@@ -36,8 +36,10 @@ def is_served(model_arg: str) -> bool:
 
 
 def backend_for(model_arg: str) -> str:
-    """The BACKENDS name a `--model` argument selects."""
-    return "openai" if is_served(model_arg) else "hf"
+    """The BACKENDS name a `--model` argument selects: `openai:` a server, `vllm:` vLLM in this process."""
+    if is_served(model_arg):
+        return "openai"
+    return "vllm" if model_arg.startswith("vllm:") else "hf"
 
 
 @dataclass(frozen=True)
