@@ -39,7 +39,7 @@ from kbench.models.interface import Capability, register_backend, require
 from kbench.models.provenance import source_hash
 from kbench.models.served import chat, parse
 from kbench.models.served.client import ServedClient
-from kbench.models.served.probe import capabilities, chat_token_limit, probe_server
+from kbench.models.served.probe import capabilities, chat_token_limit, missing_reasons, probe_server
 from kbench.models.served.spec import ServedSpec, api_key, redact_url
 from kbench.models.served.tokenizer import NoTokenizer, ServerTokenizer, local_tokenizer
 
@@ -76,6 +76,7 @@ class ServedModel:
         self.tokenizer = chat.ChatTokenizer(tokens) if self.chat else tokens
         self.probe = probe_server(client, self.model_id, tokens or None, spec.api)
         self.capabilities = capabilities(self.probe)
+        self.missing_reasons = missing_reasons(self.probe)  # named by `require` when a task is refused
         if Capability.GENERATE not in self.capabilities:
             raise UserError(self._no_generation())
         self.name = f"openai:{self.model_id}"
@@ -115,6 +116,7 @@ class ServedModel:
                 "tokenizer": self.tokenizer_source,
                 "probe": self.probe,
                 "capabilities": sorted(c.value for c in self.capabilities),
+                "missing": self.missing_reasons,
             },
         }
 
@@ -126,6 +128,8 @@ class ServedModel:
         self, prompts: Sequence[str], max_new_tokens: int = 32, stop: Sequence[str] | None = None, *, intervention=None
     ) -> list[str]:
         self._plain(intervention)
+        if max_new_tokens == 0:  # not asked: llama.cpp's server generates a token for `max_tokens: 0`
+            return [""] * len(prompts)
         params = {"max_tokens": max_new_tokens, "stop": list(stop or []) or None}
         return [texts[0] for texts in self._generated(prompts, [[params]] * len(prompts), stop)]
 
@@ -141,6 +145,8 @@ class ServedModel:
         intervention=None,
     ) -> list[list[str]]:
         self._plain(intervention)
+        if max_new_tokens == 0:  # as in `generate`
+            return [[""] * k for _ in prompts]
         if not self.probe["sampling_varies"] and not self._warned_greedy_samples:
             self._warned_greedy_samples = True  # once per model, not once per call (KEE samples in every unit)
             LOG.warning(
@@ -195,7 +201,7 @@ class ServedModel:
             return out
         k = self.probe["top_logprobs"]
         answered = self._post([self._body(ids, logprobs=k, return_tokens_as_token_ids=True) for ids, _, _ in items])
-        return [_rank_in_top(self._read(parse.top_logprobs, a, 0), gold) for (_, _, gold), a in zip(items, answered)]
+        return [_rank_in_top(self._top_k(a, k), gold) for (_, _, gold), a in zip(items, answered)]
 
     def generate_and_rank(
         self,
@@ -255,6 +261,14 @@ class ServedModel:
             return read(answer, *args)
         except (parse.BadAnswer, KeyError, IndexError, TypeError, ValueError) as exc:
             raise UserError(f"served model {self.model_id!r}: an answer lacks what the probe saw ({exc})") from None
+
+    def _top_k(self, answer: dict, k: int) -> dict[str, float]:
+        """The top log-probs of the first generated position, at least the k the probe proved: a
+        shorter list would turn ranks beyond it into "unknown" without a word."""
+        tops = self._read(parse.top_logprobs, answer, 0)
+        if len(tops) < k:
+            raise UserError(f"served model {self.model_id!r}: asked for {k} top log-probs, the server returned {len(tops)}")
+        return tops
 
     def _plain(self, intervention) -> None:
         if intervention is not None:
