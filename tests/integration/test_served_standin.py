@@ -45,9 +45,12 @@ def test_probe_and_model_calls_agree_with_in_process(server, tiny_causal_dir, ap
     block = served.describe()
     assert isinstance(served.inner, LanguageModel)  # every attribute of the protocol, none reached through
     assert served.capabilities == {Capability.GENERATE, Capability.LOGLIKELIHOOD, Capability.RANK_EXACT, Capability.RANK_TOP_K}
-    assert block["weights"]["probe"] == {"generate": True, "token_id_prompts": True, "echo_prompt_logprobs": True,
+    assert block["weights"]["probe"] == {"generate": True, "tokenizer": True, "token_id_prompts": True,
+                                        "echo": "prompt_logprobs", "echo_prompt_logprobs": True,
                                         "prompt_logprobs": True, "prompt_logprob_ranks": True, "top_logprobs": 20,
-                                        "token_id_keys": True, "sampling_varies": True}
+                                        "top_logprobs_returned": {"20": 20}, "token_id_keys": True,
+                                        "prompt_only": False, "sampling_varies": True}  # the stand-in: 16 tokens for 0
+    assert block["weights"]["missing"] == {}
     assert block["weights"]["tokenizer"] == "server" and block["weights"]["server_model"]["max_model_len"] == 256
     prompts = [f"{s} is in" for _, s, _ in FACTS]
     golds = [f" {o}" for _, _, o in FACTS]
@@ -83,9 +86,9 @@ def test_echo_scores_and_top_k_ranks_without_prompt_logprobs(server, tiny_causal
 def test_llamacpp_like_echo_is_detected_and_refused(server, tiny_causal_dir, api_key):
     served = open_model(ModelSpec(name=f"openai:{server};model=tiny-llamacpp;tokenizer={tiny_causal_dir}",
                                   backend="openai"), cache=None)
-    assert served.describe()["weights"]["probe"]["echo_prompt_logprobs"] is False
+    assert served.describe()["weights"]["probe"]["echo"] == "text_only"  # the prompt text, not its log-probs
     assert served.capabilities == {Capability.GENERATE}
-    with pytest.raises(UserError, match="'loglikelihood'.*backends that have it: hf, openai"):
+    with pytest.raises(UserError, match="'loglikelihood'.*without its log-probs.*backends that have it: hf, openai"):
         served.score_answers(["Paris is the capital of"], [" France"])
     with pytest.raises(UserError, match="'rank_top_k'"):
         served.rank_first_token(["Paris is the capital of"], [" France"])
