@@ -41,7 +41,7 @@ from kbench.models.served import chat, parse
 from kbench.models.served.client import ServedClient
 from kbench.models.served.probe import capabilities, chat_token_limit, missing_reasons, probe_server
 from kbench.models.served.spec import ServedSpec, api_key, redact_url
-from kbench.models.served.tokenizer import NoTokenizer, ServerTokenizer, local_tokenizer
+from kbench.models.served.tokenizer import NoTokenizer, ServerTokenizer, local_tokenizer, server_dialect
 
 LOG = logging.getLogger(__name__)
 
@@ -88,10 +88,10 @@ class ServedModel:
     def _tokenizer(self):
         if self.spec.tokenizer:
             return local_tokenizer(self.spec.tokenizer), f"local:{self.spec.tokenizer}"
-        probe = self.client.try_post("/tokenize", {"model": self.model_id, "prompt": "a", "add_special_tokens": False})
-        if isinstance(probe, dict) and isinstance(probe.get("tokens"), list):
-            return ServerTokenizer(self.client, self.model_id), "server"
-        return NoTokenizer(self.model_id), None
+        dialect = server_dialect(self.client, self.model_id)
+        if dialect is None:
+            return NoTokenizer(self.model_id), None
+        return ServerTokenizer(self.client, self.model_id, dialect), "server" if dialect == "vllm" else f"server:{dialect}"
 
     def _no_generation(self) -> str:
         if self.chat:
