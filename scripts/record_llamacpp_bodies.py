@@ -2,14 +2,11 @@
 
     llama-server -m SmolLM2-135M-Instruct.Q4_1.gguf --host 127.0.0.1 --port 8080 -t 1 -c 4096 -np 4 \\
         --alias smollm2 --no-webui &
-    python scripts/record_llamacpp_bodies.py --server http://127.0.0.1:8080 --tokenizer FOLDER
-
-FOLDER is the model's tokenizer (for SmolLM2: the safetensors folder kbench converts the GGUF into,
-`python -c 'from kbench.models.loading import load_model; print(load_model("smollm2-135m").folder)'`).
+    python scripts/record_llamacpp_bodies.py --server http://127.0.0.1:8080
 
 Everything goes through a recording proxy on 127.0.0.1: kbench's served backend opening the model
-(`/v1/models`, `/tokenize`, the probe) and answering a few model calls, then a few requests of our
-own. It writes
+(`/v1/models`, `/tokenize` in both dialects, the probe) and answering a few model calls (`generate`,
+`rank_first_token`, with the server's tokenizer), then a few requests of our own. It writes
 - `llamacpp_exchanges.json`: {"server", "model", "recorded", "exchanges": [{method, path, body,
   status, answer}]}, what tests/servers/replay.py answers from;
 - `llamacpp_<name>.json`: single answers the parser tests read (see `NAMED`).
@@ -39,6 +36,8 @@ def named_requests(ids: list[int]) -> dict[str, tuple[str, dict]]:
         "completion_top5": ("/v1/completions", {**base, "max_tokens": 3, "logprobs": 5}),
         "completion_max_tokens_0": ("/v1/completions", {**base, "max_tokens": 0}),
         "completion_prompt_logprobs": ("/v1/completions", {**base, "max_tokens": 1, "prompt_logprobs": 1}),
+        # the probe's second top-k request, which it sends only when 20 are not delivered (a test cuts the lists)
+        "completion_probe_top5": ("/v1/completions", {**base, "max_tokens": 1, "logprobs": 5, "return_tokens_as_token_ids": True}),
     }
 
 
@@ -94,18 +93,14 @@ def main() -> None:
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--server", required=True, help="the llama.cpp server's root, e.g. http://127.0.0.1:8080")
-    parser.add_argument("--tokenizer", required=True, help="the model's tokenizer folder")
     parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parents[1] / "tests/fixtures/served")
     args = parser.parse_args()
     upstream = args.server.rstrip("/").removesuffix("/v1")
     proxy = RecordingProxy(upstream)
-    for tokenizer in ("", f";tokenizer={args.tokenizer}"):  # the server's /tokenize, then a local folder
-        served = open_model(ModelSpec(name=f"openai:{proxy.url}/v1{tokenizer}", backend="openai", use_cache=False))
+    served = open_model(ModelSpec(name=f"openai:{proxy.url}/v1", backend="openai", use_cache=False))
     served.generate(PROMPTS, 8, stop=["\n"])
     served.rank_first_token(PROMPTS, GOLDS)
-    from transformers import AutoTokenizer
-
-    ids = AutoTokenizer.from_pretrained(args.tokenizer)(PROMPTS[0])["input_ids"]
+    ids = served.tokenizer(PROMPTS[0])["input_ids"]
     for name, (path, body) in named_requests(ids).items():
         answer = post(proxy.url + path, body)
         (args.out / f"llamacpp_{name}.json").write_text(json.dumps(answer, indent=1) + "\n")

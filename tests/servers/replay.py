@@ -1,7 +1,8 @@
 """A server that answers recorded exchanges (tests/fixtures/served/*_exchanges.json, written by
 scripts/record_llamacpp_bodies.py from a real server): each request whose method, path and JSON body
 equal a recorded one gets that recording's status and answer; any other request gets 404 and is
-kept in `unmatched`, so a test sees when the code asks something the recording never saw.
+kept in `unmatched`, so a test sees when the code asks something the recording never saw; `asked`
+counts every request.
 
     with Replay(exchanges) as replay:
         client = ServedClient([replay.url], None)
@@ -26,6 +27,7 @@ class Replay:
     def __init__(self, exchanges: list[dict]):
         self.answers = {_key(e["method"], e["path"], e.get("body")): (e["status"], e["answer"]) for e in exchanges}
         self.unmatched: list[tuple[str, str, object]] = []
+        self.asked = 0
         replay = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -37,6 +39,7 @@ class Replay:
                 self._answer("POST", json.loads(self.rfile.read(length) or b"null"))
 
             def _answer(self, method, body):
+                replay.asked += 1
                 found = replay.answers.get(_key(method, self.path, body))
                 if found is None:
                     replay.unmatched.append((method, self.path, body))
