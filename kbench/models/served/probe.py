@@ -176,7 +176,7 @@ def _common_gap(found: dict) -> str | None:
     if not found["generate"]:
         return "the server answered no completion request"
     if not found["tokenizer"]:
-        return "no tokenizer (the server has no vLLM-style /tokenize): add ;tokenizer=FOLDER to --model"
+        return "no tokenizer (no /tokenize in vLLM's or llama.cpp's form): add ;tokenizer=FOLDER to --model"
     if not found["token_id_prompts"]:
         return "the server refused a prompt given as token ids"
     return None
