@@ -37,7 +37,10 @@ def named_requests(ids: list[int]) -> dict[str, tuple[str, dict]]:
         "completion_max_tokens_0": ("/v1/completions", {**base, "max_tokens": 0}),
         "completion_prompt_logprobs": ("/v1/completions", {**base, "max_tokens": 1, "prompt_logprobs": 1}),
         # the probe's second top-k request, which it sends only when 20 are not delivered (a test cuts the lists)
-        "completion_probe_top5": ("/v1/completions", {**base, "max_tokens": 1, "logprobs": 5, "return_tokens_as_token_ids": True}),
+        "completion_probe_top5": (
+            "/v1/completions",
+            {**base, "max_tokens": 1, "logprobs": 5, "return_tokens_as_token_ids": True},
+        ),
     }
 
 
