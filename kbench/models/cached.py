@@ -85,6 +85,11 @@ class CachedModel:
     def capabilities(self) -> frozenset[Capability]:
         return frozenset(self.inner.capabilities)
 
+    @property
+    def missing_reasons(self) -> dict[str, str]:
+        """{capability: why the model lacks it}, where its backend knows (a served model's probe)."""
+        return dict(getattr(self.inner, "missing_reasons", {}))
+
     def describe(self) -> dict:
         return self.inner.describe()
 

@@ -58,9 +58,11 @@ def require(model, needed, who: str) -> None:
         capability = Capability(capability)
         if capability not in have:
             offering = [name for name, backend in BACKENDS.items().items() if capability in backend.capabilities]
+            why = getattr(model, "missing_reasons", {}).get(capability.value)  # a served model's probe says why
             raise UserError(
                 f"{who} needs the capability {capability.value!r}, which model {model.name!r} "
-                f"(backend {getattr(model, 'backend', '?')}) lacks; backends that have it: {', '.join(offering) or 'none'}"
+                f"(backend {getattr(model, 'backend', '?')}) lacks{f': {why}' if why else ''}; "
+                f"backends that have it: {', '.join(offering) or 'none'}"
             )
 
 

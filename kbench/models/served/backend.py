@@ -43,9 +43,9 @@ from kbench.models.interface import Capability, register_backend, require
 from kbench.models.provenance import source_hash
 from kbench.models.served import chat, parse
 from kbench.models.served.client import ServedClient
-from kbench.models.served.probe import capabilities, chat_token_limit, probe_server, split_choices
+from kbench.models.served.probe import capabilities, chat_token_limit, missing_reasons, probe_server, split_choices
 from kbench.models.served.spec import ServedSpec, api_key, redact_url
-from kbench.models.served.tokenizer import NoTokenizer, ServerTokenizer, local_tokenizer
+from kbench.models.served.tokenizer import NoTokenizer, ServerTokenizer, local_tokenizer, server_dialect
 
 LOG = logging.getLogger(__name__)
 
@@ -81,6 +81,7 @@ class ServedModel:
         self.tokenizer = chat.ChatTokenizer(tokens) if self.chat else tokens
         self.probe = probe_server(client, self.model_id, tokens or None, spec.api)
         self.capabilities = capabilities(self.probe)
+        self.missing_reasons = missing_reasons(self.probe)  # named by `require` when a task is refused
         if Capability.GENERATE not in self.capabilities:
             raise UserError(self._no_generation())
         self.name = f"openai:{self.model_id}"
@@ -92,10 +93,10 @@ class ServedModel:
     def _tokenizer(self):
         if self.spec.tokenizer:
             return local_tokenizer(self.spec.tokenizer), f"local:{self.spec.tokenizer}"
-        probe = self.client.try_post("/tokenize", {"model": self.model_id, "prompt": "a", "add_special_tokens": False})
-        if isinstance(probe, dict) and isinstance(probe.get("tokens"), list):
-            return ServerTokenizer(self.client, self.model_id), "server"
-        return NoTokenizer(self.model_id), None
+        dialect = server_dialect(self.client, self.model_id)
+        if dialect is None:
+            return NoTokenizer(self.model_id), None
+        return ServerTokenizer(self.client, self.model_id, dialect), "server" if dialect == "vllm" else f"server:{dialect}"
 
     def _no_generation(self) -> str:
         if self.chat:
@@ -120,6 +121,7 @@ class ServedModel:
                 "tokenizer": self.tokenizer_source,
                 "probe": self.probe,
                 "capabilities": sorted(c.value for c in self.capabilities),
+                "missing": self.missing_reasons,
             },
         }
 
@@ -131,6 +133,8 @@ class ServedModel:
         self, prompts: Sequence[str], max_new_tokens: int = 32, stop: Sequence[str] | None = None, *, intervention=None
     ) -> list[str]:
         self._plain(intervention)
+        if max_new_tokens == 0:  # not asked: llama.cpp's server generates a token for `max_tokens: 0`
+            return [""] * len(prompts)
         params = {"max_tokens": max_new_tokens, "stop": list(stop or []) or None}
         return [texts[0] for texts in self._generated(prompts, [[params]] * len(prompts), stop)]
 
@@ -146,6 +150,8 @@ class ServedModel:
         intervention=None,
     ) -> list[list[str]]:
         self._plain(intervention)
+        if max_new_tokens == 0:  # as in `generate`
+            return [[""] * k for _ in prompts]
         if not self.probe["sampling_varies"] and not self._warned_greedy_samples:
             self._warned_greedy_samples = True  # once per model, not once per call (KEE samples in every unit)
             LOG.warning(
@@ -197,7 +203,7 @@ class ServedModel:
             return out
         k = self.probe["top_logprobs"]
         answered = self._post([self._body(ids, logprobs=k, return_tokens_as_token_ids=True) for ids, _, _ in items])
-        return [_rank_in_top(self._read(parse.top_logprobs, a, 0), gold) for (_, _, gold), a in zip(items, answered)]
+        return [_rank_in_top(self._top_k(a, k), gold) for (_, _, gold), a in zip(items, answered)]
 
     def _rank_among(self, prompts: Sequence[str], golds: Sequence[str], candidate_ids: Sequence[int]):
         """Ranks over `candidate_ids` from the next position's log-prob of every token (`logprobs: -1`)."""
@@ -294,6 +300,14 @@ class ServedModel:
             return read(answer, *args)
         except (parse.BadAnswer, KeyError, IndexError, TypeError, ValueError) as exc:
             raise UserError(f"served model {self.model_id!r}: an answer lacks what the probe saw ({exc})") from None
+
+    def _top_k(self, answer: dict, k: int) -> dict[str, float]:
+        """The top log-probs of the first generated position, at least the k the probe proved: a
+        shorter list would turn ranks beyond it into "unknown" without a word."""
+        tops = self._read(parse.top_logprobs, answer, 0)
+        if len(tops) < k:
+            raise UserError(f"served model {self.model_id!r}: asked for {k} top log-probs, the server returned {len(tops)}")
+        return tops
 
     def _plain(self, intervention) -> None:
         if intervention is not None:

@@ -9,6 +9,10 @@ tests/fixtures/served/ for recorded bodies). Each function takes the parsed JSON
   itself is always among the entries, with its rank over the full vocabulary.
 * vLLM's `return_tokens_as_token_ids`: tokens are written "token_id:<id>", so a top-k entry can be
   matched to a token id without guessing from its text.
+* llama.cpp's server answers `/v1/completions` `logprobs` in the chat layout (OpenAI's
+  `ChatCompletionTokenLogprob`): {"content": [{"id", "token", "bytes", "logprob", "top_logprobs":
+  [{"id", "token", "bytes", "logprob"}, ...]}, ...]}, one entry per generated token (it has no
+  `echo`). Entries carrying an `id` are keyed "token_id:<id>" as vLLM's would be.
 * chat answers: `choices[0].message.content` holds the reply; it is null when the model wrote none
   (OpenAI's schema: `finish_reason` "length" when the token budget ran out first, e.g. a reasoning
   model; "stop" for an empty reply), and then the answer is the empty text. A null content for any
@@ -49,22 +53,67 @@ def chat_text(answer: dict) -> str:
     return content
 
 
+def completion_tokens(answer: dict) -> int | None:
+    """`usage.completion_tokens`: how many tokens the server generated (None: it does not say)."""
+    usage = answer.get("usage") if isinstance(answer, dict) else None
+    count = usage.get("completion_tokens") if isinstance(usage, dict) else None
+    return count if isinstance(count, int) and not isinstance(count, bool) else None
+
+
 def token_logprobs(answer: dict) -> list[float | None]:
-    """The `logprobs.token_logprobs` list (prompt tokens first when echoed)."""
-    logprobs = _choice(answer).get("logprobs")
-    values = logprobs.get("token_logprobs") if isinstance(logprobs, dict) else None
-    if not isinstance(values, list):
-        raise BadAnswer("no logprobs.token_logprobs in the answer")
-    return values
+    """The log-prob of each token: `logprobs.token_logprobs` (prompt tokens first when echoed), or
+    the `logprob` of each `logprobs.content[]` entry (the chat layout: generated tokens only)."""
+    logprobs = _logprobs(answer)
+    values = logprobs.get("token_logprobs")
+    if isinstance(values, list):
+        return values
+    return [_number(entry.get("logprob")) for entry in _content(logprobs)]
 
 
 def top_logprobs(answer: dict, position: int) -> dict[str, float]:
-    """`logprobs.top_logprobs[position]`: {token (text or "token_id:N"): logprob}."""
+    """The top log-probs at `position`: {token (text or "token_id:N"): logprob}, from
+    `logprobs.top_logprobs[position]` or `logprobs.content[position].top_logprobs`."""
+    logprobs = _logprobs(answer)
+    if "top_logprobs" in logprobs:
+        tops = logprobs["top_logprobs"]
+        if not isinstance(tops, list) or len(tops) <= position or not isinstance(tops[position], dict):
+            raise BadAnswer("no logprobs.top_logprobs at that position")
+        return {str(k): float(v) for k, v in tops[position].items()}
+    content = _content(logprobs)
+    entries = content[position].get("top_logprobs") if len(content) > position else None
+    if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
+        raise BadAnswer("no logprobs.content[].top_logprobs at that position")
+    return {_content_key(e): float(_number(e.get("logprob"))) for e in entries}
+
+
+def _logprobs(answer: dict) -> dict:
     logprobs = _choice(answer).get("logprobs")
-    tops = logprobs.get("top_logprobs") if isinstance(logprobs, dict) else None
-    if not isinstance(tops, list) or len(tops) <= position or not isinstance(tops[position], dict):
-        raise BadAnswer("no logprobs.top_logprobs at that position")
-    return {str(k): float(v) for k, v in tops[position].items()}
+    if not isinstance(logprobs, dict):
+        raise BadAnswer("no logprobs in the answer")
+    return logprobs
+
+
+def _content(logprobs: dict) -> list[dict]:
+    content = logprobs.get("content")
+    if not isinstance(content, list) or not all(isinstance(e, dict) for e in content):
+        raise BadAnswer("no logprobs.token_logprobs or logprobs.content in the answer")
+    return content
+
+
+def _content_key(entry: dict) -> str:
+    """ "token_id:<id>" where the entry names its token id (llama.cpp's always do), else the token text."""
+    token = entry.get("id")
+    if isinstance(token, int) and not isinstance(token, bool):
+        return f"token_id:{token}"
+    if not isinstance(entry.get("token"), str):
+        raise BadAnswer("a logprobs.content entry has neither id nor token")
+    return entry["token"]
+
+
+def _number(value) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise BadAnswer(f"a log-prob is not a number: {value!r}")
+    return float(value)
 
 
 def prompt_logprobs(answer: dict) -> list[dict[int, dict] | None]:

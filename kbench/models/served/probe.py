@@ -1,17 +1,25 @@
 """What a server actually returns, measured once when the model is opened.
 
 Servers accept parameters they ignore: `transformers serve` takes `echo`, `logprobs` and
-`top_logprobs` and returns no log-probs; llama.cpp echoes the prompt but gives log-probs only
-for the generated tokens, so a harness that trusts `echo` scores log-likelihood tasks at chance.
-So the probe sends a few one-token requests and looks at the answers:
+`top_logprobs` and returns no log-probs; llama.cpp's server ignores `echo` (no prompt text, no
+prompt log-probs come back) and generates one token for `max_tokens: 0`, so a harness that trusts
+the fields scores log-likelihood tasks at chance. So the probe sends a few small requests and
+looks at the answers:
 
     generate            a greedy completion comes back
     token_id_prompts    a prompt given as token ids is accepted (kbench tokenizes, the server scores)
-    echo_prompt_logprobs  `echo` + `logprobs` return a log-prob for every prompt token after the first
+    echo                what `echo` + `logprobs` did: "prompt_logprobs" (a log-prob for every prompt
+                        token after the first), "text_only" (the prompt text without its log-probs),
+                        "ignored" (neither), "refused" (a 4xx), "not_asked" (no token-id prompts)
+    echo_prompt_logprobs  echo == "prompt_logprobs"
     prompt_logprobs     vLLM's `prompt_logprobs` returns each prompt token's log-prob
     prompt_logprob_ranks  ... with its rank over the full vocabulary
-    top_logprobs        how many top log-probs one position gets (0: none)
-    token_id_keys       top log-probs are keyed "token_id:N" (`return_tokens_as_token_ids`)
+    top_logprobs        the top log-probs one position is proved to get: the first k of (20, 5) whose
+                        answer holds k entries (0: none); top_logprobs_returned: k asked -> entries
+                        returned (None: refused), so a server returning fewer than asked is named
+    token_id_keys       top log-probs are keyed "token_id:N" (`return_tokens_as_token_ids`, or the
+                        `id` of each entry in the chat layout llama.cpp answers in)
+    prompt_only         `max_tokens: 0` generates nothing (llama.cpp's server still generates one)
     vocabulary_logprobs how many log-probs `logprobs: -1` returns for one position, keyed by token id
                         (vLLM started with `--max-logprobs -1`: the whole vocabulary; 0: refused), which
                         ranks a gold among any candidate vocabulary (LAMA's common vocabulary)
@@ -26,8 +34,9 @@ back), `sampling_varies`, and `token_limit`: the name the server takes for the r
 (`max_tokens`; else `max_completion_tokens`, the only one OpenAI's reasoning models accept); the
 rest stays false (no log-probs or ranks are offered in chat mode).
 
-Capabilities are what the probe proved (`capabilities`); the result goes into the model's
-`describe()` block and so into results.json.
+Capabilities are what the probe proved (`capabilities`), and `missing_reasons` says for each one
+not proved what the server failed to deliver; both go into the model's `describe()` block and so
+into results.json, and a refused task names the reason.
 """
 
 from __future__ import annotations
@@ -39,7 +48,7 @@ PROBE_TEXT = "The capital of France is"
 PROBE_MESSAGES = [{"role": "user", "content": "What is the capital of France?"}]
 TOKEN_LIMITS = ("max_tokens", "max_completion_tokens")  # the chat reply's token budget, as servers name it
 SAMPLING_SEEDS = (1, 2, 3)  # at temperature 2, eight tokens: a real sampler leaves the greedy text almost surely
-TOP_K_ASKED = 20  # vLLM's default --max-logprobs; a server allowing fewer is asked for 5
+TOP_K_ASKED = (20, 5)  # vLLM's default --max-logprobs; a server allowing fewer is asked for 5
 
 
 def probe_server(client, model_id: str, tokenizer, api: str = "completions") -> dict:
@@ -47,8 +56,9 @@ def probe_server(client, model_id: str, tokenizer, api: str = "completions") -> 
         return probe_chat(client, model_id)
     base = {"model": model_id, "max_tokens": 1, "temperature": 0}
     found = {"generate": _text(client.try_post("/v1/completions", {**base, "prompt": PROBE_TEXT})) is not None}
-    found.update(token_id_prompts=False, echo_prompt_logprobs=False, prompt_logprobs=False)
-    found.update(prompt_logprob_ranks=False, top_logprobs=0, token_id_keys=False, vocabulary_logprobs=0, prompt_lists=False)
+    found.update(tokenizer=tokenizer is not None, token_id_prompts=False, echo="not_asked", echo_prompt_logprobs=False)
+    found.update(prompt_logprobs=False, prompt_logprob_ranks=False, top_logprobs=0, top_logprobs_returned={})
+    found.update(token_id_keys=False, prompt_only=False, vocabulary_logprobs=0, prompt_lists=False)
     long = {**base, "prompt": PROBE_TEXT, "max_tokens": 8}
     found["sampling_varies"] = found["generate"] and sampling_varies(client, "/v1/completions", long, parse.completion_text)
     if tokenizer is None or not found["generate"]:
@@ -57,15 +67,18 @@ def probe_server(client, model_id: str, tokenizer, api: str = "completions") -> 
     found["token_id_prompts"] = _text(client.try_post("/v1/completions", {**base, "prompt": ids})) is not None
     if not found["token_id_prompts"]:
         return found
+    found["prompt_only"] = generates_nothing(client.try_post("/v1/completions", {**base, "prompt": ids, "max_tokens": 0}))
     echoed = client.try_post("/v1/completions", {**base, "prompt": ids, "echo": True, "logprobs": 1})
-    found["echo_prompt_logprobs"] = echo_covers_prompt(echoed, len(ids))
+    found["echo"] = echo_verdict(echoed, len(ids))
+    found["echo_prompt_logprobs"] = found["echo"] == "prompt_logprobs"
     scored = client.try_post("/v1/completions", {**base, "prompt": ids, "prompt_logprobs": 0})
     found["prompt_logprobs"], found["prompt_logprob_ranks"] = prompt_logprobs_cover(scored, ids)
-    for k in (TOP_K_ASKED, 5):
+    for k in TOP_K_ASKED:
         asked = {**base, "prompt": ids, "logprobs": k, "return_tokens_as_token_ids": True}
         tops = _or_none(parse.top_logprobs, client.try_post("/v1/completions", asked), 0)
-        if tops:
-            found["top_logprobs"] = len(tops)
+        found["top_logprobs_returned"][str(k)] = None if tops is None else len(tops)
+        if tops is not None and len(tops) >= k:  # vLLM adds the sampled token beyond the top k: k + 1
+            found["top_logprobs"] = k
             found["token_id_keys"] = all(parse.token_id(key) is not None for key in tops)
             break
     found["vocabulary_logprobs"] = vocabulary_logprobs(client, base, ids, found["top_logprobs"])
@@ -135,10 +148,24 @@ def sampling_varies(client, path: str, greedy_body: dict, read) -> bool:
 
 
 def echo_covers_prompt(answer: dict | None, n_prompt: int) -> bool:
-    """Whether an `echo` + `logprobs` answer holds a log-prob for every prompt token after the
-    first (llama.cpp's holds only the generated tokens')."""
+    """Whether an `echo` + `logprobs` answer holds a log-prob for every prompt token after the first."""
     values = _or_none(parse.token_logprobs, answer)
     return bool(values and len(values) > n_prompt and all(isinstance(v, (int, float)) for v in values[1:n_prompt]))
+
+
+def echo_verdict(answer: dict | None, n_prompt: int) -> str:
+    """What `echo` did to an answer for the probe text (see the module's table)."""
+    if answer is None:
+        return "refused"
+    if echo_covers_prompt(answer, n_prompt):
+        return "prompt_logprobs"
+    text = _text(answer)
+    return "text_only" if text is not None and text.startswith(PROBE_TEXT) else "ignored"
+
+
+def generates_nothing(answer: dict | None) -> bool:
+    """Whether a `max_tokens: 0` answer holds no generated token (its usage says 0, its text is empty)."""
+    return _text(answer) == "" and parse.completion_tokens(answer) == 0
 
 
 def prompt_logprobs_cover(answer: dict | None, ids: list[int]) -> tuple[bool, bool]:
@@ -158,6 +185,51 @@ def capabilities(found: dict) -> frozenset[Capability]:
     if found["prompt_logprob_ranks"] or (found["top_logprobs"] and found["token_id_keys"]):
         have.add(Capability.RANK_TOP_K)
     return frozenset(have)
+
+
+def missing_reasons(found: dict) -> dict[str, str]:
+    """{capability: what the server failed to deliver} for each log-prob capability the probe did
+    not prove (chat mode: none is asked)."""
+    have = capabilities(found)
+    if "token_limit" in found:
+        return {c.value: "chat mode (api=chat) offers generation only" for c in _LOGPROB_CAPABILITIES if c not in have}
+    common = _common_gap(found)
+    reasons = {}
+    if Capability.LOGLIKELIHOOD not in have:
+        reasons[Capability.LOGLIKELIHOOD.value] = common or f"{ECHO_GAPS[found['echo']]}, and no vLLM `prompt_logprobs`"
+    if Capability.RANK_EXACT not in have:
+        reasons[Capability.RANK_EXACT.value] = common or "no vLLM `prompt_logprobs` with ranks over the full vocabulary"
+    if Capability.RANK_TOP_K not in have:
+        reasons[Capability.RANK_TOP_K.value] = common or _top_k_gap(found)
+    return reasons
+
+
+_LOGPROB_CAPABILITIES = (Capability.LOGLIKELIHOOD, Capability.RANK_EXACT, Capability.RANK_TOP_K)
+ECHO_GAPS = {
+    "ignored": "the server ignored `echo`: no prompt text and no prompt log-probs came back "
+    "(llama.cpp's server does not implement echo)",
+    "text_only": "`echo` returned the prompt text without its log-probs",
+    "refused": "the server refused `echo` with `logprobs`",
+    "prompt_logprobs": "`echo` returned the prompt log-probs",
+}
+
+
+def _common_gap(found: dict) -> str | None:
+    if not found["generate"]:
+        return "the server answered no completion request"
+    if not found["tokenizer"]:
+        return "no tokenizer (no /tokenize in vLLM's or llama.cpp's form): add ;tokenizer=FOLDER to --model"
+    if not found["token_id_prompts"]:
+        return "the server refused a prompt given as token ids"
+    return None
+
+
+def _top_k_gap(found: dict) -> str:
+    asked = found["top_logprobs_returned"]
+    if found["top_logprobs"] and not found["token_id_keys"]:
+        return "its top log-probs name tokens by text only, not by id (no `return_tokens_as_token_ids`)"
+    said = "; ".join(f"asked for {k}, {'refused' if n is None else f'got {n}'}" for k, n in asked.items())
+    return f"the server returned fewer top log-probs than asked ({said})"
 
 
 def _text(answer):

@@ -1,5 +1,5 @@
 """The served model's tokenizer: a local tokenizer folder (`tokenizer=PATH` in `--model`), else the
-server's vLLM-style `/tokenize` + `/detokenize`, else none.
+server's `/tokenize` + `/detokenize` (vLLM's or llama.cpp's dialect, `server_dialect`), else none.
 
 kbench encodes prompts and answers itself (`kbench.models.encoding.PromptEncoder`, the same code
 as the in-process backend) and sends token ids, so the tokens scored are the tokens the
@@ -30,6 +30,33 @@ def local_tokenizer(folder: str):
     return tokenizer
 
 
+#: dialect -> (the /tokenize body for (model, text, add special tokens), the /detokenize body for (model, ids),
+#: the /detokenize answer's text field); both answer /tokenize with {"tokens": [ids]}
+DIALECTS = {
+    "vllm": (
+        lambda model, text, special: {"model": model, "prompt": text, "add_special_tokens": special},
+        lambda model, ids: {"model": model, "tokens": ids},
+        "prompt",
+    ),
+    "llamacpp": (
+        lambda model, text, special: {"content": text, "add_special": special},
+        lambda model, ids: {"tokens": ids},
+        "content",
+    ),
+}
+
+
+def server_dialect(client, model_id: str) -> str | None:
+    """The dialect in which the server's `/tokenize` turns "a" into token ids (None: in neither).
+    An empty list is no answer: llama.cpp answers vLLM's body (no `content`) with {"tokens": []}."""
+    for dialect, (tokenize, _, _) in DIALECTS.items():
+        answer = client.try_post("/tokenize", tokenize(model_id, "a", False))
+        tokens = answer.get("tokens") if isinstance(answer, dict) else None
+        if isinstance(tokens, list) and tokens and all(isinstance(t, int) and not isinstance(t, bool) for t in tokens):
+            return dialect
+    return None
+
+
 class ServerTokenizer:
     """The server's tokenizer over HTTP (one request per text, `concurrency` in flight)."""
 
@@ -37,9 +64,10 @@ class ServerTokenizer:
     mask_token = mask_token_id = None
     pad_token = pad_token_id = None
 
-    def __init__(self, client, model_id: str):
+    def __init__(self, client, model_id: str, dialect: str = "vllm"):
         self.client = client
         self.model_id = model_id
+        self._tokenize_body, self._detokenize_body, self._text_field = DIALECTS[dialect]
         empty = self._tokenize([""], True)[0]  # what add_special_tokens adds to nothing: the BOS, if any
         self.bos_token_id = empty[0] if len(empty) == 1 else None
         self.eos_token_id = None
@@ -50,10 +78,11 @@ class ServerTokenizer:
         return {"input_ids": self._tokenize(list(texts), add_special_tokens)}
 
     def decode(self, ids: Sequence[int], skip_special_tokens: bool = False, **_unused) -> str:
-        return self.client.post("/detokenize", {"model": self.model_id, "tokens": [int(i) for i in ids]})["prompt"]
+        answer = self.client.post("/detokenize", self._detokenize_body(self.model_id, [int(i) for i in ids]))
+        return answer[self._text_field]
 
     def _tokenize(self, texts: list[str], add_special_tokens: bool) -> list[list[int]]:
-        bodies = [{"model": self.model_id, "prompt": t, "add_special_tokens": add_special_tokens} for t in texts]
+        bodies = [self._tokenize_body(self.model_id, t, add_special_tokens) for t in texts]
         return [[int(i) for i in answer["tokens"]] for answer in self.client.post_many("/tokenize", bodies)]
 
 
