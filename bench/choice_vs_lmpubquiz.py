@@ -95,7 +95,8 @@ def run_lmpubquiz(folder: str, data: str, batch_size: int, threads: int | None, 
     for relation in results:
         space = relation.answer_space.tolist()
         predictions[relation.relation_code] = [space[s.index(max(s))] for s in relation.instance_table["pll_scores"]]
-    answer.send({"predictions": predictions, "seconds": seconds, "cpu_seconds": cpu, "peak_mb": peak_mb(), "threads": torch.get_num_threads()})
+    sent = {"predictions": predictions, "seconds": seconds, "cpu_seconds": cpu, "peak_mb": peak_mb()}
+    answer.send({**sent, "threads": torch.get_num_threads()})
 
 
 def run_kbench(folder: str, data: str, answer_space: str, out: str, threads: int | None, answer) -> None:
@@ -113,7 +114,8 @@ def run_kbench(folder: str, data: str, answer_space: str, out: str, threads: int
     predictions = {}  # relation -> the predicted label of each instance, in dataset order
     for row in result.items.iter_rows(named=True):
         predictions.setdefault(row["relation"], []).append(row["prediction"])
-    answer.send({"predictions": predictions, "seconds": seconds, "cpu_seconds": cpu, "peak_mb": peak_mb(), "threads": torch.get_num_threads()})
+    sent = {"predictions": predictions, "seconds": seconds, "cpu_seconds": cpu, "peak_mb": peak_mb()}
+    answer.send({**sent, "threads": torch.get_num_threads()})
 
 
 def in_child(target, *args) -> dict:
@@ -134,7 +136,7 @@ def main() -> None:
     parser.add_argument("--lmpq-batch-size", type=int, default=64, help="lm-pub-quiz's statements per forward pass")
     parser.add_argument("--threads", type=int, default=None, help="torch threads in both (default: torch's own choice)")
     parser.add_argument("--data-dir", type=Path, default=None, help="the data root (default: as for `kbench build`)")
-    parser.add_argument("--work", type=Path, default=None, help="where to write the data and the kbench run (default: a temp dir)")
+    parser.add_argument("--work", type=Path, default=None, help="where to write the data and the kbench run (default: temp)")
     args = parser.parse_args()
     import tempfile
 

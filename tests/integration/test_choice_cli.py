@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import json
 
+from kbench.evaluate.engine import validate
 from tests.conftest import run_kbench
 from tests.dataset_folders import question_dataset
 from tests.fixtures_models import tiny_causal_dir  # noqa: F401
-from kbench.evaluate.engine import validate
 from tests.integration.test_evaluate_cli import rerun_computes_nothing
 
 FACTS = [("P36", "France", "Paris"), ("P36", "Germany", "Berlin"), ("P36", "Italy", "Rome"),
@@ -45,7 +45,8 @@ def test_choice_from_the_cli_and_in_the_report(tiny_causal_dir, tmp_path):
     page = (tmp_path / "report" / "index.html").read_text()
     assert "Most-chosen wrong answers" in page and "P36" in page
 
-    for bad, flag in ((["--reduction", "max"], "--reduction"), (["--answer-space", str(tmp_path / "none.json")], "--answer-space"),
+    missing = str(tmp_path / "none.json")
+    for bad, flag in ((["--reduction", "max"], "--reduction"), (["--answer-space", missing], "--answer-space"),
                       (["--top-k", "0"], "--top-k")):
         wrong = run_kbench("evaluate", "choice", "--dataset", str(dataset), "--model", str(tiny_causal_dir),
                            "--out", str(tmp_path / "bad"), *bad)

@@ -62,8 +62,11 @@ def direct(tiny_causal_dir):
     return scores
 
 
-@pytest.mark.parametrize(("options", "direct_option"), [({}, "sum"), ({"reduction": "mean"}, "mean"), ({"score": "answer"}, "answer")])
-def test_ranking_is_the_argmax_of_the_statements_log_likelihoods(tiny_causal_dir, dataset, direct, tmp_path, options, direct_option):
+OPTIONS = [({}, "sum"), ({"reduction": "mean"}, "mean"), ({"score": "answer"}, "answer")]
+
+
+@pytest.mark.parametrize(("options", "direct_option"), OPTIONS)
+def test_ranking_is_the_argmax_of_the_log_likelihoods(tiny_causal_dir, dataset, direct, tmp_path, options, direct_option):
     result = kbench.evaluate("choice", dataset=dataset, model=str(tiny_causal_dir), out=tmp_path / "run", **options)
     spaces = result.metrics["answer_spaces"]
     assert spaces == {"P19": ["Warsaw", "Ulm", "Florence"], "P36": ["Paris", "Berlin", "Rome", "Madrid"]}
@@ -84,7 +87,8 @@ def test_ranking_is_the_argmax_of_the_statements_log_likelihoods(tiny_causal_dir
 
 def test_answer_space_file_limit_and_metrics(tiny_causal_dir, dataset, tmp_path):
     metadata = tmp_path / "metadata_relations.json"  # lm-pub-quiz's form, with a duplicate label
-    metadata.write_text(json.dumps({"P19": {"templates": [BORN], "answer_space_labels": ["Ulm", "Warsaw", "Florence", "Ulm", "Rome"]},
+    labels = ["Ulm", "Warsaw", "Florence", "Ulm", "Rome"]
+    metadata.write_text(json.dumps({"P19": {"templates": [BORN], "answer_space_labels": labels},
                                     "P36": ["Rome", "Paris", "Berlin", "Madrid"]}))
     result = kbench.evaluate("choice", dataset=dataset, model=str(tiny_causal_dir), out=tmp_path / "run",
                              answer_space=str(metadata), limit=5, top_k=(2,))
