@@ -124,7 +124,9 @@ def test_answer_space_errors_name_the_file_and_the_item(tmp_path):
         answers.from_file(bad)
     rows = [{"id": "q1", "relation": "P19", "object": "Ulm"}]
     with pytest.raises(UserError, match="gold object 'Ulm' of item q1 is not in the answer space of P19"):
-        answers.check_golds(rows, {"P19": ("Warsaw",)}, "f.json")
+        answers.check_items([{**r, "template": "[X] is [Y] ."} for r in rows], {"P19": ("Warsaw",)}, "f.json", "t.parquet")
+    with pytest.raises(UserError, match="t.parquet: the template '\\[X\\] is born' of item q1 has no \\[Y\\]"):
+        answers.check_items([{**r, "template": "[X] is born"} for r in rows], {"P19": ("Ulm",)}, "f.json", "t.parquet")
 
 
 def test_ranks_ties_buckets_and_the_prior():
