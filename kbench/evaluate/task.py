@@ -12,6 +12,7 @@ A task is a class registered in `TASKS`, with these parts:
         def score(self, ctx, state, unit) -> rows      # run the model over one unit; one row per item
         def aggregate(self, ctx, state, rows) -> Summary   # rows (plan order) -> headline + metrics
         def finish(self, ctx, state, rows, results)    # optional: extra files (known facts, plots)
+        def report_section(self, run) -> str           # optional: HTML of its own for `kbench report`
 
 Contracts:
 - `needs(settings)` names, per task or technique ("task truefalse", "technique caa"), the
@@ -29,6 +30,9 @@ Contracts:
 - `aggregate` sees every row in plan order and returns `Summary(headline, metrics)`: headline is
   a few named Estimates (`kbench.metrics.uncertainty`) a table shows; metrics is task-specific
   and checked against `schemas/<metrics_schema>`.
+
+A task may also live in a folder of its own, `kbench/tasks/<name>/` (TASKS looks there too): see
+docs/adding-a-task.md and `kbench/tasks/choice/`.
 
 The engine (`kbench.evaluate.engine`) owns the run directory, the journal, progress, timing,
 data-parallel sharding and atomic writes; a task never touches them.

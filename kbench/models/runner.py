@@ -185,9 +185,11 @@ class ModelRunner(BatchingMethods, WhiteBoxMethods):
 
     def _scores_trees(self, pairs: list[tuple[list[int], list[int]]]) -> bool:
         """Whether `score_answers` writes shared prompts once (`tree_packing`): a causal decoder whose
-        layers all attend in full and which packs, and a call where prompts repeat."""
+        layers all attend in full and which packs, under an attention that reads the tree mask (flash
+        attention reads sequences off the position ids instead), and a call where prompts repeat."""
         return (
             len({tuple(c) for c, _ in pairs}) < len(pairs)
+            and getattr(self.network.config, "_attn_implementation", None) in ("sdpa", "eager")
             and shares_prefixes(self.network)
             and packing_works(self.network, self.pad_id)
         )

@@ -77,11 +77,15 @@ def test_probe_verdicts_on_real_vllm(served, server):
     block = served.describe()
     assert block["weights"]["probe"] == {
         "generate": True,  # a greedy completion
+        "tokenizer": True,  # the server's /tokenize
         "token_id_prompts": True,  # kbench's token ids are taken as the prompt
-        "echo_prompt_logprobs": True,  # echo + logprobs cover every prompt token after the first
+        "echo": "prompt_logprobs",  # echo + logprobs cover every prompt token after the first
+        "echo_prompt_logprobs": True,
+        "prompt_only": True,  # max_tokens 0 generates nothing
         "prompt_logprobs": True,  # vLLM's extra field...
         "prompt_logprob_ranks": True,  # ... with each token's rank over the full vocabulary
         "top_logprobs": 20,  # --max-logprobs caps nothing below 20 here
+        "top_logprobs_returned": {"20": 21},  # vLLM adds the chosen token beyond the top k
         "token_id_keys": True,  # return_tokens_as_token_ids
         "vocabulary_logprobs": 49152,  # `logprobs: -1` under --max-logprobs -1: SmolLM2's whole vocabulary
         "prompt_lists": True,  # a list of prompts answered one choice each: items share requests

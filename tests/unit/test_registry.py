@@ -69,3 +69,20 @@ def test_a_lookup_imports_the_module_named_like_the_plug_in_first(plugins):
     assert plugs.REG.get("zeta").__name__ == "Zeta"
     assert "plugs.zeta" in sys.modules and "plugs.more.alpha" not in sys.modules  # the rest stays unimported
     assert plugs.REG.get("alpha").__name__ == "Alpha"  # no module `plugs.alpha`: the whole package is walked
+
+
+def test_a_registry_may_look_in_several_packages(plugins, tmp_path):
+    """Tasks live in kbench.evaluate and, one folder each, in kbench.tasks: one registry, both packages."""
+    (tmp_path / "folders" / "omega").mkdir(parents=True)
+    (tmp_path / "folders" / "__init__.py").write_text("")
+    (tmp_path / "folders" / "omega" / "__init__.py").write_text("from plugs import BOTH\n@BOTH.register('omega')\nclass Omega: ...\n")
+    import plugs
+
+    plugs.BOTH = Registry("plug", package=("plugs", "folders"))
+    try:
+        assert plugs.BOTH.get("omega").__name__ == "Omega"  # found in its own folder, the rest unimported
+        assert "plugs.zeta" not in sys.modules
+        assert "alpha" not in plugs.BOTH.names()  # plugs registers into REG, not BOTH: nothing leaks
+    finally:
+        for name in [m for m in sys.modules if m == "folders" or m.startswith("folders.")]:
+            del sys.modules[name]

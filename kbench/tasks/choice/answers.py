@@ -46,9 +46,12 @@ def from_file(path: Path) -> dict[str, tuple[str, ...]]:
     return spaces
 
 
-def check_golds(rows: list[dict], spaces: dict[str, tuple[str, ...]], where: str) -> None:
-    """Every item's relation has a space and its gold object is in it."""
+def check_items(rows: list[dict], spaces: dict[str, tuple[str, ...]], where: str, split: str) -> None:
+    """Every item's template has a [Y] to put candidates in, its relation has a space (`where`
+    names it) and its gold object is in it."""
     for row in rows:
+        if "[Y]" not in row["template"]:
+            raise UserError(f"{split}: the template {row['template']!r} of item {row['id']} has no [Y] for the candidates")
         space = spaces.get(row["relation"])
         if space is None:
             raise UserError(f"{where}: no answer space for relation {row['relation']!r} (item {row['id']})")

@@ -83,7 +83,7 @@ class Choice(Task):
         else:
             spaces, where = answers.from_rows(split.rows), str(split.path)  # the whole split, before the sample
         rows = seeded_sample(split.rows, s.limit, s.seed)
-        answers.check_golds(rows, spaces, where)
+        answers.check_items(rows, spaces, where, str(split.path))
         start, start_kind = start_text(ctx.model.tokenizer)
         groups = _by_relation(rows)
         units = [u for rel, members in groups.items() for u in chunks(members, UNIT_ITEMS, f"{rel}-", {"relation": rel})]
