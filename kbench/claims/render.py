@@ -26,15 +26,13 @@ def markdown(suite_name: str, tested: list[tuple[ClaimSet, list[ClaimResult]]]) 
         for outcome in results:
             claim = outcome.claim
             kind = " (a design expectation, not a result the paper reports)" if claim.kind == "expectation" else ""
-            lines += [
-                f"### {claim.id}: {claim.statement}{kind}",
-                "",
-                f"> {claim.quote}",
-                "",
-                f"Source: {claim.source}" + ("" if claim.source.endswith(('"', ".")) else "."),
-                "",
-                f"Compared: {claim.compared}.",
-            ]
+            lines += [f"### {claim.label}: {claim.statement}{kind}", "", f"> {claim.quote}", ""]
+            lines += [f"Translation: {claim.translation}", ""] if claim.translation else []
+            lines += [f"Source: {claim.source}."]
+            if not claim.measurable:
+                lines += ["", f"Verdict: {claim.unmeasurable}.", ""]
+                continue
+            lines += ["", f"Compared: {claim.compared.rstrip('.')}."]
             if claim.margin is not None:
                 lines.append(f"Equivalence margin (declared by kbench; the paper states none): ±{claim.margin}.")
             lines += [
@@ -66,7 +64,9 @@ def terminal_table(tested: list[tuple[ClaimSet, list[ClaimResult]]]):
     for _, results in tested:
         for outcome in results:
             for t in outcome.cells:
-                table.add_row(outcome.claim.id, t.model, t.column, format_estimate(t.result["estimate"]), _p(t.p_holm), t.verdict)
+                table.add_row(
+                    outcome.claim.label, t.model, t.column, format_estimate(t.result["estimate"]), _p(t.p_holm), t.verdict
+                )
             for column, text in outcome.across.items():
-                table.add_row(outcome.claim.id, "(across models)", column, "", "", text)
+                table.add_row(outcome.claim.label, "(across models)", column, "", "", text)
     return table

@@ -23,13 +23,18 @@ def claims(
     To test a suite folder literally named `list`, write it as `./list`."""
     from rich.console import Console
 
-    from kbench.claims.sets import CLAIM_SETS
+    from kbench.claims.sets import claim_sets
 
     if target == "list":
-        for chosen in CLAIM_SETS.values():
-            ids = ", ".join(f"{c.id}{' (expectation)' if c.kind == 'expectation' else ''}" for c in chosen.claims)
-            tasks = ", ".join(sorted({c.task for c in chosen.claims}))
-            typer.echo(f"{chosen.name}: {ids} - needs {tasks} cells - {chosen.paper}")
+        for chosen in claim_sets().values():
+            typer.echo(
+                f"{chosen.name}: {len(chosen.tested)} tested, {len(chosen.claims) - len(chosen.tested)} not measurable - "
+                f"needs {', '.join(sorted(chosen.tasks))} cells - {chosen.paper}"
+            )
+            for c in chosen.claims:
+                what = c.unmeasurable if not c.measurable else f"{c.task}: {c.compared}"
+                note = " (expectation)" if c.kind == "expectation" else ""
+                typer.echo(f"  {c.label}{note}: {c.statement} [{what}]")
         return
     from kbench.claims.render import markdown, terminal_table
     from kbench.claims.verdicts import test_suite
