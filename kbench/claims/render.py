@@ -12,7 +12,21 @@ def _p(value: float | None) -> str:
     return "—" if value is None else f"{value:.3g}"
 
 
-def markdown(suite_name: str, tested: list[tuple[ClaimSet, list[ClaimResult]]]) -> str:
+def summary(tested: list[tuple[ClaimSet, list[ClaimResult]]]) -> list[str]:
+    """One line per claim set: its claims tested and not, and the per-model verdicts by kind."""
+    lines = []
+    for chosen, results in tested:
+        verdicts = [t.verdict for r in results for t in r.cells]
+        counts = ", ".join(f"{verdicts.count(v)} {v}" for v in ("supported", "contradicted", "inconclusive"))
+        measured = len({r.claim.id for r in results if r.claim.measurable})
+        lines.append(
+            f"- `{chosen.name}`: {len({r.claim.id for r in results})} claims, {measured} tested by kbench; "
+            f"{len(verdicts)} verdicts per model and dataset: {counts}"
+        )
+    return lines
+
+
+def markdown(suite_name: str, tested: list[tuple[ClaimSet, list[ClaimResult]]], provenance: list[str] = ()) -> str:
     lines = [
         f"# Claims tested on suite {suite_name}",
         "",
@@ -20,6 +34,9 @@ def markdown(suite_name: str, tested: list[tuple[ClaimSet, list[ClaimResult]]]) 
         "tests of each claim set. Equivalence claims: the 95% interval against the set's declared margin. Across "
         f"models: an exact one-sided sign test, which needs at least {MIN_MODELS} models.",
         "",
+        *summary(tested),
+        "",
+        *provenance,
     ]
     for chosen, results in tested:
         lines += [f"## Claim set `{chosen.name}`: {chosen.paper}", ""]

@@ -83,3 +83,10 @@ def claim_set(name: str) -> ClaimSet:
     if name not in sets:
         raise UserError(f"--set {name}: no such claim set; packaged: {', '.join(sorted(sets))}")
     return sets[name]
+
+
+def check_tasks(chosen: ClaimSet, present: set[str], where: str) -> None:
+    """A UserError when the set's claims need a task the suite lacks."""
+    lacking = sorted(chosen.tasks - present)
+    if lacking:
+        raise UserError(f"{where}: claim set {chosen.name} needs task(s) {', '.join(lacking)}, which the suite lacks")

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kbench.claims import across, statistics
-from kbench.claims.sets import Claim, ClaimSet, claim_set, claim_sets
+from kbench.claims.sets import Claim, ClaimSet, check_tasks, claim_set, claim_sets
 from kbench.errors import UserError
 from kbench.report.runs import load_run
 from kbench.suite.status import read_suite_json
@@ -63,13 +63,6 @@ def test_suite(folder: Path, set_names: list[str]) -> list[tuple[ClaimSet, list[
     done = [c for c in document["cells"].values() if c["status"] == "done"]
     sizes = {label: row.get("parameters") for label, row in document.get("models", {}).items()}
     return [(chosen, _test_set(chosen, folder, done, task_of, sizes)) for chosen in sets]
-
-
-def check_tasks(chosen: ClaimSet, present: set[str], where: str) -> None:
-    """A UserError when the set's claims need a task the suite lacks."""
-    lacking = sorted(chosen.tasks - present)
-    if lacking:
-        raise UserError(f"{where}: claim set {chosen.name} needs task(s) {', '.join(lacking)}, which the suite lacks")
 
 
 def _statistic(name: str):
