@@ -186,7 +186,7 @@ def resolve_suite(argument: str | Path) -> Path:
         return packaged[str(argument)]
     if path.suffix == ".toml" or len(path.parts) > 1:
         raise UserError(f"{path}: suite file not found")
-    raise UserError(f"{argument!r} is neither a suite file nor a packaged suite; packaged: {', '.join(sorted(packaged))}")
+    raise UserError(f"{str(argument)!r} is neither a suite file nor a packaged suite; packaged: {', '.join(sorted(packaged))}")
 
 
 def load_suite(path: Path) -> Suite:
