@@ -42,7 +42,7 @@ def provenance(document: dict) -> list[str]:
 
 
 def parse_claims(text: str, where: str = "claims.md") -> dict[str, str]:
-    """{"CLAIM | model | task / dataset": "difference | n | p | p Holm | verdict", "CLAIM | across |
+    """{"CLAIM | model | task / dataset": "difference | n | p | p Holm | verdict | test", "CLAIM | across |
     column": verdict}: the numbers of a claims.md. A UserError for a file in another format."""
     if not text.startswith("# Claims tested on suite "):
         raise UserError(f"{where}: not a claims.md written by `kbench claims` (its first line)")
@@ -59,8 +59,8 @@ def parse_claims(text: str, where: str = "claims.md") -> dict[str, str]:
             continue
         if claim and line.startswith("| ") and not line.startswith(("| model ", "|---")):
             cells = [c.strip() for c in line.strip().strip("|").split("|")]
-            if len(cells) != 7:
-                raise UserError(f"{where}:{number}: a table row with {len(cells)} columns, not 7")
+            if len(cells) != 8:
+                raise UserError(f"{where}:{number}: a table row with {len(cells)} columns, not 8")
             found[f"{claim} | {cells[0]} | {cells[1]}"] = " | ".join(cells[2:])
     return found
 

@@ -54,14 +54,14 @@ def markdown(suite_name: str, tested: list[tuple[ClaimSet, list[ClaimResult]]], 
                 lines.append(f"Equivalence margin (declared by kbench; the paper states none): ±{claim.margin}.")
             lines += [
                 "",
-                "| model | task / dataset | difference [95% CI] | n | p | p Holm | verdict |",
-                "|---|---|---:|---:|---:|---:|---|",
+                "| model | task / dataset | difference [95% CI] | n | p | p Holm | verdict | test |",
+                "|---|---|---:|---:|---:|---:|---|---|",
             ]
             for t in outcome.cells:
                 estimate = t.result["estimate"]
                 lines.append(
                     f"| {t.model} | {t.column} | {format_estimate(estimate)} | {estimate['n']} | "
-                    f"{_p(t.result['p_value'])} | {_p(t.p_holm)} | {t.verdict} |"
+                    f"{_p(t.result['p_value'])} | {_p(t.p_holm)} | {t.verdict} | {t.result['test'].replace('|', '/')} |"
                 )
             lines.append("")
             lines += [f"Across models, {column}: {text}." for column, text in outcome.across.items()]

@@ -156,15 +156,19 @@ def ranking_stability(run: Run, reference: float) -> dict | None:
 
 
 def head_minus_tail(run: Run) -> dict | None:
-    """accuracy(head) − accuracy(tail) of the cell's primary metric: Newcombe, Fisher exact."""
+    """accuracy(head) − accuracy(tail) of the cell's primary metric: Newcombe, Fisher exact. A
+    dataset without a tail bin (a small sample) compares head with its least popular bin present,
+    and the test says so."""
     bins = run.metrics.get("per_frequency_bin") or {}
-    head, tail = bins.get("head", {}).get(run.primary), bins.get("tail", {}).get(run.primary)
-    if not head or not tail or "k" not in head or "k" not in tail or not head["n"] or not tail["n"]:
+    low_bin = next((b for b in ("tail", "torso") if (bins.get(b, {}).get(run.primary) or {}).get("n")), None)
+    head = bins.get("head", {}).get(run.primary)
+    tail = bins.get(low_bin, {}).get(run.primary) if low_bin else None
+    if not head or not tail or "k" not in head or "k" not in tail or not head["n"]:
         return None
     return {
         "estimate": difference_unpaired(head["k"], head["n"], tail["k"], tail["n"]),
         "p_value": _fisher(head["k"], head["n"], tail["k"], tail["n"]),
-        "test": "two-sided Fisher exact test of head vs tail",
+        "test": f"two-sided Fisher exact test of head vs {low_bin}" + ("" if low_bin == "tail" else " (no tail bin in the data)"),
     }
 
 
