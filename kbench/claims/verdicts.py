@@ -2,9 +2,11 @@
 
 Per cell (a model's run of the claim's task on one dataset) the claim's statistic gives a
 difference with its 95% interval and a p-value. Verdicts at alpha = 0.05:
-- a directional claim ("A > B"): supported when the Holm-adjusted p is below alpha and the
-  difference has the claimed sign, contradicted when it is below alpha with the other sign,
-  inconclusive otherwise. Holm runs over every directional test of the set on this suite.
+- a directional claim ("A > B", or "< 0"): supported when the Holm-adjusted p is below alpha and
+  the difference has the claimed sign, contradicted when it is below alpha with the other sign,
+  inconclusive otherwise. Holm runs over every directional test of the set on this suite that has
+  a p-value; a statistic with only an interval (a bootstrap, a mean over runs) is decided by its
+  95% interval alone: supported when it excludes 0 on the claimed side, contradicted on the other.
 - an equivalence claim: supported when the 95% interval lies inside +-margin (the set's declared
   margin), contradicted when it lies entirely outside, inconclusive otherwise; a non-significant
   difference never supports it. Its verdict rests on the interval, so it takes no part in Holm.
@@ -35,7 +37,7 @@ MIN_MODELS = 5  # 0.5^5 = 0.031 < 0.05: the fewest models a one-sided sign test 
 class CellTest:
     model: str
     column: str  # "task / dataset"
-    result: dict  # the statistic's {"estimate", "p_value", "metric", "test"}
+    result: dict  # the statistic's {"estimate", "p_value", "test"}
     p_holm: float | None = None
     verdict: str = "inconclusive"
 
