@@ -42,7 +42,8 @@ def markdown(suite_name: str, tested: list[tuple[ClaimSet, list[ClaimResult]]], 
         lines += [f"## Claim set `{chosen.name}`: {chosen.paper}", ""]
         for outcome in results:
             claim = outcome.claim
-            kind = " (a design expectation, not a result the paper reports)" if claim.kind == "expectation" else ""
+            expected = claim.kind == "expectation" and not claim.statement.startswith("Design expectation")
+            kind = " (a design expectation, not a result the paper reports)" if expected else ""
             lines += [f"### {claim.label}: {claim.statement}{kind}", "", f"> {claim.quote}", ""]
             lines += [f"Translation: {claim.translation}", ""] if claim.translation else []
             lines += [f"Source: {claim.source}."]
