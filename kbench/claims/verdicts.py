@@ -6,7 +6,8 @@ difference with its 95% interval and a p-value. Verdicts at alpha = 0.05:
   the difference has the claimed sign, contradicted when it is below alpha with the other sign,
   inconclusive otherwise. Holm runs over every directional test of the set on this suite that has
   a p-value; a statistic with only an interval (a bootstrap, a mean over runs) is decided by its
-  95% interval alone: supported when it excludes 0 on the claimed side, contradicted on the other.
+  95% interval alone: supported when it excludes 0 on the claimed side, contradicted on the other,
+  inconclusive when it has zero width (every bootstrap resample alike, as with a handful of items).
 - an equivalence claim: supported when the 95% interval lies inside +-margin (the set's declared
   margin), contradicted when it lies entirely outside, inconclusive otherwise; a non-significant
   difference never supports it. Its verdict rests on the interval, so it takes no part in Holm.
@@ -146,7 +147,7 @@ def _verdict(claim: Claim, test: CellTest) -> str:
     sign = 1 if claim.direction == "greater" else -1
     if test.result["p_value"] is None:  # an interval with no exact test: it decides alone
         low, high = estimate.get("ci_low"), estimate.get("ci_high")
-        if low is None:
+        if low is None or low == high:  # a zero-width bootstrap (every resample alike: a handful of items) decides nothing
             return "inconclusive"
         claimed, opposite = (low > 0, high < 0) if sign > 0 else (high < 0, low > 0)
         return "supported" if claimed else "contradicted" if opposite else "inconclusive"
