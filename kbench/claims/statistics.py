@@ -1,35 +1,180 @@
-"""Per-cell statistics of the claims: each returns an Estimate of a difference (95% interval, n)
-and the p-value of its test, or None when the cell lacks the data (a dataset without bins).
+"""The claims' statistics. Each returns {"estimate", "p_value", "test"} (`estimate` a difference with
+its 95% interval and n) or None when the cells lack the data. `p_value` None: the verdict rests
+on the interval (a bootstrap or a mean over runs, with no exact test), outside Holm.
 
-    head_minus_tail(run)            accuracy(head) − accuracy(tail), unpaired: Newcombe, Fisher exact p
-    outdated_minus_updated_em(run)  EM(outdated answer) − EM(updated answer) on the same edited
-                                    questions, paired: Newcombe's paired interval, exact McNemar p
+Three scopes (`Claim.scope`):
+- "cell": f(run, **params), one run of the claim's task (one model, one dataset);
+- "model": f(runs, **params), {setting label: run} of one model on one dataset (LEFT's settings);
+- "scale": f(points, **params), [(parameters, run)] of every model on one dataset (trends in size).
 """
 
 from __future__ import annotations
 
-from kbench.metrics.uncertainty import difference_paired, difference_unpaired, mcnemar
+from collections.abc import Sequence
+
+from kbench.metrics.uncertainty import difference_unpaired, mcnemar, wilson
 from kbench.report.runs import Run
+
+Z_95 = 1.959963984540054
+
+
+def _fisher(k1: int, n1: int, k2: int, n2: int) -> float:
+    from scipy.stats import fisher_exact
+
+    return float(fisher_exact([[k1, n1 - k1], [k2, n2 - k2]], alternative="two-sided").pvalue)
+
+
+def _binomial(k: int, n: int, p: float) -> float:
+    from scipy.stats import binomtest
+
+    return float(binomtest(k, n, p).pvalue) if n else 1.0
+
+
+def _shifted(k: int, n: int, reference: float) -> dict:
+    """k/n − reference with the Wilson interval shifted alike."""
+    low, high = wilson(k, n)
+    return {"value": k / n - reference, "ci_low": low - reference, "ci_high": high - reference, "n": n, "interval": "wilson"}
+
+
+def _at(block: dict, path: str) -> dict | None:
+    for part in path.split("."):
+        block = block.get(part) if isinstance(block, dict) else None
+    return block if isinstance(block, dict) and block.get("n") and "k" in block else None
+
+
+def _per_technique(run: Run) -> dict:
+    return run.metrics.get("per_technique") or {}
+
+
+def technique_above(run: Run, metric: str, above: Sequence[str], below: Sequence[str] = (), pick: str = "weakest") -> dict | None:
+    """metric(a) − metric(b) for a in `above`, b in `below` (default: every other non-baseline
+    technique of the run), reported for the pair that decides the claim: the smallest difference
+    ("weakest": every a above every b holds only if it does), or the largest in size ("farthest":
+    an equivalence holds only if it does). `metric` is a path in a technique's block; "*" stands
+    for each sampling partition of SGR / DGR. Unpaired Newcombe interval, two-sided Fisher exact p
+    (conservative: the techniques share the baseline's failures)."""
+    table = _per_technique(run)
+    if any(a not in table for a in above):
+        return None
+    others = [t for t in (below or [t for t in table if t != "baseline" and t not in above]) if t in table]
+    pairs = []
+    for a in above:
+        for b in others:
+            partitions = table[a].get("beyond_sampling", {}) if "*" in metric else {"": None}
+            for partition in partitions:
+                path = metric.replace("*", partition)
+                first, second = _at(table[a], path), _at(table[b], path)
+                if first and second:
+                    pairs.append(
+                        (a, b, path, difference_unpaired(first["k"], first["n"], second["k"], second["n"]), first, second)
+                    )
+    if not pairs:
+        return None
+    key = (lambda p: p[3]["value"]) if pick == "weakest" else (lambda p: -abs(p[3]["value"]))
+    a, b, path, estimate, first, second = min(pairs, key=key)
+    return {
+        "estimate": estimate,
+        "p_value": _fisher(first["k"], first["n"], second["k"], second["n"]),
+        "test": f"{path}: {a} − {b} (the deciding pair of {len(pairs)}), two-sided Fisher exact",
+    }
+
+
+def prs_share(run: Run, techniques: Sequence[str], share: str, reference: float = 0.5, pick: str = "weakest") -> dict | None:
+    """PRS on the failures a technique leaves unrecovered. share "moved": 1 − Tied among them;
+    "worsened": Worsened among the moved ones (Improved + Worsened). Minus `reference`, with the
+    Wilson interval; exact two-sided binomial p against `reference`. Of several techniques the
+    deciding one (smallest value, or farthest from the reference)."""
+    found = []
+    for name in techniques:
+        prs = _per_technique(run).get(name, {}).get("prs")
+        if not prs or not prs.get("n"):
+            continue
+        improved, worsened, n = prs["improved"]["k"], prs["worsened"]["k"], prs["n"]
+        k, total = (improved + worsened, n) if share == "moved" else (worsened, improved + worsened)
+        if total:
+            found.append((name, k, total, _shifted(k, total, reference)))
+    if not found:
+        return None
+    key = (lambda f: f[3]["value"]) if pick == "weakest" else (lambda f: -abs(f[3]["value"]))
+    name, k, total, estimate = min(found, key=key)
+    return {
+        "estimate": estimate,
+        "p_value": _binomial(k, total, reference),
+        "test": f"{name}: {share} share vs {reference}, exact binomial",
+    }
+
+
+def proportion_vs(run: Run, technique: str, metric: str, reference: float) -> dict | None:
+    """metric(technique) − reference for each sampling partition ("*"), the largest one reported;
+    exact two-sided binomial p."""
+    block = _per_technique(run).get(technique, {})
+    found = [_at(block, metric.replace("*", p)) for p in block.get("beyond_sampling", {"": None})]
+    found = [f for f in found if f]
+    if not found:
+        return None
+    top = max(found, key=lambda f: f["k"] / f["n"])
+    return {
+        "estimate": _shifted(top["k"], top["n"], reference),
+        "p_value": _binomial(top["k"], top["n"], reference),
+        "test": f"{technique} {metric} vs {reference}, exact binomial",
+    }
+
+
+def sgr_minus_dgr(run: Run, techniques: Sequence[str]) -> dict | None:
+    """SGR − DGR (disjoint failure sets: Newcombe, Fisher), the smallest over techniques and partitions."""
+    found = []
+    for name in techniques:
+        for partition, rates in _per_technique(run).get(name, {}).get("beyond_sampling", {}).items():
+            sgr, dgr = _at(rates, "sgr"), _at(rates, "dgr")
+            if sgr and dgr:
+                found.append((name, partition, sgr, dgr, difference_unpaired(sgr["k"], sgr["n"], dgr["k"], dgr["n"])))
+    if not found:
+        return None
+    name, partition, sgr, dgr, estimate = min(found, key=lambda f: f[4]["value"])
+    return {
+        "estimate": estimate,
+        "p_value": _fisher(sgr["k"], sgr["n"], dgr["k"], dgr["n"]),
+        "test": f"{name} at the {partition} partition: SGR − DGR, two-sided Fisher exact",
+    }
+
+
+def ranking_stability(run: Run, reference: float) -> dict | None:
+    """The lowest Kendall tau (ranking at K against the reference K) over K, SGR / DGR and partitions,
+    minus `reference`, with its bootstrap interval over base failures (no exact test)."""
+    taus = [
+        (f"{partition} {rate} K={k}", e)
+        for partition, rates in (run.metrics.get("ranking_stability") or {}).items()
+        for rate, by_k in rates.items()
+        for k, e in by_k.items()
+        if e.get("value") is not None and e.get("ci_low") is not None
+    ]
+    if not taus:
+        return None
+    where, low = min(taus, key=lambda t: t[1]["value"])
+    estimate = {**low, **{key: low[key] - reference for key in ("value", "ci_low", "ci_high")}}
+    return {"estimate": estimate, "p_value": None, "test": f"lowest tau at {where} minus {reference} (bootstrap interval)"}
 
 
 def head_minus_tail(run: Run) -> dict | None:
+    """accuracy(head) − accuracy(tail) of the cell's primary metric: Newcombe, Fisher exact. A
+    dataset without a tail bin (a small sample) compares head with its least popular bin present,
+    and the test says so."""
     bins = run.metrics.get("per_frequency_bin") or {}
-    head, tail = bins.get("head", {}).get(run.primary), bins.get("tail", {}).get(run.primary)
-    if not head or not tail or "k" not in head or "k" not in tail or not head["n"] or not tail["n"]:
+    low_bin = next((b for b in ("tail", "torso") if (bins.get(b, {}).get(run.primary) or {}).get("n")), None)
+    head = bins.get("head", {}).get(run.primary)
+    tail = bins.get(low_bin, {}).get(run.primary) if low_bin else None
+    if not head or not tail or "k" not in head or "k" not in tail or not head["n"]:
         return None
-    from scipy.stats import fisher_exact
-
-    table = [[head["k"], head["n"] - head["k"]], [tail["k"], tail["n"] - tail["k"]]]
-    p_value = float(fisher_exact(table, alternative="two-sided").pvalue)
     return {
         "estimate": difference_unpaired(head["k"], head["n"], tail["k"], tail["n"]),
-        "p_value": p_value,
-        "metric": run.primary,
-        "test": "two-sided Fisher exact test of head vs tail",
+        "p_value": _fisher(head["k"], head["n"], tail["k"], tail["n"]),
+        "test": f"two-sided Fisher exact test of head vs {low_bin}" + ("" if low_bin == "tail" else " (no tail bin in the data)"),
     }
 
 
 def outdated_minus_updated_em(run: Run) -> dict | None:
+    """EM(outdated answer) − EM(updated answer) on the same edited questions: Newcombe paired, McNemar."""
+    from kbench.metrics.uncertainty import difference_paired
     from kbench.report.items import read_items
 
     edited = [r for r in read_items(run.path) if r.get("category") == "edited" and r.get("em_outdated") is not None]
@@ -40,9 +185,5 @@ def outdated_minus_updated_em(run: Run) -> dict | None:
     return {
         "estimate": difference_paired(outdated, updated),
         "p_value": mcnemar(outdated, updated)["p_value"],
-        "metric": "em",
         "test": "exact McNemar of outdated vs updated EM",
     }
-
-
-STATISTICS = {"head_minus_tail": head_minus_tail, "outdated_minus_updated_em": outdated_minus_updated_em}

@@ -2,12 +2,16 @@
 
 Per cell (a model's run of the claim's task on one dataset) the claim's statistic gives a
 difference with its 95% interval and a p-value. Verdicts at alpha = 0.05:
-- a directional claim ("A > B"): supported when the Holm-adjusted p is below alpha and the
-  difference has the claimed sign, contradicted when it is below alpha with the other sign,
-  inconclusive otherwise. Holm runs over every directional test of the set on this suite.
+- a directional claim ("A > B", or "< 0"): supported when the Holm-adjusted p is below alpha and
+  the difference has the claimed sign, contradicted when it is below alpha with the other sign,
+  inconclusive otherwise. Holm runs over every directional test of the set on this suite that has
+  a p-value; a statistic with only an interval (a bootstrap, a mean over runs) is decided by its
+  95% interval alone: supported when it excludes 0 on the claimed side, contradicted on the other,
+  inconclusive when it has zero width (every bootstrap resample alike, as with a handful of items).
 - an equivalence claim: supported when the 95% interval lies inside +-margin (the set's declared
   margin), contradicted when it lies entirely outside, inconclusive otherwise; a non-significant
   difference never supports it. Its verdict rests on the interval, so it takes no part in Holm.
+A "scale" claim (a trend in size) is one test over every model's cell of a dataset.
 Across models, per (task, dataset): an exact one-sided sign test over the models (directional:
 the sign of each model's difference; equivalence: supported against contradicted models). One
 side reaches alpha only with 5 or more models, so with fewer the verdict is "inconclusive across
@@ -20,8 +24,8 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kbench.claims.sets import CLAIM_SETS, Claim, ClaimSet, claim_set
-from kbench.claims.statistics import STATISTICS
+from kbench.claims import across, statistics
+from kbench.claims.sets import Claim, ClaimSet, check_tasks, claim_set, claim_sets
 from kbench.errors import UserError
 from kbench.report.runs import load_run
 from kbench.suite.status import read_suite_json
@@ -34,7 +38,7 @@ MIN_MODELS = 5  # 0.5^5 = 0.031 < 0.05: the fewest models a one-sided sign test 
 class CellTest:
     model: str
     column: str  # "task / dataset"
-    result: dict  # the statistic's {"estimate", "p_value", "metric", "test"}
+    result: dict  # the statistic's {"estimate", "p_value", "test"}
     p_holm: float | None = None
     verdict: str = "inconclusive"
 
@@ -54,34 +58,71 @@ def test_suite(folder: Path, set_names: list[str]) -> list[tuple[ClaimSet, list[
     if set_names:
         sets = [claim_set(name) for name in set_names]
         for chosen in sets:
-            lacking = sorted({c.task for c in chosen.claims} - present)
-            if lacking:
-                raise UserError(f"--set {chosen.name}: its claims need task(s) {', '.join(lacking)}, which the suite lacks")
+            check_tasks(chosen, present, f"--set {chosen.name}")
     else:
-        sets = [s for s in CLAIM_SETS.values() if {c.task for c in s.claims} & present]
+        sets = [s for s in claim_sets().values() if s.tasks & present]
         if not sets:
             raise UserError(f"{folder}: no packaged claim set reads the suite's tasks ({', '.join(sorted(present))})")
     done = [c for c in document["cells"].values() if c["status"] == "done"]
-    return [(chosen, _test_set(chosen, folder, done, task_of)) for chosen in sets]
+    sizes = {label: row.get("parameters") for label, row in document.get("models", {}).items()}
+    return [(chosen, _test_set(chosen, folder, done, task_of, sizes)) for chosen in sets]
 
 
-def _test_set(chosen: ClaimSet, folder: Path, done: list[dict], task_of: dict[str, str]) -> list[ClaimResult]:
+def _statistic(name: str):
+    return getattr(statistics, name, None) or getattr(across, name)
+
+
+def _setting(run) -> str:
+    return str(run.metrics.get("setting") or "")
+
+
+def _groups(claim: Claim, runs: list[tuple[dict, object]], sizes: dict) -> list[tuple[str, str, list]]:
+    """(model, column, the runs the statistic reads) for each test of the claim's scope."""
+    column = lambda cell: f"{cell['task']} / {cell['dataset']}"  # noqa: E731
+    if claim.scope == "cell":
+        return [(cell["model"], column(cell), [run]) for cell, run in runs]
+    if claim.scope == "model":  # one model's settings of the task on one dataset
+        keys = dict.fromkeys((cell["model"], cell["dataset"]) for cell, _ in runs)
+        return [
+            (model, f"{claim.task} / {dataset}", [r for c, r in runs if (c["model"], c["dataset"]) == (model, dataset)])
+            for model, dataset in keys
+        ]
+    return [
+        (f"trend over {len(sizes)} models", col, [(sizes.get(c["model"]), r) for c, r in runs if column(c) == col])
+        for col in dict.fromkeys(column(cell) for cell, _ in runs)
+    ]
+
+
+def _measure(claim: Claim, folder: Path, cells: list[dict], sizes: dict) -> ClaimResult:
+    """The claim's statistic on every cell, model or dataset its scope reads."""
+    outcome, fn = ClaimResult(claim), _statistic(claim.statistic)
+    runs = [(cell, load_run(folder / cell["run_dir"])) for cell in cells]
+    for model, column, read in _groups(claim, runs, sizes):
+        if claim.scope == "cell":
+            found = fn(read[0], **claim.params)
+        elif claim.scope == "model":
+            found = fn({_setting(r): r for r in read}, **claim.params)
+        else:
+            found = fn(read, **claim.params)
+        if found is None or found["estimate"].get("value") is None:
+            outcome.skipped.append(f"{model} on {column}")
+        else:
+            outcome.cells.append(CellTest(model, column, found))
+    return outcome
+
+
+def _test_set(chosen: ClaimSet, folder: Path, done: list[dict], task_of: dict[str, str], sizes: dict) -> list[ClaimResult]:
     results = []
     for claim in chosen.claims:
-        outcome = ClaimResult(claim)
-        for cell in (c for c in done if task_of.get(c["task"]) == claim.task):
-            found = STATISTICS[claim.statistic](load_run(folder / cell["run_dir"]))
-            column = f"{cell['task']} / {cell['dataset']}"
-            if found is None or found["estimate"].get("value") is None:
-                outcome.skipped.append(f"{cell['model']} on {column}")
-            else:
-                outcome.cells.append(CellTest(cell["model"], column, found))
-        results.append(outcome)
-    _holm([t for r in results if r.claim.direction == "greater" for t in r.cells])
+        if not claim.measurable:
+            results.append(ClaimResult(claim))
+            continue
+        results.append(_measure(claim, folder, [c for c in done if task_of.get(c["task"]) == claim.task], sizes))
+    _holm([t for r in results if r.claim.direction != "equivalent" for t in r.cells if t.result["p_value"] is not None])
     for outcome in results:
         for test in outcome.cells:
             test.verdict = _verdict(outcome.claim, test)
-        for column in dict.fromkeys(t.column for t in outcome.cells):
+        for column in dict.fromkeys(t.column for t in outcome.cells if outcome.claim.scope != "scale"):
             outcome.across[column] = _across(outcome.claim, [t for t in outcome.cells if t.column == column])
     return results
 
@@ -98,11 +139,20 @@ def _verdict(claim: Claim, test: CellTest) -> str:
     estimate = test.result["estimate"]
     if claim.direction == "equivalent":
         low, high, margin = estimate["ci_low"], estimate["ci_high"], claim.margin
+        if low is None:
+            return "inconclusive"
         if -margin <= low and high <= margin:
             return "supported"
         return "contradicted" if low > margin or high < -margin else "inconclusive"
-    if test.p_holm is not None and test.p_holm < ALPHA:
-        return "supported" if estimate["value"] > 0 else "contradicted"
+    sign = 1 if claim.direction == "greater" else -1
+    if test.result["p_value"] is None:  # an interval with no exact test: it decides alone
+        low, high = estimate.get("ci_low"), estimate.get("ci_high")
+        if low is None or low == high:  # a zero-width bootstrap (every resample alike: a handful of items) decides nothing
+            return "inconclusive"
+        claimed, opposite = (low > 0, high < 0) if sign > 0 else (high < 0, low > 0)
+        return "supported" if claimed else "contradicted" if opposite else "inconclusive"
+    if test.p_holm is not None and test.p_holm < ALPHA and estimate["value"] != 0:
+        return "supported" if sign * estimate["value"] > 0 else "contradicted"
     return "inconclusive"
 
 
@@ -117,8 +167,9 @@ def _across(claim: Claim, tests: list[CellTest]) -> str:
         plus = sum(t.verdict == "supported" for t in tests)
         minus = sum(t.verdict == "contradicted" for t in tests)
     else:
-        plus = sum(t.result["estimate"]["value"] > 0 for t in tests)
-        minus = sum(t.result["estimate"]["value"] < 0 for t in tests)
+        sign = 1 if claim.direction == "greater" else -1
+        plus = sum(sign * t.result["estimate"]["value"] > 0 for t in tests)
+        minus = sum(sign * t.result["estimate"]["value"] < 0 for t in tests)
     holds = sum(t.verdict == "supported" for t in tests)
     text = f"holds for {holds} of {models} model{'s' if models != 1 else ''}"
     if models < MIN_MODELS:

@@ -33,7 +33,9 @@ def card(
 @app.command()
 def publish(
     folder: Path = typer.Argument(
-        ..., help="A built dataset folder, or an evaluation run directory (uploads results.json, items and its HTML report)."
+        ...,
+        help="A built dataset folder, an evaluation run directory (uploads results.json, items and its HTML report), "
+        "or a suite folder (the leaderboard as a dataset, the suite report, every cell's per-item rows).",
     ),
     repo_id: str = typer.Option(..., "--repo-id", help="Hub dataset repo, ORG/NAME."),
     private: bool = typer.Option(False, "--private", help="Create the repo as private."),

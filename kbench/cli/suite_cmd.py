@@ -17,7 +17,10 @@ app.add_typer(suite_app, name="suite")
 
 @suite_app.command("run")
 def run(
-    suite_file: Path = typer.Argument(..., help="The suite file (TOML: [suite], [[models]], [[datasets]], [[tasks]])."),
+    suite_file: Path = typer.Argument(
+        ...,
+        help="The suite file (TOML: [suite], [[models]], [[datasets]], [[tasks]]) or a packaged suite's name (suite list).",
+    ),
     out: Optional[Path] = typer.Option(None, "--out", help="The suite folder (default: runs/suite-<suite name>)."),
     executor: str = typer.Option("local", "--executor", help="local (this process) or ray (each cell a Ray task)."),
     ray_address: Optional[str] = typer.Option(
@@ -39,6 +42,8 @@ def run(
     folder = out if out is not None else Path("runs") / f"suite-{suite.spec.suite.name}"
     state = run_suite(suite, folder, executor=executor, ray_address=ray_address, limit=limit)
     print_status(folder)
+    if suite.spec.suite.claims:
+        write_claims(folder, list(suite.spec.suite.claims))
     typer.echo(f"suite folder: {folder}", err=True)
     if state.failed():
         typer.echo(f"{len(state.failed())} of {len(suite.cells)} cells failed; rerun the command to retry them", err=True)
@@ -51,3 +56,28 @@ def status(folder: Path = typer.Argument(..., help="A suite folder (it holds sui
     from kbench.suite.status import print_status
 
     print_status(folder)
+
+
+def write_claims(folder: Path, sets: list[str]) -> None:
+    """claims.md of the suite's claim sets, as `kbench claims DIR --set ...` writes it."""
+    from kbench.claims.check import provenance
+    from kbench.claims.render import markdown
+    from kbench.claims.verdicts import test_suite
+    from kbench.io import write_text
+    from kbench.suite.status import read_suite_json
+
+    document = read_suite_json(folder)
+    write_text(folder / "claims.md", markdown(document["suite"]["suite"]["name"], test_suite(folder, sets), provenance(document)))
+    typer.echo(f"claims written to {folder / 'claims.md'}", err=True)
+
+
+@suite_app.command("list")
+def list_suites() -> None:
+    """The packaged suites: each claim set at a CPU size and at the papers' size."""
+    from kbench.suite.spec import load_suite, packaged_suites
+
+    for name, path in sorted(packaged_suites().items()):
+        spec = load_suite(path).spec
+        models = ", ".join(m.label for m in spec.models)
+        tasks = ", ".join(t.label for t in spec.tasks)
+        typer.echo(f"{name}: claims {', '.join(spec.suite.claims) or '-'}; models {models}; tasks {tasks}")

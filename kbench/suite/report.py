@@ -28,8 +28,8 @@ from kbench.suite import charts
 from kbench.suite.status import read_suite_json
 
 _SORT_JS = """
-document.querySelectorAll('table.sortable th').forEach((th, col) => th.addEventListener('click', () => {
-  const body = th.closest('table').tBodies[0], up = th.dataset.dir !== 'asc';
+document.querySelectorAll('table.sortable th').forEach(th => th.addEventListener('click', () => {
+  const body = th.closest('table').tBodies[0], up = th.dataset.dir !== 'asc', col = th.cellIndex;
   th.dataset.dir = up ? 'asc' : 'desc';
   const key = r => { const c = r.cells[col]; const v = c.dataset.sort ?? c.textContent; return isNaN(+v) ? v : +v; };
   [...body.rows].sort((a, b) => (key(a) > key(b) ? 1 : key(a) < key(b) ? -1 : 0) * (up ? 1 : -1))

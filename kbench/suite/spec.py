@@ -2,6 +2,7 @@
 
     [suite]
     name = "smollm2-vs-gemma"
+    claims = ["maple"]     # claim sets (`kbench claims list`) tested after the run: their tasks must be here
     retries = 2            # a failing cell is retried this many times, waiting retry_wait, 2x, 4x... seconds
     retry_wait = 5.0
 
@@ -55,6 +56,7 @@ class _Strict(BaseModel):
 
 class SuiteHeader(_Strict):
     name: str = Field(pattern=_LABEL.pattern)
+    claims: tuple[str, ...] = ()
     retries: int = Field(2, ge=0, le=20)
     retry_wait: float = Field(5.0, ge=0)
 
@@ -166,10 +168,31 @@ def default_label(model: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-.")[:80] or "model"
 
 
-def load_suite(path: Path) -> Suite:
-    """Parse and validate a suite file; every error is an `InputError` naming file, line and key."""
-    if not path.is_file():
+def packaged_suites() -> dict[str, Path]:
+    """The suites shipped in kbench/suites/, by name (the file's stem)."""
+    from importlib import resources
+
+    folder = resources.files("kbench.suites")
+    return {Path(f.name).stem: Path(str(f)) for f in folder.iterdir() if f.name.endswith(".toml")}
+
+
+def resolve_suite(argument: str | Path) -> Path:
+    """A suite file: the path when it is a file, else the packaged suite of that name."""
+    path = Path(argument)
+    if path.is_file():
+        return path
+    packaged = packaged_suites()
+    if str(argument) in packaged:
+        return packaged[str(argument)]
+    if path.suffix == ".toml" or len(path.parts) > 1:
         raise UserError(f"{path}: suite file not found")
+    raise UserError(f"{str(argument)!r} is neither a suite file nor a packaged suite; packaged: {', '.join(sorted(packaged))}")
+
+
+def load_suite(path: Path) -> Suite:
+    """Parse and validate a suite file (or a packaged suite's name); every error is an `InputError`
+    naming file, line and key."""
+    path = resolve_suite(path)
     text = path.read_text(encoding="utf-8")
     try:
         raw = tomllib.loads(text)
@@ -187,6 +210,7 @@ def load_suite(path: Path) -> Suite:
     _check_models(spec, fail)
     _check_datasets(spec, path, fail)
     _check_tasks(spec, fail)
+    _check_claims(spec, fail)
     cells = tuple(
         Cell(m.label, t.label, d)
         for m in spec.models
@@ -277,3 +301,17 @@ def _check_tasks(spec: SuiteFile, fail) -> None:
     twice = _duplicates([t.label for t in spec.tasks])
     if twice is not None:
         raise fail(("tasks", twice, "name"), f"duplicate cell: a second task labelled {spec.tasks[twice].label!r}")
+
+
+def _check_claims(spec: SuiteFile, fail) -> None:
+    """Each claim set exists and finds the tasks it reads among the suite's tasks."""
+    from kbench.claims.sets import check_tasks, claim_sets
+
+    present = {t.task for t in spec.tasks}
+    for name in spec.suite.claims:
+        if name not in claim_sets():
+            raise fail(("suite", "claims"), f"no claim set {name!r}; packaged: {', '.join(sorted(claim_sets()))}")
+        try:
+            check_tasks(claim_sets()[name], present, "claims")
+        except UserError as exc:
+            raise fail(("suite", "claims"), str(exc).removeprefix("claims: ")) from None

@@ -16,6 +16,7 @@ engine's journal resumes what it had computed.
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +59,10 @@ class SuiteState:
                 "error": None,
                 "headline": None,
             }
+            if old and old.get("fingerprint") != mark:
+                # the suite file changed this cell: its folder holds a run of the old settings, which
+                # the engine would refuse to resume into, so the cell starts over
+                shutil.rmtree(cell_dir(out, cell), ignore_errors=True)
             self.cells[cell.key] = old if old.get("fingerprint") == mark else fresh
         self.document = {"schema": SCHEMA, "suite": suite.document(), "limit": limit}
         names = {d.name for d in suite.spec.datasets}

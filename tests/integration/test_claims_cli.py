@@ -51,7 +51,7 @@ def test_one_claim_holds_and_one_is_contradicted(tmp_path):
     assert done.returncode == 0, done.stderr
     text = (folder / "claims.md").read_text()
     kola, evqa = text.split("### KoLA-13")[1].split("##")[0], text.split("### EVQA-1")[1]
-    assert "此外我们想探索 LLM 的知识记忆是否与训练频率相关。" in kola and "design expectation" in kola
+    assert "此外我们想探索 LLM 的知识记忆是否与训练频率相关。" in kola and ": Design expectation, no result in the text" in kola
     assert kola.count("| supported |") == 2 and "inconclusive across models (2 models)" in kola
     assert "holds for 2 of 2 models" in kola
     assert "yielding similar EM/F1 scores for 'Outdated' and 'Updated' questions" in evqa
@@ -68,7 +68,10 @@ def test_the_one_sided_sign_test():
 def test_five_models_decide_across_models_on_a_suite(tmp_path):
     from kbench.claims.verdicts import test_suite
 
-    [(kola, [result])] = test_suite(constructed_suite(tmp_path / "suite", models=5, tasks=("extraction",)), ["kola"])
+    [(kola, results)] = test_suite(constructed_suite(tmp_path / "suite", models=5, tasks=("extraction",)), ["kola"])
+    [result] = [r for r in results if r.claim.measurable]
+    assert len(results) == 13 and result.claim.id == "KoLA-13"  # the 12 others are listed, with their reason
+    assert all(r.claim.unmeasurable.startswith("not measurable by kbench: ") for r in results if r is not result)
     assert kola.name == "kola" and [t.verdict for t in result.cells] == ["supported"] * 5
     # Holm over the 5 tests: every p is tiny, so each stays below 0.05
     assert all(t.p_holm < 0.05 for t in result.cells)
@@ -79,10 +82,15 @@ def test_five_models_decide_across_models_on_a_suite(tmp_path):
 def test_a_claim_set_needing_a_task_the_suite_lacks_exits_2(tmp_path):
     folder = constructed_suite(tmp_path / "suite", models=1, tasks=("qa",))
     done = run_kbench("claims", str(folder), "--set", "kola")
-    assert done.returncode == 2 and "--set kola: its claims need task(s) extraction" in done.stderr
+    assert done.returncode == 2 and "--set kola: claim set kola needs task(s) extraction, which the suite lacks" in done.stderr
     assert "Traceback" not in done.stderr and not (folder / "claims.md").exists()
     listed = run_kbench("claims", "list")
-    assert listed.returncode == 0 and "kola: KoLA-13 (expectation)" in listed.stdout and "evolvingqa: EVQA-1" in listed.stdout
+    assert listed.returncode == 0 and "kola: 1 tested, 12 not measurable" in listed.stdout
+    assert "  KoLA-13 (expectation): " in listed.stdout and "  EVQA-1: " in listed.stdout
+    for name in ("maple", "xteval", "left", "kola", "evolvingqa"):
+        assert f"\n{name}: " in f"\n{listed.stdout}"
+    every = {line.split()[0].rstrip(":") for line in listed.stdout.splitlines() if line.startswith("  ")}
+    assert len(every) == 67  # the five papers' claims, none dropped (parts share their claim's id)
 
     unknown = run_kbench("claims", str(folder), "--set", "nope")
     assert unknown.returncode == 2 and "no such claim set" in unknown.stderr

@@ -187,3 +187,20 @@ def test_a_recipe_dataset_is_built_first_and_limit_caps_every_cell(suite_dir, tm
     assert document["limit"] == 3
     results = json.loads((out / "cells" / "model-a__qa__evo" / "results.json").read_text())
     assert results["task"] == "qa" and results["items"]["count"] == 3 and results["settings"]["limit"] == 3
+
+
+def test_a_cell_whose_settings_changed_starts_over(suite_dir, reference, tmp_path):
+    import shutil
+
+    out = tmp_path / "suite"
+    shutil.copytree(reference, out)
+    suite = tmp_path / "suite.toml"
+    text = suite_text(suite_dir / "model-a", suite_dir / "model-b")
+    assert "max_new_tokens = 2\nlimit = 8" in text
+    suite.write_text(text.replace("max_new_tokens = 2\nlimit = 8", "max_new_tokens = 2\nlimit = 6"))
+    (tmp_path / "facts").symlink_to(suite_dir / "facts")
+    done = run_kbench("suite", "run", str(suite), "--out", str(out), env={"KBENCH_CACHE": str(tmp_path / "cache")})
+    assert done.returncode == 0, done.stderr  # not "holds a different run": the old cloze folders were replaced
+    assert "2 cells done before" in done.stderr  # the question cells kept
+    for model in ("tiny-a", "tiny-b"):
+        assert json.loads((out / "cells" / f"{model}__cloze__facts" / "results.json").read_text())["items"]["count"] == 6
