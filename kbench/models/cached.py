@@ -1,7 +1,7 @@
 """The result cache as a wrapper around any `LanguageModel`: the cache is not part of the model.
 
     model = CachedModel(backend_model, ResultCache(path))    # what `open_model(spec)` returns
-    with model.produced_by(code_hash("kbench.evaluate.techniques.caa")):
+    with model.produced_by(code_hash("kbench.tasks.kee.techniques.caa")):
         model.generate(prompts, 16, stop=["\\n"], intervention=steering)
     model.cache_stats()   -> {"hits": 0, "computed": 40, "by_method": {"generate": {...}}}
 

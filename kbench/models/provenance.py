@@ -4,7 +4,7 @@
                                     "device_name": "AMD EPYC 7B13", "threads": 2, "python": "3.11.9", ...}
     weights_provenance(loaded)  -> {"file": ".../SmolLM2-135M-Instruct.Q4_1.gguf", "sha256": "b179...",
                                     "format": "gguf", "quantization": "Q4_1", "dequantized_to": "float32", ...}
-    code_hash("kbench.evaluate.techniques.caa")   -> sha256 of the module and the kbench modules it uses
+    code_hash("kbench.tasks.kee.techniques.caa")   -> sha256 of the module and the kbench modules it uses
     RUNNER_MODULES, cache_versions()              -> what the result cache keys on besides its inputs
 
 The result cache keys every entry by `cache_versions()` and by the source of the code that

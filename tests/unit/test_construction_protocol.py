@@ -148,7 +148,7 @@ def test_the_build_writes_the_block_to_the_manifest_and_its_own_card(tmp_path):
 
 def test_a_kee_report_says_beside_head_minus_tail_whether_the_bins_are_a_stand_in(tmp_path):
     from kbench.construct.protocols import results_bin_note
-    from kbench.report.kee import comparison_sections
+    from kbench.tasks.kee.report import comparison_sections
 
     stand_in = {**construction_protocol("lama-derived").block(), "faithful": False, "deviations": [
         {"id": "frequency-source-evidence-count", "paper": "pageviews", "kbench": "evidence", "effect": "bins"}]}

@@ -15,7 +15,7 @@ def kee(
     ),
 ) -> TaskCall:
     """Compare elicitation techniques with the baseline on paired items; rerunning the same command resumes."""
-    from kbench.evaluate.techniques import parse_technique_params
+    from kbench.tasks.kee.techniques import parse_technique_params
 
     return TaskCall({**values, "technique_params": parse_technique_params(technique_param)}, after=_comparison_report)
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from kbench.evaluate.techniques import TECHNIQUES
 from kbench.protocol import REFERENCES, Deviation, Protocol
+from kbench.tasks.kee.techniques import TECHNIQUES
 
 NAME = "maple-kee"
 MAPLE_K, MAPLE_SWEEP, MAPLE_TEMPERATURES, MAPLE_POOL = 20, 30, (0.7, 1.2), 3254

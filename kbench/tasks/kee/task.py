@@ -1,6 +1,6 @@
 """`kbench evaluate kee`: knowledge-elicitation techniques against the greedy baseline (MAPLE).
 
-Input: a dataset folder (Question rows). Per item and technique (`kbench.evaluate.techniques`),
+Input: a dataset folder (Question rows). Per item and technique (`kbench.tasks.kee.techniques`),
 through the model: the final answer, MAPLE correctness and strict exact match, and the gold first
 token's full-vocabulary rank under the technique. For the shallow/deep partition,
 `max(k, sweep_max)` samples per item at each temperature with seed A = 42 on the baseline prompt.
@@ -14,7 +14,7 @@ Work units are (stage, 64 items): a stage is a technique or a partition temperat
   (partition temperature, item) holding the seed-A samples' correctness; a temperature
   baseline's row holds its seed-B samples (`detail.samples`) and their correctness (`sample_correct`);
 - `results.json` (metrics schema `results.kee.v2.json`): per technique Acc, exact Acc, Gain, Loss
-  (Wilson intervals; `kbench.metrics.kee`, the one definition), PRS improved/tied/worsened with the
+  (Wilson intervals; `kbench.tasks.kee.metrics`, the one definition), PRS improved/tied/worsened with the
   sign test of Improved vs Worsened, SGR/DGR at each temperature, and the exact McNemar test against
   the baseline on the paired items (b, c, p), overall and per frequency bin; the exact McNemar test
   of every pair of techniques (`pairwise_tests`, Holm-adjusted); head - tail and head - torso
@@ -39,18 +39,18 @@ from pydantic import Field, field_validator, model_validator
 
 from kbench.dataset import has_split, open_split, seeded_sample
 from kbench.errors import UserError
-from kbench.evaluate.kee_protocol import kee_protocol
 from kbench.evaluate.task import TASKS, Plan, RunContext, Summary, Task, TaskSettings, Unit, chunks
-from kbench.evaluate.techniques import TECHNIQUES, get_technique, known_techniques
-from kbench.evaluate.techniques.base import ANSWER_STOP, MAX_ANSWER_TOKENS, KeeContext, KeeItem, clean_answer, use_chat
-from kbench.evaluate.techniques.settings import fit_records, resolve, technique_overrides
-from kbench.evaluate.techniques.temperature import sampling_intervention
-from kbench.metrics import kee as metrics
 from kbench.metrics import uncertainty as u
 from kbench.metrics.matching import exact_match, maple_correct
 from kbench.models.interface import Capability
 from kbench.models.provenance import code_hash
 from kbench.protocol import Deviation, Protocol
+from kbench.tasks.kee import metrics
+from kbench.tasks.kee.protocol import kee_protocol
+from kbench.tasks.kee.techniques import TECHNIQUES, get_technique, known_techniques
+from kbench.tasks.kee.techniques.base import ANSWER_STOP, MAX_ANSWER_TOKENS, KeeContext, KeeItem, clean_answer, use_chat
+from kbench.tasks.kee.techniques.settings import fit_records, resolve, technique_overrides
+from kbench.tasks.kee.techniques.temperature import sampling_intervention
 
 SEED_A = 42
 PARTITION = "partition"
@@ -396,6 +396,6 @@ class KnowledgeElicitation(Task):
     def finish(self, ctx: RunContext, state: KeePlan, rows: list[dict], results: dict) -> None:
         """comparison.md / comparison.csv (every technique against the baseline) and the PRS and
         Gain/Loss charts, beside results.json: the CLI and `kbench.evaluate("kee")` write the same files."""
-        from kbench.report.kee import write_report
+        from kbench.tasks.kee.report import write_report
 
         write_report(results, ctx.run_dir)

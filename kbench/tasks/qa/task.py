@@ -4,7 +4,7 @@ Per item, through the model (a `LanguageModel`, batched and cached): a greedy an
 `max_new_tokens`), stripped, to the question in a prompt form of `kbench.evaluate.prompts`
 (`question`: an instruction + "Question: <q>\nAnswer:"; `chat`: the tokenizer's chat template),
 optionally after `fewshot` solved examples drawn from the Unchanged items (never the item's subject).
-Scores (`kbench.metrics.qa`, `--metric official|card`):
+Scores (`kbench.tasks.qa.metrics`, `--metric official|card`):
   * Unchanged and New items: EM / F1 against the item's answer;
   * Edited items, twice: Outdated against `answer1` (the old object; a model that learnt the
     update scores near 0 here) and Updated against `answer2` (the new object).
@@ -39,9 +39,9 @@ from kbench.evaluate import departures
 from kbench.evaluate.prompts import Prompt, build_prompts
 from kbench.evaluate.task import TASKS, Plan, RunContext, Summary, Task, TaskSettings, Unit, chunks
 from kbench.metrics import uncertainty as u
-from kbench.metrics.qa import get_scorer
 from kbench.models.interface import Capability
 from kbench.protocol import REFERENCES, Deviation, Protocol
+from kbench.tasks.qa.metrics import get_scorer
 
 CATEGORIES = ("unchanged", "new", "edited")
 SLICES = ("unchanged", "new", "outdated", "updated")

@@ -1,6 +1,6 @@
 """LEFT's setting comparisons: open book - prior and closed book - prior, paired on statements.
 
-A truefalse run scores one setting (`kbench.evaluate.truefalse`). A closed-book run scores the
+A truefalse run scores one setting (`kbench.tasks.truefalse.task`). A closed-book run scores the
 base model's prior too, so its own results hold closed book - prior (`before_after`). Open book
 - prior needs two runs of one model: given a prior run and open-book runs (by model identity),
 `setting_comparisons` pairs their statements by id and reports the paired difference of

@@ -24,12 +24,12 @@ Settings:
     model is scored too, and results hold the before -> after accuracy, its delta and LEFT's
     closed book - prior as a paired difference on the statements (Newcombe's paired interval)
     beside the exact McNemar test. Open book - prior compares two runs (`kbench report` on a
-    prior and an open-book run of one model: `kbench.report.left`).
+    prior and an open-book run of one model: `kbench.tasks.truefalse.report`).
 
 The paper's classifier is a model fine-tuned on BoolQ, not a zero-shot margin: `--boolq-checkpoint
 DIR` (prior, open book) judges such a fine-tune (`kbench.models.training.boolq`) instead of
 --model. The protocol block (`left-prior`, `left-open-book`, `left-closed-book`) records the
-zero-shot judge and every other departure (`kbench.evaluate.left_protocol`).
+zero-shot judge and every other departure (`kbench.tasks.truefalse.protocol`).
 
 `--limit N` takes the first N statements in dataset order, rounded up to whole pairs (quick runs
 then touch few chapters, so sbert embeds few paragraphs). Units of whole pairs are journalled by
@@ -46,7 +46,6 @@ from pydantic import Field, model_validator
 
 from kbench.dataset import open_split
 from kbench.errors import UserError
-from kbench.evaluate.left_protocol import check_boolq_folder, judge_description, left_protocol
 from kbench.evaluate.prompts import truefalse_prompt as prompt_text
 from kbench.evaluate.task import TASKS, Plan, RunContext, Summary, Task, TaskSettings, Unit, chunks
 from kbench.io import iter_jsonl
@@ -54,6 +53,7 @@ from kbench.metrics import uncertainty as u
 from kbench.metrics.pairs import pair_choice
 from kbench.models.interface import Capability
 from kbench.paths import default_cache_dir
+from kbench.tasks.truefalse.protocol import check_boolq_folder, judge_description, left_protocol
 
 ANSWERS = (" True", " False")
 UNIT_PAIRS = 32
@@ -246,6 +246,23 @@ class TrueFalse(Task):
             return model, models
         # closed book: the checkpoint is judged, the caller's model is the model before reading
         return settings.checkpoint, {"base": model, **models}
+
+    def report_files(self, runs: list, items: list[list[dict]], out_dir: Path) -> None:
+        """`left_settings.md`: each setting against its prior, paired on statements (`report.py`)."""
+        from kbench.io import write_text
+        from kbench.tasks.truefalse.report import markdown, setting_comparisons
+
+        settings = setting_comparisons(runs, items)
+        if settings:
+            write_text(out_dir / "left_settings.md", markdown(settings))
+
+    def standard_name(self, run) -> str:
+        """Settings and splits are different tasks: `truefalse:prior:dev`, `truefalse:open-bm25:test`."""
+        settings = run.results.get("settings") or {}
+        if not settings.get("setting"):
+            return self.name
+        retriever = f"-{settings['retriever']}" if settings.get("retriever") else ""
+        return f"{self.name}:{settings['setting']}{retriever}:{settings.get('split', '')}".rstrip(":")
 
     def plan(self, ctx: RunContext) -> Plan:
         s: TrueFalseSettings = ctx.settings

@@ -10,7 +10,10 @@
     headline.py      the headline downstream figures with two-level bootstrap intervals, and IID - OOD
     criterion.py     the D^theta criterion a run used (first-token, full-answer, a masked LM's single token)
     report.py        markdown table and the gap chart (PNG)
-The gap arithmetic lives in `kbench.metrics.gaps`; everything that runs the network (top-1 probes,
-soft-prompt training, the cross-encoder and its fine-tuning) in `kbench.models.training`, reached
-through its `Trainer`.
+    compare.py       runs compared on facts, part by part (`kbench report`)
+    gaps.py          the gap arithmetic (usable knowledge, gap 1, gap 2)
+    training/        soft prompts and the cross-encoder, trained on the model's network
+    cli.py           `kbench evaluate xteval`
+The top-1 probes are `kbench.models.training.probes`; soft-prompt training and the cross-encoder's
+fine-tuning (`training/`) run on the network through `kbench.models.training.Trainer.run`.
 """

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from kbench.metrics.gaps import mean_std
+from kbench.tasks.xteval.gaps import mean_std
 
 PER_EXTRACTION = ("acc_D", "gap1")
 PER_RUN = ("downstream_accuracy", "usable_knowledge", "gap2", "chance_accuracy")

@@ -24,10 +24,11 @@ from __future__ import annotations
 from collections import defaultdict
 from itertools import combinations
 
-from kbench.evaluate.xteval.criterion import run_criterion
 from kbench.metrics.clustered import paired_shares, share_estimate
 from kbench.metrics.uncertainty import difference_unpaired
+from kbench.report.compare import Comparison
 from kbench.report.runs import Run
+from kbench.tasks.xteval.criterion import run_criterion
 
 EXTRACTION = "extraction (D^theta)"
 UNPAIRED = "unpaired difference of proportions over each run's test facts (Newcombe hybrid score)"
@@ -129,3 +130,13 @@ def compare_xteval(runs: list[Run], items: list[list[dict]], seed: int = 0) -> t
             "`--top1 full-answer` for common ground"
         )
     return parts, notes
+
+
+def comparison(runs: list[Run], items: list[list[dict]]) -> tuple[Comparison, list[str]]:
+    """The report's comparison of XTEVAL runs (`Task.compare_runs`): shared = the extraction part's facts."""
+    parts, notes = compare_xteval(runs, items)
+    extraction = parts[EXTRACTION]
+    labels = [r.label for r in runs]
+    shared = Comparison("xteval", labels, extraction["items"], extraction["n_shared"], parts)
+    shared.unit, shared.unit_note, shared.group_kind, shared.outcome_unit = "probed fact", "extraction", "", "facts"
+    return shared, notes

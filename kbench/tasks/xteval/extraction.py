@@ -4,7 +4,7 @@ Three sources, one output (`Extraction`: the ids of the known facts, and the fac
 be probed at all); "predicts at top-1" is defined in `kbench.models.training.probes` for both
 kinds of prompt; the probes run through the model's `kbench.models.training.Trainer`:
 - "soft" (the paper's default): per-relation OptiPrompt vectors around the head
-  (`kbench.models.training.softprompt`), trained on train/dev facts of the relation that are not in D (AutoPrompt
+  (`kbench.tasks.xteval.training.softprompt`), trained on train/dev facts of the relation that are not in D (AutoPrompt
   splits, or the dataset's train/dev splits);
 - "discrete": the dataset's own cloze prompts (`prompt_cloze` for causal LMs, `prompt_masked`
   for masked LMs), the prompts `kbench evaluate extraction` reads;
@@ -25,7 +25,7 @@ from pathlib import Path
 from kbench.errors import InputError
 from kbench.models.training import Trainer
 from kbench.models.training.probes import answer_targets, prompt_probes, soft_probe
-from kbench.models.training.softprompt import SoftPromptConfig
+from kbench.tasks.xteval.training.softprompt import SoftPromptConfig, load_or_train
 
 
 @dataclass
@@ -83,7 +83,8 @@ def soft_known(
     for relation in sorted(by_relation):
         group = by_relation[relation]
         template = next((r["template"] for r, _ in group if r.get("template")), None)
-        vectors = trainer.soft_prompt(
+        vectors = trainer.run(
+            load_or_train,
             relation,
             pairs,
             save_dir,

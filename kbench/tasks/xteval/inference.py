@@ -16,8 +16,8 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 
-from kbench.evaluate.xteval.documents import GOLD, INPUT_TYPES, DocumentGenerator, Triple
-from kbench.models.training.crossencoder import Candidates, CrossEncoder, FinetuneConfig
+from kbench.tasks.xteval.documents import GOLD, INPUT_TYPES, DocumentGenerator, Triple
+from kbench.tasks.xteval.training.crossencoder import Candidates, CrossEncoder, FinetuneConfig
 
 DISTRACTOR_TYPES = tuple(k for k in INPUT_TYPES if k not in (GOLD, "(h,r,.)"))
 

@@ -1,5 +1,5 @@
 """XTEVAL's settings and the pure pieces of its pipeline: facts D, the IID / OOD splits and the
-document generators. The task itself (units, journal, results) is `kbench.evaluate.xteval.task`.
+document generators. The task itself (units, journal, results) is `kbench.tasks.xteval.task`.
 
 Extraction (`extraction.py`, `kbench.models.training.probes`): soft prompts (the paper's) or the dataset's discrete
 cloze prompts; either way a fact is known when its tail is predicted at top-1 (`top1`: the first
@@ -24,9 +24,9 @@ from pydantic import BaseModel, Field, model_validator
 
 from kbench.errors import UserError
 from kbench.evaluate.task import TaskSettings
-from kbench.evaluate.xteval.documents import DocumentGenerator, Triple
-from kbench.models.training.crossencoder import FinetuneConfig
-from kbench.models.training.softprompt import SoftPromptConfig
+from kbench.tasks.xteval.documents import DocumentGenerator, Triple
+from kbench.tasks.xteval.training.crossencoder import FinetuneConfig
+from kbench.tasks.xteval.training.softprompt import SoftPromptConfig
 
 SEED_COUNTS = ("extraction_seeds", "split_seeds", "finetune_seeds")
 

@@ -12,9 +12,9 @@ prompts trained on `--prompt-train-dir`, is faithful.
 
 from __future__ import annotations
 
-from kbench.evaluate.xteval.pipeline import XtevalSettings
 from kbench.metrics.clustered import FACTS_ONLY
 from kbench.protocol import REFERENCES, Deviation, Protocol
+from kbench.tasks.xteval.pipeline import XtevalSettings
 
 ACC_D = "acc_D, Gap 1 and D^theta, so every downstream figure"
 DOWNSTREAM = "downstream accuracy, usable knowledge and Gap 2"

@@ -1,7 +1,7 @@
 """Soft-prompt training data for XTEVAL: (subject, object) pairs per relation.
 
 The training itself (OptiPrompt-style vectors on the frozen model) is
-`kbench.models.training.softprompt`, reached through `kbench.models.training.Trainer`.
+`kbench.tasks.xteval.training.softprompt`, reached through `kbench.models.training.Trainer`.
 """
 
 from __future__ import annotations

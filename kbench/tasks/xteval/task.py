@@ -29,21 +29,22 @@ from pathlib import Path
 
 from kbench.errors import UserError
 from kbench.evaluate.task import TASKS, Plan, RunContext, Summary, Task, Unit
-from kbench.evaluate.xteval.aggregate import aggregate_setting
-from kbench.evaluate.xteval.criterion import d_theta_criterion
-from kbench.evaluate.xteval.documents import Triple, load_templates
-from kbench.evaluate.xteval.extraction import Extraction, discrete_known, read_known_facts, soft_known
-from kbench.evaluate.xteval.headline import downstream_headline
-from kbench.evaluate.xteval.inference import evaluate_retrieval
-from kbench.evaluate.xteval.pipeline import XtevalSettings, downstream_generators, load_facts, split_facts
-from kbench.evaluate.xteval.protocol import xteval_protocol
-from kbench.evaluate.xteval.softprompt import split_dir_pairs
 from kbench.io import stable_hash
 from kbench.metrics import uncertainty as u
 from kbench.metrics.clustered import LEVELS, extraction_estimates
-from kbench.metrics.gaps import gap_figures
 from kbench.models.interface import Capability
 from kbench.models.training import trainer
+from kbench.tasks.xteval.aggregate import aggregate_setting
+from kbench.tasks.xteval.criterion import d_theta_criterion
+from kbench.tasks.xteval.documents import Triple, load_templates
+from kbench.tasks.xteval.extraction import Extraction, discrete_known, read_known_facts, soft_known
+from kbench.tasks.xteval.gaps import gap_figures
+from kbench.tasks.xteval.headline import downstream_headline
+from kbench.tasks.xteval.inference import evaluate_retrieval
+from kbench.tasks.xteval.pipeline import XtevalSettings, downstream_generators, load_facts, split_facts
+from kbench.tasks.xteval.protocol import xteval_protocol
+from kbench.tasks.xteval.softprompt import split_dir_pairs
+from kbench.tasks.xteval.training.crossencoder import finetune
 
 EXTRACTION = "extraction"
 
@@ -167,7 +168,7 @@ class Xteval(Task):
         fact_ids = dict(zip(facts, known))  # a query names its fact: comparisons pair facts, not query numbers
         train_generator, test_generator = downstream_generators(setting, facts, train, state.templates)
         seed = int(stable_hash([e, sp, f])[:8], 16)
-        encoder, log = trainer(ctx.model, "task xteval").finetune_cross_encoder(train, train_generator, s.finetune, seed)
+        encoder, log = trainer(ctx.model, "task xteval").run(finetune, train, train_generator, s.finetune, seed)
         queries = evaluate_retrieval(encoder, test, test_generator, s.distractors_per_type, seed, s.finetune)
         del encoder
         key = f"{setting}/e{e}-s{sp}-f{f}"
@@ -267,8 +268,14 @@ class Xteval(Task):
         protocol = xteval_protocol(s, ctx.model.kind, state.seeds, not_probed)
         return Summary(headline=headline, metrics=metrics, protocol=protocol)
 
+    def compare_runs(self, runs: list, items: list[list[dict]]):
+        """Runs are paired on facts, part by part: query rows are numbered within each run's own split."""
+        from kbench.tasks.xteval.compare import comparison
+
+        return comparison(runs, items)
+
     def finish(self, ctx: RunContext, state: XtevalPlan, rows: list[dict], results: dict) -> None:
-        from kbench.evaluate.xteval.report import write_report
+        from kbench.tasks.xteval.report import write_report
 
         write_report(ctx.run_dir, results)
 

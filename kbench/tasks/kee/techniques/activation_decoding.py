@@ -30,11 +30,11 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from kbench.evaluate.techniques import register_technique
-from kbench.evaluate.techniques.base import Technique, TechniqueParams, greedy_answers
 from kbench.io import stable_hash
 from kbench.models.interface import ActivationEntropy, Capability, Intervention
 from kbench.protocol import Deviation
+from kbench.tasks.kee.techniques import register_technique
+from kbench.tasks.kee.techniques.base import Technique, TechniqueParams, greedy_answers
 
 #: (paper's value, what the paper does) per parameter: MAPLE's alpha and depth, the reference code's others
 PAPER = {

@@ -5,8 +5,8 @@ Parameters: none. Every other technique is compared with this one (Gain, Loss, P
 
 from __future__ import annotations
 
-from kbench.evaluate.techniques import register_technique
-from kbench.evaluate.techniques.base import Technique, greedy_answers
+from kbench.tasks.kee.techniques import register_technique
+from kbench.tasks.kee.techniques.base import Technique, greedy_answers
 
 
 @register_technique("baseline")

@@ -25,13 +25,13 @@ from collections.abc import Mapping, Sequence
 
 from pydantic import Field
 
-from kbench.evaluate.techniques import register_technique
-from kbench.evaluate.techniques.base import Technique, TechniqueParams, greedy_answers
-from kbench.evaluate.techniques.fitting import FitStore, contrast_texts, fitting_plan, split_pool
 from kbench.io import stable_hash
 from kbench.models.interface import Capability, Intervention, Steering
 from kbench.progress import progress
 from kbench.protocol import Deviation
+from kbench.tasks.kee.techniques import register_technique
+from kbench.tasks.kee.techniques.base import Technique, TechniqueParams, greedy_answers
+from kbench.tasks.kee.techniques.fitting import FitStore, contrast_texts, fitting_plan, split_pool
 
 
 def steering(layer: int, vector, multiplier: float) -> Intervention:

@@ -28,13 +28,13 @@ from __future__ import annotations
 from pydantic import Field
 
 from kbench.errors import UserError
-from kbench.evaluate.techniques import register_technique
-from kbench.evaluate.techniques.base import Technique, TechniqueParams, greedy_answers
-from kbench.evaluate.techniques.fitting import FitStore
 from kbench.io import stable_hash
 from kbench.models.interface import Capability, Intervention, MaskedHeadContrast
 from kbench.progress import progress
 from kbench.protocol import Deviation
+from kbench.tasks.kee.techniques import register_technique
+from kbench.tasks.kee.techniques.base import Technique, TechniqueParams, greedy_answers
+from kbench.tasks.kee.techniques.fitting import FitStore
 
 MAPLE_HEADS = 10  # MAPLE, Appendix B: num_retrieval_head = 10 for every model
 

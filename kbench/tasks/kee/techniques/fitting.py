@@ -20,8 +20,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from kbench.evaluate.techniques.base import KeeContext, KeeItem
 from kbench.io import atomic_path, stable_hash
+from kbench.tasks.kee.techniques.base import KeeContext, KeeItem
 
 
 def fitting_plan(context: KeeContext, items: Sequence[KeeItem]) -> list[tuple[list[KeeItem], list[KeeItem]]]:

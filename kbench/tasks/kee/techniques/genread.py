@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from kbench.evaluate.techniques import register_technique
-from kbench.evaluate.techniques.base import Technique, TechniqueParams, greedy_answers
+from kbench.tasks.kee.techniques import register_technique
+from kbench.tasks.kee.techniques.base import Technique, TechniqueParams, greedy_answers
 
 DOCUMENT_STOP = ["\n\n", "Question:"]
 

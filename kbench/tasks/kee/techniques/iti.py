@@ -34,14 +34,14 @@ from typing import Literal
 from pydantic import Field
 
 from kbench.errors import UserError
-from kbench.evaluate.techniques import register_technique
-from kbench.evaluate.techniques.base import Technique, TechniqueParams, greedy_answers
-from kbench.evaluate.techniques.fitting import FitStore, contrast_texts, fitting_plan, split_pool
-from kbench.evaluate.techniques.truthfulqa import ProbingSet, find_csv, not_truthfulqa, read_probing_set
 from kbench.io import stable_hash
 from kbench.models.interface import Capability, HeadShift, Intervention
 from kbench.progress import progress
 from kbench.protocol import Deviation
+from kbench.tasks.kee.techniques import register_technique
+from kbench.tasks.kee.techniques.base import Technique, TechniqueParams, greedy_answers
+from kbench.tasks.kee.techniques.fitting import FitStore, contrast_texts, fitting_plan, split_pool
+from kbench.tasks.kee.techniques.truthfulqa import ProbingSet, find_csv, not_truthfulqa, read_probing_set
 
 REFERENCE_HEADS = 32 * 32  # Llama-7B, where ITI's K = 48 was chosen
 MAPLE_HEADS, MAPLE_ALPHA = 48, 15.0

@@ -20,15 +20,15 @@ from collections.abc import Sequence
 
 from pydantic import Field
 
-from kbench.evaluate.techniques import register_technique
-from kbench.evaluate.techniques.base import (
+from kbench.protocol import Deviation
+from kbench.tasks.kee.techniques import register_technique
+from kbench.tasks.kee.techniques.base import (
     Technique,
     TechniqueOutput,
     TechniqueParams,
     clean_answer,
     winning_index,
 )
-from kbench.protocol import Deviation
 
 MAPLE_RUNS = 20
 PASSAGE_STOP = ["\n\n", "Question:"]

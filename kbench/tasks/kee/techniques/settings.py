@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from kbench.errors import UserError
-from kbench.evaluate.techniques import get_technique
+from kbench.tasks.kee.techniques import get_technique
 
 
 def technique_overrides(

@@ -22,8 +22,11 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from kbench.evaluate.techniques import register_technique
-from kbench.evaluate.techniques.base import (
+from kbench.io import stable_hash
+from kbench.models.interface import Intervention, SamplingTruncation
+from kbench.protocol import Deviation
+from kbench.tasks.kee.techniques import register_technique
+from kbench.tasks.kee.techniques.base import (
     ANSWER_STOP,
     MAX_ANSWER_TOKENS,
     Technique,
@@ -32,9 +35,6 @@ from kbench.evaluate.techniques.base import (
     clean_answer,
     majority_vote,
 )
-from kbench.io import stable_hash
-from kbench.models.interface import Intervention, SamplingTruncation
-from kbench.protocol import Deviation
 
 SEED_B = 0
 MAPLE_VOTES = 10

@@ -14,7 +14,7 @@ process trains on its own shard of the queries and DDP all-reduces the gradients
 change. Tested on CPU (tests/integration/test_xteval_e2e.py) with
 `ACCELERATE_USE_CPU=1 accelerate launch --multi_gpu --num_processes 2 -m kbench evaluate xteval ...`
 (DDP over gloo; `accelerate launch --cpu` itself always starts a single process).
-Reached through `kbench.models.training.Trainer` (the model's network stays inside kbench/models/).
+Run through `kbench.models.training.Trainer.run`, which hands over the network.
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ from dataclasses import dataclass
 import torch
 from pydantic import BaseModel, ConfigDict, Field
 
-from kbench.evaluate.xteval.documents import GOLD, TRAIN_NEGATIVE_TYPES, DocumentGenerator, Triple
 from kbench.progress import progress
+from kbench.tasks.xteval.documents import GOLD, TRAIN_NEGATIVE_TYPES, DocumentGenerator, Triple
 
 LOG = logging.getLogger(__name__)
 

@@ -13,7 +13,7 @@ Saved as `<relation>.safetensors` (tensor `vectors` [n_soft, hidden]) with metad
 model identity, layout, seed, dev accuracy and a config hash; `load_or_train` reuses a saved file
 only when all of these match, so vectors are reusable across runs and never silently mismatched.
 Multi-GPU: the loop uses `accelerate.Accelerator` (data parallel over the training facts).
-Reached through `kbench.models.training.Trainer` (the model's network stays inside kbench/models/).
+Run through `kbench.models.training.Trainer.run`, which hands over the network.
 """
 
 from __future__ import annotations
