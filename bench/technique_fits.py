@@ -60,7 +60,8 @@ def main() -> None:
     from kbench.tasks.kee.task import to_item
     from kbench.tasks.kee.techniques import get_technique
     from kbench.tasks.kee.techniques.base import KeeContext, use_chat
-    from kbench.models.interface import ModelSpec, open_model
+    from kbench.models.interface import ModelSpec
+    from kbench.models.cached import open_model
     from kbench.models.result_cache import ResultCache
 
     if not (args.dataset / "data").is_dir():

@@ -47,7 +47,7 @@ PACKAGES = ("kbench", "torch", "transformers", "accelerate", "tokenizers", "safe
 # Modules whose imports a technique's code hash follows: the code that shapes model calls.
 # Utilities (kbench.io, kbench.errors) and package __init__ files (the technique registry) are
 # left out, so registering a new technique does not invalidate every other technique's results.
-_FOLLOWED = ("kbench.evaluate.", "kbench.models.")
+_FOLLOWED = ("kbench.evaluate.", "kbench.models.", "kbench.tasks.")
 _PROVENANCE_FILE = "kbench-provenance.json"
 
 
@@ -135,7 +135,7 @@ def source_hash(module_names) -> str:
 
 def code_hash(module_name: str) -> str:
     """sha256 of a module's source and of the kbench modules it imports directly from
-    kbench.evaluate.* and kbench.models.* (a technique: its module, `base`, `fitting`, `hooks`).
+    kbench.evaluate.*, kbench.models.* and kbench.tasks.* (a technique: its module, `base`, `fitting`, `hooks`).
     Read from disk at each call (a few ms), so it is the code on disk now."""
     return source_hash([module_name, *sorted(_direct_imports(module_name))])
 

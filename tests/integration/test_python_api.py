@@ -48,7 +48,8 @@ def test_the_api_and_the_cli_give_the_same_numbers(examples, tmp_path):
 
 def test_an_opened_model_names_the_same_default_run_folder_as_its_name(examples, tmp_path, monkeypatch):
     import kbench
-    from kbench.models.interface import ModelSpec, open_model
+    from kbench.models.interface import ModelSpec
+    from kbench.models.cached import open_model
 
     monkeypatch.chdir(tmp_path)
     by_name = kbench.evaluate("extraction", dataset=examples["built"].path, model=examples["tiny_model"], limit=4)

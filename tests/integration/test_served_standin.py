@@ -11,7 +11,8 @@ import polars as pl
 import pytest
 
 from kbench.errors import UserError
-from kbench.models.interface import Capability, LanguageModel, ModelSpec, open_model
+from kbench.models.interface import Capability, LanguageModel, ModelSpec
+from kbench.models.cached import open_model
 from tests.conftest import run_kbench
 from tests.dataset_folders import question_dataset
 from tests.fixtures_models import tiny_causal_dir  # noqa: F401

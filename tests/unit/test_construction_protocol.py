@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from kbench.cards.protocol_section import render_protocol
+from kbench.construct.protocol_section import render_protocol
 from kbench.construct.context import StageContext
 from kbench.construct.protocols import construction_protocol, frequency_stand_in
 from kbench.construct.recipe import load_recipe

@@ -23,9 +23,10 @@ ROOT = Path(__file__).resolve().parents[2]
 #: Lowest first; a module imports only from its own layer and the layers below. A module takes the
 #: layer of the first pattern (fnmatch on its dotted name) that matches it or a package above it.
 LAYERS: list[tuple[str, ...]] = [
-    ("kbench", "kbench.errors", "kbench.io", "kbench.registry", "kbench.protocol", "kbench.paths", "kbench.progress", "kbench.logs"),
-    ("kbench.dataset",),
-    ("kbench.metrics",),
+    ("kbench", "kbench.errors", "kbench.io", "kbench.registry", "kbench.protocol"),
+    ("kbench.paths", "kbench.progress", "kbench.logs", "kbench.dataset"),
+    # the prompt forms are values: the judges of a build, LEFT's BoolQ prior and the tasks build them
+    ("kbench.metrics", "kbench.evaluate.prompts"),
     ("kbench.models",),
     ("kbench.sources",),
     ("kbench.construct",),
@@ -147,7 +148,12 @@ def test_no_import_runs_against_the_layers():
 
 @pytest.mark.parametrize(
     ("module", "expected"),
-    [("kbench.errors", "kbench.errors"), ("kbench.tasks.kee.techniques.caa", "kbench.tasks"), ("kbench.tasks.kee.cli", "kbench.cli")],
+    [
+        ("kbench.errors", "kbench.errors"),
+        ("kbench.tasks.kee.techniques.caa", "kbench.tasks"),
+        ("kbench.tasks.kee.cli", "kbench.cli"),
+        ("kbench.evaluate.prompts", "kbench.metrics"),
+    ],
 )
 def test_modules_take_the_most_specific_layer(module, expected):
     assert layer(module) == layer(expected)
@@ -155,7 +161,6 @@ def test_modules_take_the_most_specific_layer(module, expected):
 
 def test_the_graph_sees_lazy_imports_and_skips_type_checking_blocks(tmp_path):
     tree = ast.parse(
-        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import a\nelse:\n    import b\n"
-        "def f():\n    import c\n"
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import a\nelse:\n    import b\ndef f():\n    import c\n"
     )
     assert sorted(alias.name for node in _imports(tree) for alias in node.names) == ["TYPE_CHECKING", "b", "c"]
