@@ -129,6 +129,8 @@ class Task:
     #: False: under `accelerate launch` each unit goes to one process. True: every process takes
     #: part in every unit (the task trains with DDP inside `score`), the main process journals it.
     collective: ClassVar[bool] = False
+    #: True: the task reads its v1 `results.json` (`results.<name>.v1`) through `from_v1`.
+    reads_v1: ClassVar[bool] = False
 
     def needs(self, settings: TaskSettings) -> dict[str, frozenset[Capability]]:
         """{who: the capabilities it needs}; by default the task generates."""
@@ -173,6 +175,10 @@ class Task:
     def report_files(self, runs: list, items: list[list[dict]], out_dir: Path) -> None:
         """Files the report writes beside index.html about this task's runs taken together (LEFT's
         open book - closed book comparison); nothing by default."""
+
+    def from_v1(self, results: dict) -> dict:
+        """A v1 `results.json` of this task as the v2 envelope (`kbench.report.legacy`), when `reads_v1`."""
+        raise NotImplementedError
 
     def standard_name(self, run: Any) -> str:
         """The task a run's KoLA-standardised score is filed under (`kbench report standardize`); a

@@ -286,6 +286,12 @@ class KnowledgeElicitation(Task):
     Settings = KeeSettings
     primary_metric = ("accuracy",)
     metrics_schema = "results.kee.v2.json"
+    reads_v1 = True
+
+    def from_v1(self, results: dict) -> dict:
+        from kbench.tasks.kee.legacy import from_v1
+
+        return from_v1(results)
 
     def needs(self, settings: KeeSettings) -> dict[str, frozenset[Capability]]:
         """Each chosen technique's declared needs (its class's `needs`); the partition samples."""

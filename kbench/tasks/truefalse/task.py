@@ -235,6 +235,12 @@ class TrueFalse(Task):
     Settings = TrueFalseSettings
     primary_metric = ("accuracy",)
     metrics_schema = "results.truefalse.v2.json"
+    reads_v1 = True
+
+    def from_v1(self, results: dict) -> dict:
+        from kbench.tasks.truefalse.legacy import from_v1
+
+        return from_v1(results)
 
     def needs(self, settings: TrueFalseSettings) -> dict[str, frozenset[Capability]]:
         return {"task truefalse": frozenset({Capability.LOGLIKELIHOOD})}  # the answer forms' summed log-probs

@@ -64,7 +64,13 @@ class Xteval(Task):
     Settings = XtevalSettings
     primary_metric = ("usable_knowledge",)
     metrics_schema = "results.xteval.v2.json"
+    reads_v1 = True
     collective = True
+
+    def from_v1(self, results: dict) -> dict:
+        from kbench.tasks.xteval.legacy import from_v1
+
+        return from_v1(results)
 
     def needs(self, settings: XtevalSettings) -> dict[str, frozenset[Capability]]:
         # top-1 probes over the full vocabulary; soft prompts and the cross-encoder train
