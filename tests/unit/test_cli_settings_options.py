@@ -25,7 +25,7 @@ def parse(task: str, *args: str):
 
 
 def test_every_task_has_a_command_and_every_setting_an_option():
-    assert EVALUATE_COMMANDS.names() == TASKS.names() == ["extraction", "kee", "qa", "truefalse", "xteval"]
+    assert EVALUATE_COMMANDS.names() == TASKS.names() == ["choice", "extraction", "kee", "qa", "truefalse", "xteval"]
     for task in TASKS.names():
         params = {p.name for p in EVALUATE_COMMANDS.get(task).click_command().params}
         settings = TASKS.get(task).Settings
