@@ -5,7 +5,8 @@
   into a task, `models` never imports `tasks` or `evaluate`, `metrics` never imports `report`.
 
 Every import counts, at module level or inside a function (a lazy import is still a dependency),
-except under `if TYPE_CHECKING:` (annotations only). A task's command line (`kbench/tasks/<name>/cli.py`)
+except under `if TYPE_CHECKING:` (annotations only). A plug-in a registry finds (`importlib`) is not an
+import: that is how the engine and the report frame reach the tasks. A task's command line (`kbench/tasks/<name>/cli.py`)
 belongs to the cli layer: it lives beside its task but sits on top of the house.
 """
 
@@ -21,7 +22,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 
 #: Lowest first; a module imports only from its own layer and the layers below. A module takes the
-#: layer of the first pattern (fnmatch on its dotted name) that matches it or a package above it.
+#: layer of the most specific pattern (fnmatch on dotted names) matching it or a package above it.
 LAYERS: list[tuple[str, ...]] = [
     ("kbench", "kbench.errors", "kbench.io", "kbench.registry", "kbench.protocol"),
     ("kbench.paths", "kbench.progress", "kbench.logs", "kbench.dataset"),
@@ -30,7 +31,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("kbench.models",),
     ("kbench.sources",),
     ("kbench.construct",),
-    ("kbench.evaluate",),  # the engine and what tasks share: Task, prompts, retrieval
+    ("kbench.evaluate",),  # the engine and what tasks share: Task and its hooks, retrieval, departures
     ("kbench.report",),  # the report frame: it reaches a task through TASKS, never by import
     ("kbench.tasks",),
     ("kbench.cards", "kbench.export", "kbench.read"),
