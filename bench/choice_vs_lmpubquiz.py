@@ -122,7 +122,8 @@ def run_kbench(folder: str, data: str, answer_space: str, out: str, threads: int
     if threads:
         torch.set_num_threads(threads)
     import kbench
-    from kbench.models.interface import ModelSpec, open_model
+    from kbench.models.interface import ModelSpec
+    from kbench.models.cached import open_model
 
     model = open_model(ModelSpec(folder, use_cache=False))
     started, cpu = time.perf_counter(), time.process_time()

@@ -71,7 +71,8 @@ def build_random_model(folder: Path, *, hidden: int, layers: int, heads: int, kv
 
 
 def open_backend(folder: Path, device: str, dtype: str):
-    from kbench.models.interface import ModelSpec, open_model
+    from kbench.models.interface import ModelSpec
+    from kbench.models.cached import open_model
 
     return open_model(ModelSpec(name=str(folder), dtype=dtype, device=device, use_cache=False))
 

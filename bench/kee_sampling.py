@@ -67,11 +67,11 @@ def main() -> None:
     args = parser.parse_args()
 
     from kbench.dataset import read_rows, split_path
-    from kbench.evaluate.kee import to_item
-    from kbench.evaluate.techniques import get_technique
-    from kbench.evaluate.techniques.base import ANSWER_STOP, MAX_ANSWER_TOKENS, KeeContext, use_chat
-    from kbench.evaluate.techniques.temperature import MAPLE_VOTES as VOTES
-    from kbench.evaluate.techniques.temperature import SEED_B
+    from kbench.tasks.kee.task import to_item
+    from kbench.tasks.kee.techniques import get_technique
+    from kbench.tasks.kee.techniques.base import ANSWER_STOP, MAX_ANSWER_TOKENS, KeeContext, use_chat
+    from kbench.tasks.kee.techniques.temperature import MAPLE_VOTES as VOTES
+    from kbench.tasks.kee.techniques.temperature import SEED_B
     from kbench.models.loading import load_model
     from kbench.models.runner import ModelRunner
 

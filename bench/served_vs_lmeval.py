@@ -74,7 +74,8 @@ def start_server(folder: Path, port: int) -> subprocess.Popen:
 
 
 def kbench_run(port: int, prompts: list[str], concurrency: int, max_new_tokens: int):
-    from kbench.models.interface import ModelSpec, open_model
+    from kbench.models.interface import ModelSpec
+    from kbench.models.cached import open_model
 
     name = f"openai:http://127.0.0.1:{port};concurrency={concurrency}"
     model = open_model(ModelSpec(name=name, backend="openai", use_cache=False))

@@ -57,10 +57,11 @@ def main() -> None:
     args = parser.parse_args()
 
     from kbench.dataset import read_rows, split_path
-    from kbench.evaluate.kee import to_item
-    from kbench.evaluate.techniques import get_technique
-    from kbench.evaluate.techniques.base import KeeContext, use_chat
-    from kbench.models.interface import ModelSpec, open_model
+    from kbench.tasks.kee.task import to_item
+    from kbench.tasks.kee.techniques import get_technique
+    from kbench.tasks.kee.techniques.base import KeeContext, use_chat
+    from kbench.models.interface import ModelSpec
+    from kbench.models.cached import open_model
     from kbench.models.result_cache import ResultCache
 
     if not (args.dataset / "data").is_dir():

@@ -11,6 +11,8 @@ The names are resolved on first use, so `import kbench` stays light (see kbench/
 from __future__ import annotations
 
 import importlib
+import sys
+import types
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
@@ -26,3 +28,17 @@ def __getattr__(name: str) -> Any:
     if name in ("build", "BuiltDataset", "EvalResult"):
         return getattr(importlib.import_module("kbench.api"), name)
     raise AttributeError(f"module 'kbench' has no attribute {name!r}")
+
+
+class CallableModule(types.ModuleType):
+    """A package that is also a function: calling it calls `kbench.api.<its last name>`. The API is
+    the top of the house: it is looked up on the call, so the package never imports it."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        api = importlib.import_module("kbench.api")
+        return getattr(api, self.__name__.rsplit(".", 1)[-1])(*args, **kwargs)
+
+
+def make_callable(module_name: str) -> None:
+    """Let `kbench.<module_name>(...)` call the API function of that name (see kbench/api.py)."""
+    sys.modules[module_name].__class__ = CallableModule

@@ -11,8 +11,8 @@ The CLI calls these same functions (`kbench build` -> `build`, `kbench evaluate 
 `evaluate`), so the two cannot disagree: the same settings give the same run folder and numbers.
 
 Why `kbench.evaluate` and `kbench.report` are modules you can call: both names were already the
-subpackages `kbench/evaluate/` (the engine and the tasks) and `kbench/report/`. Their `__init__`
-sets the module's class to `CallableModule` (module `__class__` assignment is supported Python),
+subpackages `kbench/evaluate/` (the engine) and `kbench/report/`. Their `__init__` sets the
+module's class to `kbench.CallableModule` (module `__class__` assignment is supported Python),
 so `kbench.evaluate("extraction", ...)` calls `evaluate` below while `kbench.evaluate.engine`
 stays importable, and `import kbench` stays light: nothing heavy is imported until a call.
 """
@@ -22,8 +22,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import sys
-import types
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -221,7 +219,8 @@ def _require_backends(task, settings, models: list) -> None:
 
 def _open(model: Any, options: dict[str, Any]):
     """An opened model for a name, a path or a ModelSpec; an opened model is used as it is."""
-    from kbench.models.interface import ModelSpec, open_model
+    from kbench.models.cached import open_model
+    from kbench.models.interface import ModelSpec
     from kbench.models.served.spec import backend_for
 
     if isinstance(model, ModelSpec):
@@ -251,15 +250,3 @@ def _default_run_dir(task: str, dataset: Path, model: Any, options: dict, models
     extra = sorted((role, _model_key(m, options)[0]) for role, m in models.items())
     parts = [dataset.resolve(), name, dtype, extra, settings.model_dump_json()]
     return Path("runs") / f"{task}-{stable_hash([str(p) for p in parts])[:10]}"
-
-
-class CallableModule(types.ModuleType):
-    """A package that is also a function: calling it calls `kbench.api.<its last name>`."""
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return getattr(sys.modules[__name__], self.__name__.rsplit(".", 1)[-1])(*args, **kwargs)
-
-
-def make_callable(module_name: str) -> None:
-    """Let `kbench.<module_name>(...)` call the API function of that name (see the module docstring)."""
-    sys.modules[module_name].__class__ = CallableModule

@@ -1,7 +1,7 @@
 """One registry helper for every pluggable kind: tasks, techniques, model backends, executors,
 stages, frequency sources, QA scorers, packaged models and evaluate commands.
 
-    TASKS = Registry("evaluation task", package="kbench.evaluate")
+    TASKS = Registry("evaluation task", package="kbench.tasks")
 
     @TASKS.register("extraction")
     class Extraction: ...
@@ -9,8 +9,8 @@ stages, frequency sources, QA scorers, packaged models and evaluate commands.
 Register at the definition site; the registry finds the definitions itself: on the first lookup
 it imports every module of `package` (and of its subpackages; names starting with "_" are
 skipped), so a new plug-in is one new module and no list is kept by hand. `package` may name several
-packages (tasks live in `kbench.evaluate` and, one folder each, in `kbench.tasks`). `get(name)` first tries
-the module named like the plug-in (`kbench.evaluate.extraction`), so one lookup does not import
+packages. `get(name)` first tries the module named like the plug-in (`home`, by default
+`kbench.tasks.extraction`; an evaluate command's is `kbench.tasks.extraction.cli`), so one lookup does not import
 every plug-in's dependencies; the whole package is imported when that module does not have it. A duplicate name is a
 programming error (`ValueError`, both definitions named); an unknown name is a `UserError` that
 lists the known ones, never a silent skip. Names are listed sorted, whatever order the modules
@@ -30,9 +30,10 @@ T = TypeVar("T")
 
 
 class Registry(Generic[T]):
-    def __init__(self, kind: str, package: str | tuple[str, ...] | None = None):
+    def __init__(self, kind: str, package: str | tuple[str, ...] | None = None, home: str = "{package}.{name}"):
         self.kind = kind
         self._packages = (package,) if isinstance(package, str) else tuple(package or ())
+        self._home = home
         self._entries: dict[str, T] = {}
         self._loaded = package is None
 
@@ -59,11 +60,12 @@ class Registry(Generic[T]):
         if not name.isidentifier():
             return
         for package in self._packages:
+            module = self._home.format(package=package, name=name)
             try:
-                importlib.import_module(f"{package}.{name}")
+                importlib.import_module(module)
             except ModuleNotFoundError as exc:
-                if exc.name != f"{package}.{name}":
-                    raise
+                if exc.name is None or not f"{module}.".startswith(f"{exc.name}."):
+                    raise  # a missing dependency of the plug-in, not a missing plug-in
             if name in self._entries:
                 return
 

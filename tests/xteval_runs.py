@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from kbench.evaluate.xteval.criterion import d_theta_criterion
-from kbench.evaluate.xteval.documents import Triple
-from kbench.evaluate.xteval.pipeline import split_facts
+from kbench.tasks.xteval.criterion import d_theta_criterion
+from kbench.tasks.xteval.documents import Triple
+from kbench.tasks.xteval.pipeline import split_facts
 from kbench.io import write_json, write_parquet
 from kbench.metrics.uncertainty import proportion
 

@@ -32,7 +32,7 @@ def _stage_input(root: Path, index: int) -> Path | None:
 def _by_source(root: Path, stage: dict[str, Any], index: int) -> str:
     import polars as pl
 
-    from kbench.cards.render import _table as table
+    from kbench.cards.markdown import table
 
     rejected_path = root / "rejected" / f"{stage['id']}.parquet"
     if not rejected_path.is_file():

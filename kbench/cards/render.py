@@ -8,7 +8,7 @@ Contract of `write_card(DIR)`:
     `{{placeholders}}` are filled here from manifest.json, stats.json and the parquet splits
     (`{{drops}}`: what each step dropped, per fact source, `kbench.cards.drops`; `{{checks}}`: what
     the Wikidata checks ran against and whether LLM judges ran, `kbench.cards.checks`;
-    `{{protocol}}`: the manifest's construction protocol block, `kbench.cards.protocol_section`);
+    `{{protocol}}`: the manifest's construction protocol block, `kbench.construct.protocol_section`);
   * `configs`, `license`, `size_categories` and `source_datasets` are computed, never copied from
     the template; the license is inherited from the sources and `--license` may only tighten it
     (see `kbench.cards.licenses`) unless forced;
@@ -27,8 +27,9 @@ from kbench.cards import licenses
 from kbench.cards.checks import check_claims, render_checks
 from kbench.cards.drops import render_drops
 from kbench.cards.folder import DatasetFolder, ensure_file_hashes, load_folder
-from kbench.cards.protocol_section import render_protocol
+from kbench.cards.markdown import table as _table
 from kbench.cards.validate import validate_card
+from kbench.construct.protocol_section import render_protocol
 from kbench.dataset import dataset_configs, dataset_infos
 from kbench.errors import InputError, UserError
 from kbench.io import write_text
@@ -106,15 +107,6 @@ def size_category(rows: int) -> str:
         if rows < bound:
             return label
     return "n>1B"
-
-
-def _table(header: list[str], rows: list[list[Any]]) -> str:
-    def cell(v: Any) -> str:
-        return str(v).replace("|", "\\|").replace("\n", " ")
-
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
-    return "\n".join(lines)
 
 
 def _overview(folder: DatasetFolder) -> str:

@@ -2,7 +2,7 @@
 everywhere), the model set-up, the run itself and its headline table.
 
 A task's options are generated from its `Settings` model (`settings_options`); its command file
-adds only what cannot be derived, and registers at the definition:
+(`kbench/tasks/<name>/cli.py`) adds only what cannot be derived, and registers at the definition:
 
     @evaluate_command("extraction")
     def extraction(values: dict) -> dict:
@@ -139,9 +139,8 @@ class EvaluateCommand:
         return built
 
 
-#: task name -> its evaluate command; every module of kbench.cli may register one.
-#: A one-folder task (`kbench/tasks/<name>/cli.py`) registers its command beside its code.
-EVALUATE_COMMANDS: Registry[EvaluateCommand] = Registry("evaluate command", package=("kbench.cli", "kbench.tasks"))
+#: task name -> its evaluate command, registered beside the task's code (`kbench/tasks/<name>/cli.py`).
+EVALUATE_COMMANDS: Registry[EvaluateCommand] = Registry("evaluate command", package="kbench.tasks", home="{package}.{name}.cli")
 
 
 def evaluate_command(

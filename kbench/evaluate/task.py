@@ -52,8 +52,8 @@ from kbench.models.interface import Capability, LanguageModel
 from kbench.protocol import Protocol
 from kbench.registry import Registry
 
-#: Tasks of `kbench.evaluate` and the one-folder tasks of `kbench.tasks` (`kbench/tasks/<name>/`).
-TASKS: Registry[type[Task]] = Registry("evaluation task", package=("kbench.evaluate", "kbench.tasks"))
+#: The tasks, one folder each (`kbench/tasks/<name>/`).
+TASKS: Registry[type[Task]] = Registry("evaluation task", package="kbench.tasks")
 
 
 class TaskSettings(BaseModel):
@@ -133,6 +133,8 @@ class Task:
     #: False: under `accelerate launch` each unit goes to one process. True: every process takes
     #: part in every unit (the task trains with DDP inside `score`), the main process journals it.
     collective: ClassVar[bool] = False
+    #: True: the task reads its v1 `results.json` (`results.<name>.v1`) through `from_v1`.
+    reads_v1: ClassVar[bool] = False
 
     def needs(self, settings: TaskSettings) -> dict[str, frozenset[Capability]]:
         """{who: the capabilities it needs}; by default the task generates."""
@@ -161,7 +163,28 @@ class Task:
     def finish(self, ctx: RunContext, state: Any, rows: list[dict], results: dict) -> None:
         """Extra files beside results.json (written atomically); nothing by default."""
 
+    # --- what the report frame (`kbench.report`) asks each task; a default serves most tasks ---
+
     def report_section(self, run: Any) -> str:
         """HTML the report shows under a run of this task (`kbench.report.runs.Run`), after its
         metric tables: what the tables cannot show; nothing by default."""
         return ""
+
+    def compare_runs(self, runs: list, items: list[list[dict]]) -> tuple[Any, list[str]] | None:
+        """(`kbench.report.compare.Comparison`, notes) of two or more runs of this task with their
+        item rows, for a task whose runs are not paired item by item (XTEVAL pairs facts, part by
+        part); None: the report pairs the runs' items on `outcome_columns`."""
+        return None
+
+    def report_files(self, runs: list, items: list[list[dict]], out_dir: Path) -> None:
+        """Files the report writes beside index.html about this task's runs taken together (LEFT's
+        open book - closed book comparison); nothing by default."""
+
+    def from_v1(self, results: dict) -> dict:
+        """A v1 `results.json` of this task as the v2 envelope (`kbench.report.legacy`), when `reads_v1`."""
+        raise NotImplementedError
+
+    def standard_name(self, run: Any) -> str:
+        """The task a run's KoLA-standardised score is filed under (`kbench report standardize`); a
+        task whose settings make different tasks (LEFT's setting and split) names them apart."""
+        return self.name

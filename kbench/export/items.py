@@ -24,12 +24,12 @@ from pathlib import Path
 
 from kbench.dataset import read_rows, seeded_sample, split_path
 from kbench.errors import InputError, UserError
-from kbench.evaluate.extraction import ExtractionSettings
 from kbench.evaluate.prompts import build_prompts
 from kbench.evaluate.prompts import truefalse_prompt as prompt_text
-from kbench.evaluate.truefalse import ANSWERS, first_pairs
 from kbench.io import read_json
 from kbench.protocol import Protocol, read_protocol
+from kbench.tasks.extraction.task import ExtractionSettings
+from kbench.tasks.truefalse.task import ANSWERS, first_pairs
 
 EXTRACTION, TRUEFALSE = "extraction", "truefalse"
 DEFAULT_SPLIT = {EXTRACTION: "test", TRUEFALSE: "dev"}  # as `kbench evaluate extraction|truefalse`

@@ -1,7 +1,7 @@
 """The result cache as a wrapper around any `LanguageModel`: the cache is not part of the model.
 
-    model = CachedModel(backend_model, ResultCache(path))    # what `open_model(spec)` returns
-    with model.produced_by(code_hash("kbench.evaluate.techniques.caa")):
+    model = CachedModel(backend_model, ResultCache(path))    # what `open_model(spec)` (below) returns
+    with model.produced_by(code_hash("kbench.tasks.kee.techniques.caa")):
         model.generate(prompts, 16, stop=["\\n"], intervention=steering)
     model.cache_stats()   -> {"hits": 0, "computed": 40, "by_method": {"generate": {...}}}
 
@@ -35,7 +35,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from kbench.io import stable_hash
-from kbench.models.interface import Capability, LanguageModel, NetworkLayout, require
+from kbench.models.interface import BACKENDS, Capability, LanguageModel, ModelSpec, NetworkLayout, require
 from kbench.models.provenance import cache_versions, source_hash
 from kbench.models.result_cache import ResultCache
 
@@ -303,3 +303,16 @@ def _stacked(rows: list, layers: int):
 def _candidates(candidate_ids: Sequence[int] | None) -> dict:
     """The key parameters describing a candidate vocabulary (LAMA's common vocabulary)."""
     return {"candidates": None if candidate_ids is None else stable_hash(sorted(set(candidate_ids)))}
+
+
+def open_model(spec: ModelSpec, cache: ResultCache | None = None) -> CachedModel:
+    """The model a spec names, wrapped in the result cache: `cache`, else the shared
+    `$KBENCH_CACHE/results.sqlite`, or no store at all when `spec.use_cache` is off."""
+    from kbench.paths import result_cache_path
+
+    inner = BACKENDS.get(spec.backend).open(spec)
+    if not spec.use_cache:
+        cache = None
+    elif cache is None:
+        cache = ResultCache(result_cache_path())
+    return CachedModel(inner, cache)

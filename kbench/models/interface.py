@@ -5,7 +5,7 @@ Four names, one meaning each:
   out); `WhiteBoxModel` adds the layer/head layout, activations and interventions that CAA, ITI,
   DeCoRe and Activation Decoding need. Tasks and techniques see nothing else of a model.
 - `CachedModel` (`kbench.models.cached`): the result cache around any `LanguageModel`; it is
-  what `open_model(spec)` returns and what a task's context holds.
+  what `open_model(spec)` (in that module) returns and what a task's context holds.
 - the network: the torch module of the Hugging Face backend. Only `kbench/models/` touches it.
 - `LoadedModel` (`kbench.models.loading`): the Hugging Face backend's loaded weights, tokenizer
   and provenance; only `kbench/models/` sees it.
@@ -276,18 +276,3 @@ def register_backend(name: str, capabilities) -> Callable:
         return opener
 
     return decorate
-
-
-def open_model(spec: ModelSpec, cache=None):
-    """The model a spec names, wrapped in the result cache (`CachedModel`): `cache`, else the
-    shared `$KBENCH_CACHE/results.sqlite`, or no store at all when `spec.use_cache` is off."""
-    from kbench.models.cached import CachedModel
-    from kbench.models.result_cache import ResultCache
-    from kbench.paths import result_cache_path
-
-    inner = BACKENDS.get(spec.backend).open(spec)
-    if not spec.use_cache:
-        cache = None
-    elif cache is None:
-        cache = ResultCache(result_cache_path())
-    return CachedModel(inner, cache)

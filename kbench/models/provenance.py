@@ -4,7 +4,7 @@
                                     "device_name": "AMD EPYC 7B13", "threads": 2, "python": "3.11.9", ...}
     weights_provenance(loaded)  -> {"file": ".../SmolLM2-135M-Instruct.Q4_1.gguf", "sha256": "b179...",
                                     "format": "gguf", "quantization": "Q4_1", "dequantized_to": "float32", ...}
-    code_hash("kbench.evaluate.techniques.caa")   -> sha256 of the module and the kbench modules it uses
+    code_hash("kbench.tasks.kee.techniques.caa")   -> sha256 of the module and the kbench modules it uses
     RUNNER_MODULES, cache_versions()              -> what the result cache keys on besides its inputs
 
 The result cache keys every entry by `cache_versions()` and by the source of the code that
@@ -47,7 +47,7 @@ PACKAGES = ("kbench", "torch", "transformers", "accelerate", "tokenizers", "safe
 # Modules whose imports a technique's code hash follows: the code that shapes model calls.
 # Utilities (kbench.io, kbench.errors) and package __init__ files (the technique registry) are
 # left out, so registering a new technique does not invalidate every other technique's results.
-_FOLLOWED = ("kbench.evaluate.", "kbench.models.")
+_FOLLOWED = ("kbench.evaluate.", "kbench.models.", "kbench.tasks.")
 _PROVENANCE_FILE = "kbench-provenance.json"
 
 
@@ -135,7 +135,7 @@ def source_hash(module_names) -> str:
 
 def code_hash(module_name: str) -> str:
     """sha256 of a module's source and of the kbench modules it imports directly from
-    kbench.evaluate.* and kbench.models.* (a technique: its module, `base`, `fitting`, `hooks`).
+    kbench.evaluate.*, kbench.models.* and kbench.tasks.* (a technique: its module, `base`, `fitting`, `hooks`).
     Read from disk at each call (a few ms), so it is the code on disk now."""
     return source_hash([module_name, *sorted(_direct_imports(module_name))])
 

@@ -4,7 +4,7 @@ Writes into OUT, atomically, file by file:
 - `index.html`: summary, paired model comparison, charts and every metric table (`page`);
 - `explorer-<i>.html`: the item explorer of each run that has a per-item table (`explorer`);
 - `comparison.md`: the paired comparison on shared items, when two runs share a task (`compare`);
-- `left_settings.md`: LEFT's open book / closed book - prior, paired on statements (`left`);
+- the files a task writes about its runs together (`Task.report_files`: LEFT's `left_settings.md`);
 - the PNG charts (`plots`); a chart no run has data for is not drawn.
 A suite folder (`kbench suite run`; it holds suite.json) gets the suite page instead
 (`kbench.suite.report`).
@@ -20,13 +20,13 @@ from pathlib import Path
 
 from kbench.errors import UserError
 from kbench.io import write_text
-from kbench.report import compare, left, plots
+from kbench.report import compare, plots
 from kbench.report.compare import Comparison
 from kbench.report.explorer import write_explorer
 from kbench.report.items import attach_relation_labels, dataset_rows, read_items
 from kbench.report.page import render_page
 from kbench.report.protocols import block_lines
-from kbench.report.runs import Run, load_runs
+from kbench.report.runs import Run, load_runs, task_class
 
 
 def terminal_lines(runs: list[Run], comparisons: list[Comparison], notes: list[str]) -> list[str]:
@@ -68,9 +68,11 @@ def build_report(
             explorers[run.label] = write_explorer(run, rows, dataset, out_dir, f"explorer-{i}.html")
     if comparisons or notes:
         write_text(out_dir / "comparison.md", compare.markdown(comparisons, notes))
-    settings = left.setting_comparisons(runs, items)
-    if settings:
-        write_text(out_dir / "left_settings.md", left.markdown(settings))
+    for task in dict.fromkeys(run.task for run in runs):  # a task's own files about its runs together
+        cls = task_class(task)
+        members = [i for i, run in enumerate(runs) if run.task == task]
+        if cls is not None:
+            cls().report_files([runs[i] for i in members], [items[i] for i in members], out_dir)
     charts = {
         "models": plots.comparison_chart(comparisons, out_dir),
         "relations": plots.breakdown_chart(runs, out_dir, "per_relation", "per_relation.png", "Per relation"),

@@ -7,8 +7,8 @@ items carries its Wilson interval, and every pair of runs gets the exact McNemar
 correctness (`kbench.metrics.uncertainty.mcnemar`). KEE runs are compared technique by technique
 (a row's `technique`; the sampling partitions, which have no correctness, are left out). Runs of
 one task that share no item are refused: they are not comparable, and side by side they would
-look as if they were. XTEVAL runs are compared on facts, part by part (`compare_xteval`): their
-query rows are numbered within each run's own test split. Runs whose settings differ (a protocol, a prompt form, stop strings) are
+look as if they were. A task whose runs do not pair item by item compares them itself
+(`Task.compare_runs`: XTEVAL pairs facts, part by part). Runs whose settings differ (a protocol, a prompt form, stop strings) are
 compared, with a note naming each differing setting: the test then compares settings as well as
 models. Runs whose protocol blocks differ (docs/protocol.md) get the differences that make the
 comparison not like for like (`kbench.protocol.comparison_differences`), each with what every run
@@ -25,9 +25,8 @@ from kbench.errors import UserError
 from kbench.evaluate.departures import SAMPLE_LIMIT
 from kbench.metrics.uncertainty import format_estimate, mcnemar, proportion_of
 from kbench.protocol import comparison_differences, describe
-from kbench.report.compare_xteval import compare_xteval
 from kbench.report.items import item_correct
-from kbench.report.runs import Run
+from kbench.report.runs import Run, task_class
 
 
 @dataclass
@@ -36,12 +35,17 @@ class Comparison:
     labels: list[str]
     items: dict[str, int]  # run label -> items it has (with a correctness)
     n_shared: int
-    # technique ("" for other tasks; XTEVAL: its part) -> accuracy, pairs; XTEVAL parts add their own
-    # n_shared, items (per run), paired and, when unpaired, the reason
+    # group (a `technique` row's, "" for none; a task's own comparison: its part) -> accuracy, pairs;
+    # a part may add its own n_shared, items (per run), paired and, when unpaired, the reason
     groups: dict[str, dict] = field(default_factory=dict)
     protocols: dict[str, str] = field(default_factory=dict)  # run label -> its protocol in one line
     # why the runs' protocols make the comparison not like for like ([] when they agree)
     protocol_differences: list[str] = field(default_factory=list)
+    # how the page and comparison.md name what is shared and grouped (a task's own comparison sets them)
+    unit: str = "item"  # what n_shared counts, singular
+    unit_note: str = ""  # where those are counted, when the groups count otherwise ("extraction")
+    group_kind: str = "technique"  # what a group is ("" when its name says it)
+    outcome_unit: str = "items"  # what a group's accuracy is over
 
     def left_out(self, label: str) -> int:
         return self.items[label] - self.n_shared
@@ -65,13 +69,13 @@ def _refuse(task: str, labels: list[str], sizes: list[int], what: str = "item") 
     )
 
 
-def _compare_xteval(runs: list[Run], items: list[list[dict]]) -> tuple[Comparison, list[str]]:
-    parts, notes = compare_xteval(runs, items)
-    extraction = next(iter(parts.values()))
-    labels = [r.label for r in runs]
-    if not extraction["n_shared"]:
-        _refuse("xteval", labels, list(extraction["items"].values()), "probed fact")
-    return Comparison("xteval", labels, extraction["items"], extraction["n_shared"], parts), notes
+def _task_comparison(task: str, runs: list[Run], items: list[list[dict]]) -> tuple[Comparison, list[str]] | None:
+    """The task's own comparison of its runs (`Task.compare_runs`), refused when they share nothing."""
+    cls = task_class(task)
+    own = cls().compare_runs(runs, items) if cls is not None else None
+    if own is not None and not own[0].n_shared:
+        _refuse(task, own[0].labels, list(own[0].items.values()), own[0].unit)
+    return own
 
 
 def _compare(task: str, runs: list[Run], outcomes: list[dict[str, dict[str, bool]]]) -> Comparison:
@@ -108,10 +112,10 @@ def compare_runs(runs: list[Run], items: list[list[dict]]) -> tuple[list[Compari
             notes.append(f"{task}: no paired comparison, {', '.join(missing)} has no per-item table (items.parquet)")
             notes += [f"{task}: not like for like: {line}" for line in differences]
             continue
-        if task == "xteval":
-            comparison, task_notes = _compare_xteval([runs[i] for i in members], [items[i] for i in members])
-            comparisons.append(comparison)
-            notes += task_notes
+        own = _task_comparison(task, [runs[i] for i in members], [items[i] for i in members])
+        if own is not None:
+            comparisons.append(own[0])
+            notes += own[1]
         else:
             outcomes = [correctness(items[i], runs[i].outcome_columns) for i in members]
             comparisons.append(_compare(task, [runs[i] for i in members], outcomes))
@@ -174,7 +178,7 @@ def pair_cells(pairs: list[dict]) -> tuple[list[str], list[list[str]]]:
 
 
 def part_counts(c: Comparison, result: dict) -> str:
-    """'Shared facts: N. Left out: ...' of one XTEVAL part ("" for the other tasks' groups)."""
+    """'Shared facts: N. Left out: ...' of a part that counts its own shared items ("" for other groups)."""
     if "n_shared" not in result:
         return ""
     if not result.get("paired", True):
@@ -195,7 +199,7 @@ def markdown(comparisons: list[Comparison], notes: list[str]) -> str:
     ]
     for c in comparisons:
         left = ", ".join(f"{label} {c.left_out(label)} of {c.items[label]}" for label in c.labels)
-        what = "probed facts (extraction)" if c.task == "xteval" else "items"
+        what = f"{c.unit}s ({c.unit_note})" if c.unit_note else f"{c.unit}s"
         lines += [f"## {c.task}: {len(c.labels)} runs", "", f"Shared {what}: {c.n_shared}. Left out: {left}.", ""]
         lines += [f"Protocols: {'; '.join(f'{label}: {text}' for label, text in c.protocols.items())}.", ""]
         if c.protocol_differences:
@@ -203,11 +207,11 @@ def markdown(comparisons: list[Comparison], notes: list[str]) -> str:
             lines += [f"- {line}" for line in c.protocol_differences] + [""]
         for group, result in c.groups.items():
             if group:
-                lines += [f"### {group}" if c.task == "xteval" else f"### technique: {group}", ""]
+                lines += [f"### {c.group_kind}: {group}" if c.group_kind else f"### {group}", ""]
             counts = part_counts(c, result)
             lines += [counts, ""] if counts else []
-            column = "accuracy on shared facts" if result.get("paired", True) else "accuracy on its own test facts"
-            column = column if c.task == "xteval" else "accuracy on shared items"
+            paired = result.get("paired", True)
+            column = f"accuracy on shared {c.outcome_unit}" if paired else f"accuracy on its own test {c.outcome_unit}"
             lines += [f"| model | {column} [95% CI] | n |", "|---|---|---:|"]
             lines += [f"| {label} | {format_estimate(e)} | {e['n']} |" for label, e in result["accuracy"].items()]
             header, rows = pair_cells(result["pairs"])

@@ -1,5 +1,6 @@
-"""Old result folders still open: one small adapter per task turns a v1 `results.json`
-(`schemas/results.<task>.v1.json`) into the v2 envelope the report reads (docs/results-envelope.md).
+"""Old result folders still open: one small adapter per task (`Task.from_v1`, in the task's
+`legacy.py`) turns a v1 `results.json` (`schemas/results.<task>.v1.json`) into the v2 envelope the
+report reads (docs/results-envelope.md); this module holds what the adapters share.
 
 What a v1 file can and cannot give back:
 - a v1 accuracy-like fraction over n items (accuracy, EM, Gain, Loss, a PRS share, SGR/DGR) is k/n
@@ -17,7 +18,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from kbench.errors import InputError
+from kbench.errors import InputError, UserError
+from kbench.evaluate.task import TASKS
 from kbench.metrics.uncertainty import proportion
 
 
@@ -33,7 +35,7 @@ def point(value: float | None, n: int, **extra: Any) -> dict:
     return {"value": value, "n": n, "ci_low": None, "ci_high": None, "interval": None, **extra}
 
 
-def _envelope(results: dict, task: str, headline: dict, metrics: dict, model: dict | None = None) -> dict:
+def envelope(results: dict, task: str, headline: dict, metrics: dict, model: dict | None = None) -> dict:
     dataset = results.get("dataset")
     return {
         "schema": "kbench.results.v2",
@@ -48,156 +50,28 @@ def _envelope(results: dict, task: str, headline: dict, metrics: dict, model: di
     }
 
 
-# --- extraction ---------------------------------------------------------------------------------
-def _extraction_summary(s: dict) -> dict:
-    n = s["n"]
-    out = {k: fraction(s[k], n) for k in ("maple_accuracy", "exact_accuracy", "rank1_accuracy")}
-    if "lama_p_at_1" in s:
-        out["lama_p_at_1"] = point(s["lama_p_at_1"], n)
-    out["mean_gold_logprob"] = point(s["mean_gold_logprob"], n)
-    return out
+def v1_task(schema: Any) -> str | None:
+    """The task a v1 schema name names ("results.kee.v1" -> "kee")."""
+    parts = schema.split(".") if isinstance(schema, str) else []
+    return parts[1] if len(parts) == 3 and parts[0] == "results" and parts[2] == "v1" else None
 
 
-def extraction(results: dict) -> dict:
-    return _envelope(
-        results,
-        "extraction",
-        _extraction_summary(results["overall"]),
-        {
-            "per_relation": {r: _extraction_summary(s) for r, s in results["per_relation"].items()},
-            "per_frequency_bin": {b: _extraction_summary(s) for b, s in results["per_frequency_bin"].items()},
-            "protocol_drops": results.get("protocol_drops", {}),
-            "known_facts": results.get("known_facts"),
-        },
-    )
-
-
-# --- kee ----------------------------------------------------------------------------------------
-def _kee_technique(m: dict, base_accuracy: float | None) -> dict:
-    n = m["n"]
-    base_right = round((base_accuracy or 0.0) * n)
-    out = {
-        "accuracy": fraction(m["accuracy"], n),
-        "exact_accuracy": fraction(m["exact_accuracy"], n),
-        "gain": fraction(m["gain"], n - base_right),  # over the baseline's failures
-        "loss": fraction(m["loss"], base_right),  # over the baseline's successes
-        "prs": {part: fraction(m["prs"][part], m["prs"]["n"]) for part in ("improved", "tied", "worsened")},
-    }
-    for temp, rates in m["beyond_sampling"].items():
-        out[f"SGR τ={temp}"] = fraction(rates["sgr"], rates["shallow"])
-        out[f"DGR τ={temp}"] = fraction(rates["dgr"], rates["deep"])
-    return out
-
-
-def _kee_slice(slice_: dict, techniques: list[str]) -> dict:
-    base = slice_["baseline"]["accuracy"]
-    return {t: _kee_technique(slice_[t], base) for t in techniques if t in slice_}
-
-
-def kee(results: dict) -> dict:
-    techniques = results["techniques"]
-    per_technique = _kee_slice(results["overall"], techniques)
-    return _envelope(
-        results,
-        "kee",
-        {"accuracy": per_technique["baseline"]["accuracy"]},
-        {
-            "techniques": techniques,
-            "per_technique": per_technique,
-            "per_frequency_bin": {b: _kee_slice(s, techniques) for b, s in results["per_frequency_bin"].items()},
-        },
-    )
-
-
-# --- qa -----------------------------------------------------------------------------------------
-def qa(results: dict) -> dict:
-    splits = results["splits"]
-    # EM is 0/1 per item, averaged and x100 in v1; F1 is a mean of non-binary scores
-    per_split = {
-        name: {
-            "em": fraction(None if s["em"] is None else s["em"] / 100, s["n"]),
-            "f1": point(None if s["f1"] is None else s["f1"] / 100, s["n"]),
-        }
-        for name, s in splits.items()
-    }
-    pref = results["edited_preference"]
-    sliced = [k.split(":")[1] for k in results["headline"] if k.endswith(":em")]  # "qa:new:em" -> "new"
-    headline = {f"{name}_em": per_split[name]["em"] for name in sliced}
-    if pref["n"]:
-        headline["prefers_updated"] = fraction(pref["prefers_updated"], pref["n"])
-    return _envelope(
-        results,
-        "qa",
-        headline,
-        {
-            "per_split": per_split,
-            "edited_preference": {"prefers_updated": fraction(pref["prefers_updated"], pref["n"]), "ties": pref["ties"]},
-        },
-    )
-
-
-# --- truefalse ----------------------------------------------------------------------------------
-def _tf_summary(s: dict) -> dict:
-    return {"accuracy": fraction(s["accuracy"], s["n"]), "uncalibrated_accuracy": fraction(s["uncalibrated_accuracy"], s["n"])}
-
-
-def truefalse(results: dict) -> dict:
-    overall = _tf_summary(results["overall"])
-    metrics: dict[str, Any] = {"per_book": {b: _tf_summary(s) for b, s in results["per_book"].items()}}
-    if "before_after" in results:
-        n = results["overall"]["n"]
-        ba = results["before_after"]
-        metrics["before_after"] = {
-            "before_accuracy": fraction(ba["before_accuracy"], n),
-            "after_accuracy": fraction(ba["after_accuracy"], n),
-            "delta": ba["delta"],
-        }
-    return _envelope(results, "truefalse", overall, metrics)
-
-
-# --- xteval -------------------------------------------------------------------------------------
-_GAP_FIGURES = ("acc_D", "downstream_accuracy", "usable_knowledge", "gap1", "gap2")
-
-
-def xteval(results: dict) -> dict:
-    n = results["n_facts"]
-    per_setting = {
-        name: {k: point(s[k]["mean"], n, std=s[k]["std"], runs=len(s[k]["values"])) for k in _GAP_FIGURES}
-        for name, s in results["settings"].items()
-    }
-    first = next(iter(per_setting.values()))
-    model = {"name": results["model"], "identity": results.get("model_identity")}
-    envelope = _envelope(
-        results,
-        "xteval",
-        {k: first[k] for k in ("usable_knowledge", "acc_D", "downstream_accuracy")},
-        {"per_setting": per_setting},
-        model=model,
-    )
-    envelope["dataset"] = {"path": results.get("dataset"), "split": results.get("dataset_split")}
-    envelope["settings"] = results.get("config", {})
-    return envelope
-
-
-ADAPTERS = {
-    "results.extraction.v1": extraction,
-    "results.kee.v1": kee,
-    "results.qa.v1": qa,
-    "results.truefalse.v1": truefalse,
-    "results.xteval.v1": xteval,
-}
+def _task(name: str | None):
+    try:
+        return TASKS.get(name) if name else None
+    except UserError:
+        return None
 
 
 def to_v2(results: dict, path: Path) -> dict:
     schema = results.get("schema")
-    adapter = ADAPTERS.get(schema)
-    if adapter is None:
+    task = _task(v1_task(schema))
+    if task is None or not task.reads_v1:
+        known = sorted(f"results.{name}.v1" for name, cls in TASKS.items().items() if cls.reads_v1)
         raise InputError(
-            path,
-            f"unknown results schema {schema!r}; expected kbench.results.v2 or one of " + ", ".join(sorted(ADAPTERS)),
-            key="schema",
+            path, f"unknown results schema {schema!r}; expected kbench.results.v2 or one of " + ", ".join(known), key="schema"
         )
     try:
-        return adapter(results)
+        return task().from_v1(results)
     except (KeyError, TypeError) as exc:
         raise InputError(path, f"not a valid {schema} file (missing or malformed {exc})") from exc

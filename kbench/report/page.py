@@ -134,15 +134,15 @@ def _comparisons(comparisons: list[Comparison], notes: list[str], chart: str | N
     ]
     for c in comparisons:
         left = "; ".join(f"{escape(label)}: {c.left_out(label)} of {c.items[label]} left out" for label in c.labels)
-        what = "shared probed facts" if c.task == "xteval" else "shared items"
-        parts.append(f"<h3>{escape(c.task)}: {c.n_shared} {what}</h3><p class='meta'>{left}</p>")
+        parts.append(f"<h3>{escape(c.task)}: {c.n_shared} shared {escape(c.unit)}s</h3><p class='meta'>{left}</p>")
         protocols = "; ".join(f"{escape(label)}: {escape(text)}" for label, text in c.protocols.items())
         parts.append(f"<p class='meta'>Protocols: {protocols}.</p>")
         if c.protocol_differences:
             listed = "".join(f"<li>{escape(line)}</li>" for line in c.protocol_differences)
             parts.append(f"<div class='warn'><b>Not like for like</b>: the runs' protocols differ.<ul>{listed}</ul></div>")
         for group, result in c.groups.items():
-            title = f"<p>{'' if c.task == 'xteval' else 'technique '}<code>{escape(group)}</code></p>" if group else ""
+            kind = f"{escape(c.group_kind)} " if c.group_kind else ""
+            title = f"<p>{kind}<code>{escape(group)}</code></p>" if group else ""
             counts = part_counts(c, result)
             accuracy = table(["model", "accuracy on shared items"], [[label, e] for label, e in result["accuracy"].items()])
             header, rows = pair_cells(result["pairs"])

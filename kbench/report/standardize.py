@@ -38,16 +38,14 @@ from kbench.evaluate.departures import SAMPLE_LIMIT
 from kbench.io import write_json, write_text
 from kbench.metrics.standardize import standardized_scores, z_scores
 from kbench.protocol import Protocol, comparison_differences, describe
-from kbench.report.runs import Run, load_run, primary_metrics
+from kbench.report.runs import Run, load_run, primary_metrics, task_class
 
 
 def task_name(run) -> str:
-    """The task a run's score is filed under; truefalse settings and splits are different tasks."""
-    settings = run.results.get("settings") or {}
-    if run.task == "truefalse" and settings.get("setting"):
-        retriever = f"-{settings['retriever']}" if settings.get("retriever") else ""
-        return f"truefalse:{settings['setting']}{retriever}:{settings.get('split', '')}".rstrip(":")
-    return run.task
+    """The task a run's score is filed under, as its task names it (`Task.standard_name`: LEFT's
+    settings and splits are different tasks)."""
+    cls = task_class(run.task)
+    return cls().standard_name(run) if cls is not None else run.task
 
 
 def run_tasks(run_dir: Path) -> tuple[str, dict[str, float]]:

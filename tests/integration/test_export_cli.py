@@ -18,7 +18,7 @@ import pytest
 
 from kbench.dataset import read_rows, seeded_sample, split_path
 from kbench.evaluate.prompts import build_prompts
-from kbench.evaluate.truefalse import prompt_text
+from kbench.tasks.truefalse.task import prompt_text
 from kbench.metrics.matching import exact_match, maple_correct
 from tests.conftest import run_kbench
 

@@ -9,7 +9,7 @@ import shutil
 import polars as pl
 import pytest
 from kbench.evaluate.engine import validate
-from kbench.metrics import kee as metrics
+from kbench.tasks.kee import metrics
 from kbench.metrics.uncertainty import proportion_of
 from tests.conftest import run_kbench
 from pathlib import Path

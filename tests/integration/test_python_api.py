@@ -48,7 +48,8 @@ def test_the_api_and_the_cli_give_the_same_numbers(examples, tmp_path):
 
 def test_an_opened_model_names_the_same_default_run_folder_as_its_name(examples, tmp_path, monkeypatch):
     import kbench
-    from kbench.models.interface import ModelSpec, open_model
+    from kbench.models.interface import ModelSpec
+    from kbench.models.cached import open_model
 
     monkeypatch.chdir(tmp_path)
     by_name = kbench.evaluate("extraction", dataset=examples["built"].path, model=examples["tiny_model"], limit=4)
@@ -100,7 +101,7 @@ def test_truefalse_closed_book_from_the_api_matches_the_cli(shared_data, tiny_ca
 
 def test_kee_cli_and_api_run_the_same_techniques_by_default():
     from kbench.cli.common import EVALUATE_COMMANDS, settings_for
-    from kbench.evaluate.kee import ALL_TECHNIQUES, KeeSettings
+    from kbench.tasks.kee.task import ALL_TECHNIQUES, KeeSettings
 
     command = EVALUATE_COMMANDS.get("kee")
     parsed = command.click_command().make_context("kee", ["--dataset", "d", "--model", "m"]).params
@@ -111,7 +112,7 @@ def test_kee_cli_and_api_run_the_same_techniques_by_default():
 def test_xteval_seeds_and_epochs_shorthands_are_settings(tmp_path):
     """`seeds=` and the epochs carried to the soft prompt live in XtevalSettings, so the CLI and the API agree."""
     from kbench.cli.common import EVALUATE_COMMANDS, settings_for
-    from kbench.evaluate.xteval.pipeline import XtevalSettings
+    from kbench.tasks.xteval.pipeline import XtevalSettings
 
     command = EVALUATE_COMMANDS.get("xteval")
     argv = ["--dataset", "d", "--model", "m", "--seeds", "1", "--split-seeds", "2", "--epochs", "4"]

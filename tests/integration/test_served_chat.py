@@ -17,7 +17,8 @@ import pytest
 
 from kbench.errors import UserError
 from kbench.evaluate.prompts import build_prompts
-from kbench.models.interface import Capability, ModelSpec, open_model
+from kbench.models.interface import Capability, ModelSpec
+from kbench.models.cached import open_model
 from kbench.models.served import chat
 from kbench.models.served.chat import CHAT_MARK
 from tests.conftest import run_kbench

@@ -8,7 +8,7 @@ import pytest
 
 from kbench.cli.main import main
 from kbench.evaluate.engine import validate
-from kbench.evaluate.xteval.pipeline import load_facts
+from kbench.tasks.xteval.pipeline import load_facts
 from kbench.report.build import build_report
 from tests.conftest import run_kbench
 from tests.fixtures_models import tiny_causal_dir, tiny_masked_dir  # noqa: F401

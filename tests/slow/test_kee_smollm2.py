@@ -14,7 +14,7 @@ import pytest
 
 from kbench.construct.stages.to_questions import load_question_templates
 import kbench
-from kbench.evaluate.kee import KeeSettings
+from kbench.tasks.kee.task import KeeSettings
 from kbench.models.loading import load_model
 from kbench.models.cached import CachedModel
 from kbench.models.result_cache import ResultCache

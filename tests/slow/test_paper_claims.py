@@ -29,8 +29,8 @@ from kbench.models.loading import load_model
 from kbench.models.result_cache import ResultCache
 from kbench.models.runner import ModelRunner
 from kbench.report.items import read_items
-from kbench.report.kee import write_report
-from kbench.report.left import setting_comparisons
+from kbench.tasks.kee.report import write_report
+from kbench.tasks.truefalse.report import setting_comparisons
 from kbench.report.runs import load_runs
 from tests.dataset_folders import left_dataset
 from tests.question_rows import question_row

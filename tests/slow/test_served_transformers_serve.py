@@ -17,7 +17,8 @@ import pytest
 
 from kbench.errors import UserError
 from kbench.evaluate.prompts import build_prompts
-from kbench.models.interface import Capability, ModelSpec, open_model, require
+from kbench.models.interface import Capability, ModelSpec, require
+from kbench.models.cached import open_model
 from kbench.models.loading import resolve_source
 from tests.conftest import run_kbench
 from tests.question_rows import question_row

@@ -13,7 +13,7 @@ import sys
 import pytest
 import torch
 
-from kbench.evaluate.techniques.base import KeeContext, KeeItem
+from kbench.tasks.kee.techniques.base import KeeContext, KeeItem
 from kbench.models.cached import CachedModel
 from kbench.models.interface import Capability, LanguageModel
 from kbench.models.loading import load_model
@@ -198,7 +198,7 @@ ITEMS = [KeeItem("q1", "What is the capital of France?", ("Paris",)),
 # A technique that truncates the scores to the TOP_K best tokens. Its Intervention key names
 # the technique but not TOP_K: the kind of bug a fix to a technique's code repairs.
 TECHNIQUE = '''
-from kbench.evaluate.techniques.base import Technique, greedy_answers
+from kbench.tasks.kee.techniques.base import Technique, greedy_answers
 from kbench.models.interface import Intervention, SamplingTruncation
 
 TOP_K = {top_k}
@@ -258,7 +258,7 @@ def test_technique_code_covers_the_kbench_modules_it_uses():
     """A technique's hash covers its module and the modules that shape its model calls (base,
     fitting, the Intervention's interface; the backend's own modules are in its `code`), not the
     registry, so a new technique does not invalidate others."""
-    assert _direct_imports("kbench.evaluate.techniques.caa") == {
-        "kbench.evaluate.techniques.base", "kbench.evaluate.techniques.fitting", "kbench.models.interface"}
-    assert _direct_imports("kbench.evaluate.techniques.baseline") == {"kbench.evaluate.techniques.base"}
-    assert code_hash("kbench.evaluate.techniques.baseline") != code_hash("kbench.evaluate.techniques.temperature")
+    assert _direct_imports("kbench.tasks.kee.techniques.caa") == {
+        "kbench.tasks.kee.techniques.base", "kbench.tasks.kee.techniques.fitting", "kbench.models.interface"}
+    assert _direct_imports("kbench.tasks.kee.techniques.baseline") == {"kbench.tasks.kee.techniques.base"}
+    assert code_hash("kbench.tasks.kee.techniques.baseline") != code_hash("kbench.tasks.kee.techniques.temperature")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from kbench.cards.protocol_section import render_protocol
+from kbench.construct.protocol_section import render_protocol
 from kbench.construct.context import StageContext
 from kbench.construct.protocols import construction_protocol, frequency_stand_in
 from kbench.construct.recipe import load_recipe
@@ -151,7 +151,7 @@ def test_the_build_writes_the_block_to_the_manifest_and_its_own_card(tmp_path):
 
 def test_a_kee_report_says_beside_head_minus_tail_whether_the_bins_are_a_stand_in(tmp_path):
     from kbench.construct.protocols import results_bin_note
-    from kbench.report.kee import comparison_sections
+    from kbench.tasks.kee.report import comparison_sections
 
     stand_in = {**construction_protocol("lama-derived").block(), "faithful": False, "deviations": [
         {"id": "frequency-source-evidence-count", "paper": "pageviews", "kbench": "evidence", "effect": "bins"}]}

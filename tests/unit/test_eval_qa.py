@@ -8,9 +8,9 @@ import pytest
 
 from kbench.errors import UserError
 from kbench.evaluate.engine import evaluate, validate
-from kbench.evaluate.qa import KnowledgeUpdateQA, QASettings, aggregate
+from kbench.tasks.qa.task import KnowledgeUpdateQA, QASettings, aggregate
 from kbench.evaluate.task import RunContext
-from kbench.metrics.qa import official_em, official_f1
+from kbench.tasks.qa.metrics import official_em, official_f1
 from kbench.models.loading import load_model
 from kbench.metrics.uncertainty import proportion
 from kbench.models.cached import CachedModel

@@ -10,7 +10,7 @@ import pytest
 
 from kbench.errors import UserError
 from kbench.evaluate.engine import evaluate, validate
-from kbench.evaluate.extraction import Extraction, ExtractionSettings
+from kbench.tasks.extraction.task import Extraction, ExtractionSettings
 from kbench.evaluate.prompts import build_prompts
 from kbench.evaluate.task import RunContext
 from kbench.models.loading import load_model

@@ -188,7 +188,7 @@ def test_truthfulqa_csv_is_fetched_locked_and_read_as_itis_probing_set(httpserve
     """The catalog's TruthfulQA entry against a local server serving a small CSV in the real file's format."""
     import hashlib
 
-    from kbench.evaluate.techniques.truthfulqa import read_probing_set
+    from kbench.tasks.kee.techniques.truthfulqa import read_probing_set
     from kbench.sources.catalog import TRUTHFULQA_CSV
 
     body = (Path(__file__).resolve().parents[1] / "fixtures" / "truthfulqa" / "TruthfulQA.csv").read_bytes()
@@ -221,7 +221,7 @@ def test_truthfulqa_csv_is_fetched_locked_and_read_as_itis_probing_set(httpserve
 
 def test_truthfulqa_csv_problems_name_the_file_and_line(tmp_path):
     from kbench.errors import InputError
-    from kbench.evaluate.techniques.truthfulqa import read_probing_set
+    from kbench.tasks.kee.techniques.truthfulqa import read_probing_set
 
     bad = tmp_path / "TruthfulQA.csv"
     bad.write_text("Type,Question,Best Answer\nx,q,a\n")

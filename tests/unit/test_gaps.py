@@ -3,7 +3,7 @@
 
 import pytest
 
-from kbench.metrics.gaps import gap_figures, mean_std
+from kbench.tasks.xteval.gaps import gap_figures, mean_std
 
 
 def test_gap_figures_hand_computed():

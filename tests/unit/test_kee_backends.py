@@ -11,7 +11,7 @@ import pytest
 
 from kbench.errors import UserError
 from kbench.evaluate.engine import evaluate
-from kbench.evaluate.kee import KeeSettings, KnowledgeElicitation
+from kbench.tasks.kee.task import KeeSettings, KnowledgeElicitation
 from kbench.evaluate.task import RunContext
 from kbench.models.interface import Capability, LanguageModel
 from tests.question_rows import question_row

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from kbench.evaluate.kee import ALL_TECHNIQUES, KeeSettings, run_protocol
-from kbench.evaluate.techniques.truthfulqa import COLUMNS, not_truthfulqa, read_probing_set
+from kbench.tasks.kee.task import ALL_TECHNIQUES, KeeSettings, run_protocol
+from kbench.tasks.kee.techniques.truthfulqa import COLUMNS, not_truthfulqa, read_probing_set
 from kbench.io import write_json
 from kbench.sources.catalog import TRUTHFULQA_CSV
 

@@ -12,7 +12,7 @@ import polars as pl
 import pytest
 
 import kbench
-from kbench.evaluate.techniques.base import ANSWER_STOP, MAX_ANSWER_TOKENS, KeeContext, clean_answer, majority_vote, use_chat
+from kbench.tasks.kee.techniques.base import ANSWER_STOP, MAX_ANSWER_TOKENS, KeeContext, clean_answer, majority_vote, use_chat
 from kbench.metrics.matching import maple_correct, normalize_for_matching
 from kbench.models.cached import CachedModel
 from kbench.models.loading import load_model

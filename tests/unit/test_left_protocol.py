@@ -1,4 +1,4 @@
-"""LEFT's protocol block (kbench/evaluate/left_protocol.py) and the paper's prior: a model
+"""LEFT's protocol block (kbench/tasks/truefalse/protocol.py) and the paper's prior: a model
 fine-tuned on BoolQ (kbench/models/training/boolq.py), here a tiny real fine-tune of the tiny
 random Llama on a handful of BoolQ-shaped rows, then judged by `kbench evaluate truefalse`."""
 
@@ -10,8 +10,8 @@ import pytest
 
 import kbench
 from kbench.errors import UserError
-from kbench.evaluate.left_protocol import left_protocol
-from kbench.evaluate.truefalse import TrueFalseSettings
+from kbench.tasks.truefalse.protocol import left_protocol
+from kbench.tasks.truefalse.task import TrueFalseSettings
 from kbench.models.training.boolq import MARKER, finetune_boolq
 from tests.dataset_folders import left_dataset as build_left_dataset
 from tests.fixtures_models import tiny_causal_dir  # noqa: F401

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 import kbench
-from kbench.evaluate.extraction import lama_filter
+from kbench.tasks.extraction.task import lama_filter
 from kbench.evaluate.prompts import build_prompts
 from kbench.models.loading import load_model
 from kbench.models.runner import ModelRunner

@@ -7,7 +7,7 @@ import itertools
 import pytest
 from scipy.stats import kendalltau
 
-from kbench.metrics import kee
+from kbench.tasks.kee import metrics as kee
 from kbench.metrics.uncertainty import proportion
 
 # Six items. base: a,b,c right; d,e,f wrong. technique: a,d right; rest wrong.

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from kbench.errors import UserError
-from kbench.metrics.qa import card_em, card_f1, get_scorer, normalize_answer, official_em, official_f1
+from kbench.tasks.qa.metrics import card_em, card_f1, get_scorer, normalize_answer, official_em, official_f1
 
 
 def test_normalisation_order_and_articles():

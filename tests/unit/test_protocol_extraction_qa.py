@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from kbench.evaluate.engine import evaluate, validate
-from kbench.evaluate.extraction import Extraction, ExtractionSettings
-from kbench.evaluate.qa import KnowledgeUpdateQA, QASettings
+from kbench.tasks.extraction.task import Extraction, ExtractionSettings
+from kbench.tasks.qa.task import KnowledgeUpdateQA, QASettings
 from kbench.evaluate.task import RunContext, Summary, Task
 from kbench.models.loading import load_model
 from kbench.models.runner import ModelRunner

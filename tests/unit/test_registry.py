@@ -55,7 +55,7 @@ def test_every_kind_is_discovered_from_its_package():
     from kbench.construct.frequency import FREQUENCY_SOURCES
     from kbench.construct.stage import STAGES
     from kbench.evaluate.task import TASKS
-    from kbench.evaluate.techniques import TECHNIQUES
+    from kbench.tasks.kee.techniques import TECHNIQUES
     from kbench.models.interface import BACKENDS
 
     assert EXECUTORS.names() == ["local", "ray"]

@@ -12,7 +12,7 @@ from jsonschema import Draft202012Validator
 
 from kbench.errors import InputError
 from kbench.metrics.uncertainty import proportion, wilson
-from kbench.report.kee import comparison_tables
+from kbench.tasks.kee.report import comparison_tables
 from kbench.report.runs import load_run
 
 GOLDEN = Path(__file__).resolve().parents[1] / "fixtures" / "results_v1"

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from kbench.evaluate.techniques.temperature import sampling_intervention
+from kbench.tasks.kee.techniques.temperature import sampling_intervention
 from kbench.models.decoding import sample_tokens, truncate
 from kbench.models.loading import load_model
 from kbench.models.runner import ModelRunner

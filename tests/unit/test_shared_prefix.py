@@ -85,7 +85,7 @@ def test_shared_prefix_batches_cut_by_tokens_read_each_texts_last_position(causa
 
 
 def test_batched_strongest_attention_equals_one_sequence_at_a_time(causal):
-    from kbench.evaluate.techniques.decore import copy_task
+    from kbench.tasks.kee.techniques.decore import copy_task
 
     sequences, queries, _ = copy_task(causal.model.config.vocab_size, 5, 6, 10, seed=0)
     sequences[4] = sequences[4][:-1]  # a shorter one: left-padded in the batch

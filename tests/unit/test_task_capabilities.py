@@ -14,7 +14,7 @@ import pytest
 import kbench
 from kbench.errors import UserError
 from kbench.evaluate.engine import validate
-from kbench.evaluate.extraction import UNDEFINED
+from kbench.tasks.extraction.task import UNDEFINED
 from kbench.metrics.uncertainty import format_estimate
 from kbench.models.interface import Capability
 from tests.conftest import run_kbench
@@ -178,7 +178,7 @@ def test_results_record_the_capabilities_of_an_in_process_model(tiny_causal_dir,
 
 def test_a_task_keeps_its_plan_state_off_self(standin, dataset, tmp_path):
     from kbench.evaluate.engine import evaluate
-    from kbench.evaluate.extraction import Extraction, ExtractionPlan, ExtractionSettings
+    from kbench.tasks.extraction.task import Extraction, ExtractionPlan, ExtractionSettings
     from kbench.evaluate.task import RunContext
 
     task = Extraction()

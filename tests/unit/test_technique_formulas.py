@@ -14,13 +14,13 @@ import pytest
 import torch
 
 from kbench.errors import UserError
-from kbench.evaluate.techniques import get_technique, parse_technique_params
-from kbench.evaluate.techniques.activation_decoding import info_layer
-from kbench.evaluate.techniques.base import KeeContext
-from kbench.evaluate.techniques.caa import CAA, best_layer, mean_difference
-from kbench.evaluate.techniques.decore import top_heads
-from kbench.evaluate.techniques.iti import head_intervention, head_shifts, heads_to_shift, select_heads
-from kbench.evaluate.techniques.recite import vote
+from kbench.tasks.kee.techniques import get_technique, parse_technique_params
+from kbench.tasks.kee.techniques.activation_decoding import info_layer
+from kbench.tasks.kee.techniques.base import KeeContext
+from kbench.tasks.kee.techniques.caa import CAA, best_layer, mean_difference
+from kbench.tasks.kee.techniques.decore import top_heads
+from kbench.tasks.kee.techniques.iti import head_intervention, head_shifts, heads_to_shift, select_heads
+from kbench.tasks.kee.techniques.recite import vote
 from kbench.models import hooks
 from kbench.models.interface import ActivationEntropy, MaskedHeadContrast
 from kbench.models.interventions import (PromptEntropies, activation_entropy, contrast, in_context_entropy,
@@ -249,7 +249,7 @@ def test_technique_params_are_validated_and_parsed():
 
 
 def test_settings_resolve_to_validated_params_before_anything_runs(loaded):
-    from kbench.evaluate.techniques.settings import resolve
+    from kbench.tasks.kee.techniques.settings import resolve
 
     got = resolve(("baseline", "temp0.7", "recite", "iti"), 5, 40, 0.9, {"iti": {"heads": 4}}, ModelRunner(loaded))
     assert got["temp0.7"] == {"temperature": 0.7, "votes": 10, "recovery_samples": 0, "seed": 0, "top_k": 40, "top_p": 0.9}

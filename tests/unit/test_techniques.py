@@ -7,9 +7,9 @@ import pytest
 import torch
 
 from kbench.errors import UserError
-from kbench.evaluate.techniques import get_technique, known_techniques
-from kbench.evaluate.techniques.base import KeeContext, KeeItem, majority_vote
-from kbench.evaluate.techniques.fitting import fitting_plan
+from kbench.tasks.kee.techniques import get_technique, known_techniques
+from kbench.tasks.kee.techniques.base import KeeContext, KeeItem, majority_vote
+from kbench.tasks.kee.techniques.fitting import fitting_plan
 from kbench.models.loading import load_model
 from kbench.models.cached import CachedModel
 from kbench.models.result_cache import ResultCache

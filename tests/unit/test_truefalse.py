@@ -10,7 +10,7 @@ from kbench.errors import UserError
 from kbench.metrics.uncertainty import difference_paired
 from kbench.evaluate.engine import evaluate, validate
 from kbench.evaluate.task import RunContext
-from kbench.evaluate.truefalse import ANSWERS, TrueFalse, TrueFalseSettings, prompt_text
+from kbench.tasks.truefalse.task import ANSWERS, TrueFalse, TrueFalseSettings, prompt_text
 from kbench.models.loading import load_model
 from kbench.models.cached import CachedModel
 from kbench.models.result_cache import ResultCache
@@ -107,7 +107,7 @@ def test_closed_book_reports_before_and_after(tiny_causal_dir, left_dataset, tmp
 def test_open_book_minus_prior_is_paired_on_statements_across_runs(runner, left_dataset, tmp_path):
     from kbench.report.build import build_report
     from kbench.report.items import read_items
-    from kbench.report.left import setting_comparisons
+    from kbench.tasks.truefalse.report import setting_comparisons
     from kbench.report.runs import load_runs
 
     run_truefalse(runner, left_dataset, tmp_path / "prior", TrueFalseSettings(limit=4))

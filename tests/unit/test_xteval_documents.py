@@ -5,7 +5,7 @@ import random
 import pytest
 
 from kbench.errors import InputError, UserError
-from kbench.evaluate.xteval.documents import (GOLD, INPUT_TYPES, DocumentGenerator, Triple, load_templates,
+from kbench.tasks.xteval.documents import (GOLD, INPUT_TYPES, DocumentGenerator, Triple, load_templates,
                                               render)
 
 FACTS = [
@@ -94,7 +94,7 @@ def test_load_templates_from_lama_folder(shared_data):
 
 
 def test_iid_and_ood_splits():
-    from kbench.evaluate.xteval.pipeline import split_facts
+    from kbench.tasks.xteval.pipeline import split_facts
 
     facts = [Triple(f"h{i}", f"P{i % 5 + 1}", f"t{i}") for i in range(50)]
     train, test = split_facts(facts, "iid", 0, 0.6)
@@ -110,8 +110,8 @@ def test_iid_and_ood_splits():
 def test_ood_training_documents_never_show_a_held_out_relation():
     """Every training document (gold, hard negatives, validation rows, every epoch) of an OOD
     split names only train relations: no held-out template, head or tail reaches training."""
-    from kbench.models.training.crossencoder import training_candidates
-    from kbench.evaluate.xteval.pipeline import downstream_generators, split_facts
+    from kbench.tasks.xteval.training.crossencoder import training_candidates
+    from kbench.tasks.xteval.pipeline import downstream_generators, split_facts
 
     relations = [f"P{i}" for i in range(1, 6)]
     facts = [Triple(f"head-{r}-{i}", r, f"tail-{r}-{i % 3}") for r in relations for i in range(8)]

@@ -7,9 +7,9 @@ import math
 import pytest
 import torch
 
-from kbench.evaluate.xteval.aggregate import aggregate_setting
-from kbench.evaluate.xteval.extraction import discrete_known
-from kbench.metrics.gaps import gap_figures
+from kbench.tasks.xteval.aggregate import aggregate_setting
+from kbench.tasks.xteval.extraction import discrete_known
+from kbench.tasks.xteval.gaps import gap_figures
 from kbench.models.loading import load_model
 from kbench.models.runner import ModelRunner
 from kbench.models.training import Trainer
@@ -110,8 +110,8 @@ def test_acc_d_std_is_over_extraction_seeds_and_downstream_std_over_runs():
 
 
 def test_relations_without_soft_prompt_data_leave_d(tiny_causal_dir, tmp_path):  # noqa: F811
-    from kbench.evaluate.xteval.extraction import soft_known
-    from kbench.models.training.softprompt import SoftPromptConfig
+    from kbench.tasks.xteval.extraction import soft_known
+    from kbench.tasks.xteval.training.softprompt import SoftPromptConfig
 
     loaded = load_model(str(tiny_causal_dir))
     rows = _rows()

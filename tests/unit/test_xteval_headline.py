@@ -3,7 +3,7 @@
 import pytest
 
 from kbench.errors import UserError
-from kbench.evaluate.xteval.headline import downstream_headline
+from kbench.tasks.xteval.headline import downstream_headline
 from tests.report_runs import lama_items
 from tests.xteval_runs import xteval_rows
 

@@ -1,11 +1,11 @@
-"""XTEVAL's protocol block (kbench/evaluate/xteval/protocol.py) and its acc_D / Gap 1 intervals
+"""XTEVAL's protocol block (kbench/tasks/xteval/protocol.py) and its acc_D / Gap 1 intervals
 (kbench/metrics/clustered.py `extraction_estimates`): the paper's defaults give no entry, each
 option exactly its own, and no interval is zero-width at acc_D = 0 or 1."""
 
 import pytest
 
-from kbench.evaluate.xteval.pipeline import XtevalSettings
-from kbench.evaluate.xteval.protocol import xteval_protocol
+from kbench.tasks.xteval.pipeline import XtevalSettings
+from kbench.tasks.xteval.protocol import xteval_protocol
 from kbench.metrics.clustered import extraction_estimates
 from kbench.metrics.uncertainty import wilson
 

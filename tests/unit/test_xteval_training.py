@@ -6,10 +6,10 @@ import random
 import pytest
 import torch
 
-from kbench.models.training.crossencoder import CrossEncoder, FinetuneConfig, finetune, info_nce, training_candidates
-from kbench.evaluate.xteval.documents import DocumentGenerator, Triple
+from kbench.tasks.xteval.training.crossencoder import CrossEncoder, FinetuneConfig, finetune, info_nce, training_candidates
+from kbench.tasks.xteval.documents import DocumentGenerator, Triple
 from kbench.models.training.probes import answer_targets, run_probes, soft_probe
-from kbench.models.training.softprompt import SoftPromptConfig, load_or_train, target_pairs, train_relation
+from kbench.tasks.xteval.training.softprompt import SoftPromptConfig, load_or_train, target_pairs, train_relation
 from kbench.models.loading import load_model
 from tests.fixtures_models import tiny_causal_dir, tiny_masked_dir  # noqa: F401
 
@@ -132,7 +132,7 @@ def test_soft_slots_holding_template_embeddings_equal_the_discrete_prompt(tiny_c
 
 
 def test_template_init_picks_the_words_around_the_head(tiny_causal_dir):  # noqa: F811
-    from kbench.models.training.softprompt import template_init
+    from kbench.tasks.xteval.training.softprompt import template_init
 
     tok = load_model(str(tiny_causal_dir)).tokenizer
     before = tok("the capital of", add_special_tokens=False)["input_ids"]

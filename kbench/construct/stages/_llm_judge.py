@@ -104,7 +104,8 @@ class LlmJudge(Stage):
         return {"judge_model": name} if name else {}
 
     def _open(self):
-        from kbench.models.interface import ModelSpec, open_model
+        from kbench.models.cached import open_model
+        from kbench.models.interface import ModelSpec
         from kbench.models.served.spec import backend_for
 
         name = judge_model_name(self.params, self.ctx)

@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import re
 
-from kbench.cards.protocol_section import render_protocol
+from kbench.construct.protocol_section import render_protocol
 from kbench.construct.stage import Stage, StageOutput, StageParams, register_stage
 from kbench.dataset import dataset_configs, dataset_infos, split_order
 from kbench.errors import InputError, UserError

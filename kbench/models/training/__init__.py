@@ -3,15 +3,12 @@
     from kbench.models.training import trainer
     train = trainer(ctx.model, "task xteval")      # refuses a model without TRAIN (exit code 2)
     hits = train.probe_hits(probes, batch_size=32)  # teacher-forced top-1 probes (probes.py)
-    vectors = train.soft_prompt("P19", pairs, save_dir, cfg, seed)   # softprompt.py
-    encoder, log = train.finetune_cross_encoder(facts, generator, cfg, seed)   # crossencoder.py
+    vectors = train.run(load_or_train, "P19", pairs, save_dir, cfg, seed)   # a task's routine on the network
 
 The one place outside a backend that holds the torch module: tasks (XTEVAL) and `kbench read`
 call these methods and never see the network, the `LoadedModel` or a backend's attributes.
 
     probes.py        teacher-forced top-1 probes (first token / full answer / the mask), soft-prompt slots
-    softprompt.py    OptiPrompt-style per-relation soft prompts (frozen model, safetensors)
-    crossencoder.py  XTEVAL's cross-encoder (fresh scalar head) and its InfoNCE fine-tuning
     reading.py       `kbench read`'s continued pre-training loop and its per-epoch checkpoints
     boolq.py         LEFT's prior as the paper makes it: a causal LM fine-tuned on BoolQ (True/False)
 """
@@ -19,7 +16,6 @@ call these methods and never see the network, the `LoadedModel` or a backend's a
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kbench.models.interface import Capability, LanguageModel, require
@@ -52,17 +48,10 @@ class Trainer:
                 hits += run_probes(self._weights.model, chunk, self.tokenizer.pad_token_id, vectors)[1].tolist()
         return hits
 
-    def soft_prompt(self, relation: str, pairs: Callable[[str], tuple[list, list]], save_dir: Path, cfg, seed: int, **options):
-        """The relation's soft-prompt vectors, reused from `save_dir` or trained (`softprompt.load_or_train`)."""
-        from kbench.models.training.softprompt import load_or_train
-
-        return load_or_train(self._weights, relation, pairs, save_dir, cfg, seed, **options)
-
-    def finetune_cross_encoder(self, train_facts, generator, cfg, seed: int):
-        """A fresh cross-encoder fine-tuned on a copy of the network: (encoder, log) (`crossencoder.finetune`)."""
-        from kbench.models.training.crossencoder import finetune
-
-        return finetune(self._weights, train_facts, generator, cfg, seed)
+    def run(self, routine: Callable, *args, **options):
+        """`routine(weights, *args, **options)`: a task's own training on this model's network (XTEVAL's
+        soft prompts and cross-encoder, `kbench.tasks.xteval.training`), so this layer names no task."""
+        return routine(self._weights, *args, **options)
 
 
 def trainer(model: LanguageModel, who: str) -> Trainer:

@@ -1,0 +1,7 @@
+"""`kbench evaluate extraction`: which facts of a dataset split does a model know (LAMA, MAPLE).
+
+task.py  Settings and the Task (plan, score, aggregate, protocol)
+cli.py   `kbench evaluate extraction`
+"""
+
+from kbench.tasks.extraction import task as task  # registers "extraction" in TASKS

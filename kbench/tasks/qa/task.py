@@ -1,0 +1,221 @@
+"""`kbench evaluate qa`: knowledge-update QA (EvolvingQA) on a dataset from `pipelines/evolving.toml`.
+
+Per item, through the model (a `LanguageModel`, batched and cached): a greedy answer (stop at a newline, at most
+`max_new_tokens`), stripped, to the question in a prompt form of `kbench.evaluate.prompts`
+(`question`: an instruction + "Question: <q>\nAnswer:"; `chat`: the tokenizer's chat template),
+optionally after `fewshot` solved examples drawn from the Unchanged items (never the item's subject).
+Scores (`kbench.tasks.qa.metrics`, `--metric official|card`):
+  * Unchanged and New items: EM / F1 against the item's answer;
+  * Edited items, twice: Outdated against `answer1` (the old object; a model that learnt the
+    update scores near 0 here) and Updated against `answer2` (the new object).
+EM and F1 are averaged per slice, as fractions in [0, 1] (the official script prints them x100).
+For edited items the runner also scores both answers as continuations of the prompt (" " + answer,
+summed log-probabilities): `prefers_updated` is the share whose updated answer is more likely than
+the outdated one (a tie counts for "outdated", as the official script does).
+
+Every EM / F1 mean carries a seeded bootstrap interval and the preference share a Wilson
+interval (`kbench.metrics.uncertainty`); the engine journals fixed units, so a rerun resumes.
+`--limit N` evaluates a seeded sample.
+
+Protocol `evolvingqa` (`results.json` `protocol`, docs/protocol.md): the official scorer on questions
+in the standard question form, zero-shot, over every item. `--metric card`, `--prompt chat`,
+`--fewshot` and a `--limit` sample each add their entry where they are applied.
+
+Continual-update loop (README): `kbench read --text DATASET/corpus/new_snapshot.jsonl
+--only change=updated --out CKPT`, then `kbench evaluate qa --model CKPT` -- Outdated should fall
+and Updated rise if reading taught the model the new facts.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field
+
+from kbench.dataset import has_split, open_split, seeded_sample
+from kbench.errors import UserError
+from kbench.evaluate import departures
+from kbench.evaluate.prompts import Prompt, build_prompts
+from kbench.evaluate.task import TASKS, Plan, RunContext, Summary, Task, TaskSettings, Unit, chunks
+from kbench.metrics import uncertainty as u
+from kbench.models.interface import Capability
+from kbench.protocol import REFERENCES, Deviation, Protocol
+from kbench.tasks.qa.metrics import get_scorer
+
+CATEGORIES = ("unchanged", "new", "edited")
+SLICES = ("unchanged", "new", "outdated", "updated")
+UNIT_ITEMS = 128
+HINT = "; is this an evolving QA dataset (pipelines/evolving.toml)?"
+EVERY_NUMBER = "every EM and F1 (Unchanged, New, Outdated, Updated) and prefers_updated"
+CARD_SCORER = Deviation(
+    id="card-scorer",
+    paper="the official scorer: lowercase, drop punctuation and articles, collapse whitespace; EM on the "
+    "normalised strings, F1 over the multiset of shared tokens",
+    kbench="--metric card: the evaluation card's recipe (EM on stripped strings, case kept; F1 over the set "
+    "of shared lower-cased tokens)",
+    effect="every EM and F1 (Unchanged, New, Outdated, Updated); prefers_updated is unaffected",
+)
+
+
+class QASettings(TaskSettings):
+    split: str = "all"  # the three category splits together; or one of them
+    metric: Literal["official", "card"] = Field("official", description="official: EvolvingQA's scorer; card: the card's.")
+    prompt: Literal["question", "chat"] = Field("question", description="chat: the tokenizer's chat template.")
+    fewshot: int = Field(default=0, ge=0, description="Solved examples from the Unchanged items before each question.")
+    max_new_tokens: int = Field(default=16, ge=1, description="Tokens generated per question.")
+
+
+def build_qa_prompts(items: list[dict], settings: QASettings, tokenizer, examples: list[dict]) -> list[Prompt]:
+    """Prompts in the shared forms; a row's `object` is its current answer (answer2)."""
+    as_questions = [{**r, "object": r["answer"], "subject": r.get("subject") or r["question"]} for r in items]
+    pool = [{**r, "object": r["answer"], "subject": r.get("subject") or r["question"]} for r in examples]
+    return build_prompts(as_questions, settings.prompt, tokenizer, "causal", settings.fewshot, pool, settings.seed)
+
+
+def read_items(dataset: Path, config: str | None, split: str) -> tuple[list[dict], list[dict]]:
+    """(rows, the dataset blocks of the split files read)."""
+    wanted = CATEGORIES if split == "all" else (split,)
+    if split != "all" and split not in CATEGORIES:
+        raise UserError(f"--split {split!r}: choose all or one of {', '.join(CATEGORIES)}")
+    rows, files = [], []
+    for category in wanted:
+        if not has_split(dataset, category, config):
+            continue  # a snapshot pair may have no item of some category
+        part = open_split(dataset, category, config, schema="qa_item.v1.json", hint=HINT)
+        rows += part.rows
+        files.append(part.describe())
+    if not rows:
+        raise UserError(f"{dataset}: no unchanged/new/edited split; build one with pipelines/evolving.toml")
+    return rows, files
+
+
+def _item_rows(model, items: list[dict], built: list[Prompt], settings: QASettings) -> list[dict]:
+    em, f1 = get_scorer(settings.metric)
+    prompts = [p.text for p in built]
+    predictions = [p.strip() for p in model.generate(prompts, settings.max_new_tokens, stop=list(built[0].stop))]
+    edited = [i for i, r in enumerate(items) if r["category"] == "edited"]
+    # how an answer continues its prompt: " " + answer after plain text, the bare answer after a chat turn
+    lead = [built[i].gold[: len(built[i].gold) - len(items[i]["answer"])] for i in range(len(items))]
+    scored = model.score_answers(
+        [prompts[i] for i in edited for _ in (1, 2)], [lead[i] + items[i][key] for i in edited for key in ("answer1", "answer2")]
+    )
+    likelihood = {i: (scored[2 * k][0], scored[2 * k + 1][0]) for k, i in enumerate(edited)}
+    out = []
+    for i, (row, prediction) in enumerate(zip(items, predictions)):
+        item = {
+            "id": row["id"],
+            "relation": row["relation"],
+            "relation_label": row.get("relation_label", ""),
+            "category": row["category"],
+            "question": row["question"],
+            "prompt": prompts[i],
+            "prediction": prediction,
+            "answer": row["answer"],
+            "answer1": row["answer1"],
+            "answer2": row["answer2"],
+        }
+        if row["category"] == "edited":
+            lp1, lp2 = likelihood[i]
+            item.update(
+                {
+                    "em_outdated": em(prediction, row["answer1"]),
+                    "f1_outdated": f1(prediction, row["answer1"]),
+                    "em_updated": em(prediction, row["answer2"]),
+                    "f1_updated": f1(prediction, row["answer2"]),
+                    "logprob_answer1": lp1,
+                    "logprob_answer2": lp2,
+                    "prefers_updated": lp2 > lp1,
+                }
+            )
+        else:
+            item.update({"em": em(prediction, row["answer"]), "f1": f1(prediction, row["answer"])})
+        out.append(item)
+    return out
+
+
+def aggregate(items: list[dict], seed: int = u.BOOTSTRAP_SEED) -> dict:
+    slices = {}
+    for name in SLICES:
+        if name in ("outdated", "updated"):
+            rows = [r for r in items if r["category"] == "edited"]
+            em_key, f1_key = f"em_{name}", f"f1_{name}"
+        else:
+            rows = [r for r in items if r["category"] == name]
+            em_key, f1_key = "em", "f1"
+        slices[name] = {  # fractions, like every kbench number (the official script prints them x100)
+            "em": u.proportion_of([bool(r[em_key]) for r in rows]),  # 0/1 per item: a Wilson interval
+            "f1": u.mean([r[f1_key] for r in rows], seed=seed),
+        }
+    edited = [r for r in items if r["category"] == "edited"]
+    preference = {
+        "prefers_updated": u.proportion_of([r["prefers_updated"] for r in edited]),
+        "ties": sum(r["logprob_answer1"] == r["logprob_answer2"] for r in edited),
+    }
+    return {"splits": slices, "edited_preference": preference}
+
+
+@TASKS.register("qa")
+class KnowledgeUpdateQA(Task):
+    name = "qa"
+    Settings = QASettings
+    primary_metric = ("updated_em",)
+    outcome_columns = ("em", "em_updated")  # edited facts count against their updated answer
+    metrics_schema = "results.qa.v2.json"
+    reads_v1 = True
+
+    def from_v1(self, results: dict) -> dict:
+        from kbench.tasks.qa.legacy import from_v1
+
+        return from_v1(results)
+
+    def needs(self, settings: QASettings) -> dict[str, frozenset[Capability]]:
+        # answers are generated; an edited item's two answers are compared by log-likelihood
+        return {"task qa": frozenset({Capability.GENERATE, Capability.LOGLIKELIHOOD})}
+
+    def plan(self, ctx: RunContext) -> Plan:
+        s: QASettings = ctx.settings
+        everything, files = read_items(ctx.dataset, s.config, s.split)
+        items = seeded_sample(everything, s.limit, s.seed)
+        examples = [r for r in everything if r["category"] == "unchanged"] if s.fewshot else []
+        prompts = build_qa_prompts(items, s, ctx.model.tokenizer, examples)
+        deviations = departures.present(
+            departures.sample_limit(len(items), len(everything), s.limit, s.seed, EVERY_NUMBER),
+            departures.prompt_form(
+                s.prompt,
+                ("question",),
+                "asks each question in the standard question format",
+                "the question as a user turn through the tokenizer's chat template",
+                EVERY_NUMBER,
+            ),
+            departures.fewshot(
+                s.fewshot,
+                "the Unchanged items (never the item's subject)",
+                "asks each question alone, with no solved examples",
+                EVERY_NUMBER,
+            ),
+            CARD_SCORER if s.metric == "card" else None,
+        )
+        from kbench.io import stable_hash
+
+        dataset = {
+            "path": str(ctx.dataset),
+            "split": s.split,
+            "files": files,
+            "sha256": stable_hash([f["sha256"] for f in files]),
+        }
+        state = Protocol("evolvingqa", REFERENCES["evolvingqa"], deviations)
+        return Plan(units=chunks(list(zip(items, prompts)), UNIT_ITEMS), dataset=dataset, state=state)
+
+    def score(self, ctx: RunContext, state: Protocol, unit: Unit) -> list[dict]:
+        return _item_rows(ctx.model, [r for r, _ in unit.items], [p for _, p in unit.items], ctx.settings)
+
+    def aggregate(self, ctx: RunContext, state: Protocol, rows: list[dict]) -> Summary:
+        summary = aggregate(rows, seed=ctx.settings.seed)
+        splits = summary["splits"]
+        headline = {
+            f"{name}_em": splits[name]["em"] for name in ("unchanged", "new", "updated", "outdated") if splits[name]["em"]["n"]
+        }
+        if summary["edited_preference"]["prefers_updated"]["n"]:
+            headline["prefers_updated"] = summary["edited_preference"]["prefers_updated"]
+        return Summary(headline=headline, metrics={"metric": ctx.settings.metric, **summary}, protocol=state)
