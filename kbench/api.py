@@ -186,7 +186,13 @@ def evaluate(
     return EvalResult(task, run_dir, results["headline"], results["metrics"], results)
 
 
-def report(runs: list[str | Path], *, out: str | Path = "report", relations: str | Path | None = None) -> Path:
+def report(
+    runs: list[str | Path],
+    *,
+    out: str | Path = "report",
+    relations: str | Path | None = None,
+    echo: Callable[[str], None] | None = None,
+) -> Path:
     """Write the static HTML report of evaluation runs (summary with 95% intervals, paired model
     comparisons, item explorers, charts) into `out`; returns its index.html.
 
@@ -196,7 +202,7 @@ def report(runs: list[str | Path], *, out: str | Path = "report", relations: str
     """
     from kbench.report.build import build_report
 
-    return build_report([Path(r) for r in runs], Path(out), Path(relations) if relations is not None else None)
+    return build_report([Path(r) for r in runs], Path(out), Path(relations) if relations is not None else None, echo=echo)
 
 
 def _require_backends(task, settings, models: list) -> None:

@@ -92,7 +92,8 @@ def post(url: str, body: dict) -> dict:
 
 
 def main() -> None:
-    from kbench.models.interface import ModelSpec, open_model
+    from kbench.models.cached import open_model
+    from kbench.models.interface import ModelSpec
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--server", required=True, help="the llama.cpp server's root, e.g. http://127.0.0.1:8080")

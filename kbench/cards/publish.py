@@ -4,7 +4,7 @@
   * a dataset folder (has manifest.json) needs a valid card (README.md, see `kbench card`) and a
     manifest `files` section that matches the files byte for byte (sha256); it uploads exactly
     `publishable_files(DIR)`: no `.kbench/` work files, locks or temp files;
-  * a suite folder (has suite.json) is published as `kbench.suite.publish` lays it out;
+  * a suite folder (has suite.json) comes with the plan `kbench.suite.publish` lays out;
   * an evaluation run (has results.json) is published as a results dataset, as lm-eval publishes
     its details: results.json, the per-item tables, the run's HTML report (`report/`, rendered
     for the upload as `kbench report RUN` renders it) and a generated card whose `configs` open
@@ -61,10 +61,6 @@ def plan_upload(root: str | Path) -> UploadPlan:
         return _plan_dataset(root)
     if (root / "results.json").exists():
         return _plan_results(root)
-    if (root / "suite.json").exists():
-        from kbench.suite.publish import plan_suite
-
-        return plan_suite(root)
     raise UserError(f"{root}: neither a built dataset (manifest.json), an evaluation run (results.json) nor a suite (suite.json)")
 
 
@@ -186,10 +182,13 @@ def _scrub(text: str, token: str | None) -> str:
     return text.replace(token, "***") if token else text
 
 
-def publish(root: str | Path, repo_id: str, *, private: bool = False, dry_run: bool = False) -> UploadPlan:
-    """Check the folder, then (unless `dry_run`) create the repo and upload the plan's files."""
+def publish(
+    root: str | Path, repo_id: str, *, private: bool = False, dry_run: bool = False, plan: UploadPlan | None = None
+) -> UploadPlan:
+    """Check the folder, then (unless `dry_run`) create the repo and upload the plan's files (`plan`:
+    one made elsewhere, as `kbench.suite.publish.plan_suite` makes a suite's)."""
     check_repo_id(repo_id)
-    plan = plan_upload(root)
+    plan = plan or plan_upload(root)
     if dry_run:
         return plan
     from huggingface_hub import HfApi, get_token

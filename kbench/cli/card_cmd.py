@@ -46,7 +46,12 @@ def publish(
     """Upload a dataset (or evaluation results) to the Hugging Face Hub as a dataset repo."""
     from kbench.cards.publish import publish as publish_folder
 
-    plan = publish_folder(folder, repo_id, private=private, dry_run=dry_run)
+    suite = None
+    if (Path(folder) / "suite.json").is_file():  # a suite lays out its own upload
+        from kbench.suite.publish import plan_suite
+
+        suite = plan_suite(Path(folder))
+    plan = publish_folder(folder, repo_id, private=private, dry_run=dry_run, plan=suite)
     generated = " (generated)"
     for rel in plan.files:
         typer.echo(f"{rel}{generated if rel in plan.generated else ''}")

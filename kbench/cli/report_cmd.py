@@ -45,9 +45,13 @@ def report(
         standardize_runs(list(run_dirs[1:]), out)
         typer.echo(f"standardised scores written to {out}")
         return
-    # kbench.api.report without the terminal: here each run's protocol and each comparison that is
-    # not like for like are printed as well
-    from kbench.report.build import build_report
+    if len(run_dirs) == 1 and (run_dirs[0] / "suite.json").is_file():  # a suite folder has a page of its own
+        from kbench.suite.report import build_suite_report
 
-    index = build_report(list(run_dirs), out, relations, echo=typer.echo)
+        typer.echo(f"report written to {build_suite_report(run_dirs[0], out)}")
+        return
+    # on the terminal too: each run's protocol and each comparison that is not like for like
+    from kbench.api import report
+
+    index = report(list(run_dirs), out=out, relations=relations, echo=typer.echo)
     typer.echo(f"report written to {index}")

@@ -6,8 +6,6 @@ Writes into OUT, atomically, file by file:
 - `comparison.md`: the paired comparison on shared items, when two runs share a task (`compare`);
 - the files a task writes about its runs together (`Task.report_files`: LEFT's `left_settings.md`);
 - the PNG charts (`plots`); a chart no run has data for is not drawn.
-A suite folder (`kbench suite run`; it holds suite.json) gets the suite page instead
-(`kbench.suite.report`).
 Returns the index path. Every run is read (and its protocol block checked) before anything is
 written, so a bad results file leaves OUT as it was. `echo` receives the lines a terminal shows:
 each run's protocol and each comparison that is not like for like.
@@ -50,10 +48,6 @@ def build_report(
 ) -> Path:
     if not run_dirs:
         raise UserError("give at least one run directory (it holds results.json)")
-    if len(run_dirs) == 1 and (run_dirs[0] / "suite.json").is_file():  # a suite folder has a page of its own
-        from kbench.suite.report import build_suite_report
-
-        return build_suite_report(run_dirs[0], out_dir)
     if relations_file is not None and not relations_file.is_file():
         raise UserError(f"--relations {relations_file}: no such file")
     runs = load_runs(run_dirs)

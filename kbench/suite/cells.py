@@ -42,7 +42,8 @@ def with_retries(what: str, fn: Callable[[], T], retries: int, wait: float) -> t
 
 def open_entry(entry: ModelEntry):
     """The model a suite entry names, opened as `kbench evaluate --model` opens it (shared result cache)."""
-    from kbench.models.interface import ModelSpec, open_model
+    from kbench.models.cached import open_model
+    from kbench.models.interface import ModelSpec
     from kbench.models.served.spec import backend_for
 
     spec = ModelSpec(

@@ -20,7 +20,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from kbench.models.interface import Capability, ModelSpec, open_model
+from kbench.models.cached import open_model
+from kbench.models.interface import Capability, ModelSpec
 from kbench.models.loading import resolve_packaged_gguf, resolve_source
 from tests.conftest import run_kbench
 from tests.servers import free_port, running

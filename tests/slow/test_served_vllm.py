@@ -23,7 +23,8 @@ import polars as pl
 import pytest
 
 from kbench.errors import UserError
-from kbench.models.interface import Capability, ModelSpec, open_model
+from kbench.models.cached import open_model
+from kbench.models.interface import Capability, ModelSpec
 from kbench.models.loading import resolve_source
 from tests.conftest import run_kbench
 from tests.dataset_folders import question_dataset

@@ -32,7 +32,8 @@ FACTS = [("P36", "France", "Paris"), ("P36", "Germany", "Berlin"), ("P36", "Ital
 SCRIPT = """
 import json, sys
 import kbench
-from kbench.models.interface import ModelSpec, open_model
+from kbench.models.cached import open_model
+from kbench.models.interface import ModelSpec
 model = open_model(ModelSpec(name=sys.argv[1], backend="vllm"), cache=None)
 for task, dataset, out, settings in json.loads(sys.argv[2]):
     kbench.evaluate(task, dataset=dataset, model=model, out=out, **settings)

@@ -36,6 +36,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("kbench.tasks",),
     ("kbench.cards", "kbench.export", "kbench.read"),
     ("kbench.api",),
+    ("kbench.suite", "kbench.claims"),  # many models x many tasks through the API, and the papers' claims over them
     ("kbench.cli", "kbench.tasks.*.cli", "kbench.__main__"),
 ]
 

@@ -60,7 +60,7 @@ def test_every_kind_is_discovered_from_its_package():
 
     assert EXECUTORS.names() == ["local", "ray"]
     assert "pageviews" in FREQUENCY_SOURCES.names() and "extract_rebel" in STAGES.names()
-    assert TASKS.names() == EVALUATE_COMMANDS.names() and "caa" in TECHNIQUES.names() and BACKENDS.names() == ["hf", "openai"]
+    assert TASKS.names() == EVALUATE_COMMANDS.names() and "caa" in TECHNIQUES.names() and BACKENDS.names() == ["hf", "openai", "vllm"]
 
 
 def test_a_lookup_imports_the_module_named_like_the_plug_in_first(plugins):
