@@ -43,7 +43,7 @@ def test_each_setting_names_its_procedure_and_records_the_zero_shot_judge():
     assert "BoolQ" in block["deviations"][0]["paper"] and "logP(' True')" in block["deviations"][0]["kbench"]
     assert ids(setting="open-book", retriever="sbert") == ["zero-shot-judge", "passage-cut"]
     assert ids(setting="open-book", retriever="gold") == ["zero-shot-judge", "gold-paragraph-by-overlap", "passage-cut"]
-    assert ids(limit=4) == ["zero-shot-judge", "statements-subset"]
+    assert ids(limit=4) == ["zero-shot-judge", "sample-limit"]
     assert left_protocol(TrueFalseSettings(setting="open-book", retriever="sbert"), 4).name == "left-open-book"
 
 
@@ -75,14 +75,14 @@ def test_the_boolq_fine_tuned_prior_replaces_the_zero_shot_entry(tiny_causal_dir
     assert protocol["name"] == "left-prior"
     assert "zero-shot-judge" not in [d["id"] for d in protocol["deviations"]]
     # six questions are not BoolQ's 9,427: that is left to say, beside the --limit this test asked for
-    assert [d["id"] for d in protocol["deviations"]] == ["boolq-subset", "statements-subset"]
+    assert [d["id"] for d in protocol["deviations"]] == ["boolq-subset", "sample-limit"]
     assert "6 questions from six inline rows" in protocol["deviations"][0]["kbench"]
     judge = result.metrics["judge"]
     assert judge["kind"] == "boolq-fine-tuned" and judge["boolq"]["rows_sha256"] == record["rows_sha256"]
     assert result.results["model"]["name"] == str(folder)   # the fine-tune is the judged model
     zero_shot = kbench.evaluate("truefalse", dataset=left_dataset, model=str(tiny_causal_dir), limit=4,
                                 out=tmp_path / "prior", use_cache=False)
-    assert [d["id"] for d in zero_shot.results["protocol"]["deviations"]] == ["zero-shot-judge", "statements-subset"]
+    assert [d["id"] for d in zero_shot.results["protocol"]["deviations"]] == ["zero-shot-judge", "sample-limit"]
     assert zero_shot.metrics["judge"] == {"kind": "zero-shot"}
     margins = [result.items["margin"].to_list(), zero_shot.items["margin"].to_list()]
     assert margins[0] != margins[1]   # the prior comes from the fine-tuned weights

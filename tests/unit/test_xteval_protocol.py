@@ -45,7 +45,7 @@ def test_kbench_defaults_need_exactly_their_two_entries():
     ({"finetune": {"negatives_per_type": 2}}, ["finetune-negatives-per-type"]),
     ({"distractors_per_type": 4}, ["distractors-per-type"]),
     ({"train_fraction": 0.5}, ["train-fraction"]),
-    ({"limit": 12}, ["facts-sample"]),
+    ({"limit": 12}, ["sample-limit"]),
     ({"split_seeds": 1}, ["split-seeds"]),
     ({"finetune_seeds": 2}, ["finetune-seeds"]),
     ({"extraction_seeds": 2}, ["extraction-seeds"]),

@@ -39,6 +39,7 @@ from pydantic import Field, field_validator, model_validator
 
 from kbench.dataset import has_split, open_split, seeded_sample
 from kbench.errors import UserError
+from kbench.evaluate.departures import sample_limit
 from kbench.evaluate.task import TASKS, Plan, RunContext, Summary, Task, TaskSettings, Unit, chunks
 from kbench.metrics import uncertainty as u
 from kbench.metrics.matching import exact_match, maple_correct
@@ -277,6 +278,7 @@ class KeePlan:
     items: list[KeeItem]  # the evaluated items, in plan order
     pool_split: str | None  # the split CAA / ITI fit on (None: two folds of the items)
     pool_available: int  # items in that split before the fit-pool limit (0 without one)
+    split_size: int  # items in the evaluated split before --limit
     context: KeeContext  # what every technique runs with
 
 
@@ -334,7 +336,12 @@ class KnowledgeElicitation(Task):
             unit for t in s.temperatures for unit in chunks(items, UNIT_ITEMS, f"{PARTITION}@{t}/", {"partition_temperature": t})
         ]
         state = KeePlan(
-            technique_params=technique_params, items=items, pool_split=pool_split, pool_available=pool_available, context=context
+            technique_params=technique_params,
+            items=items,
+            pool_split=pool_split,
+            pool_available=pool_available,
+            split_size=len(split.rows),
+            context=context,
         )
         return Plan(units=units, dataset=split.describe(), state=state)
 
@@ -373,6 +380,8 @@ class KnowledgeElicitation(Task):
         fitted = {n: fit_records(by_tech[n].values()) for n in s.techniques}
         pool = (state.pool_split, state.pool_available, len(state.context.train_items)) if state.pool_split else None
         protocol, deviations = run_protocol(s, state.context.chat, pool, fitted)
+        limited = sample_limit(len(state.items), state.split_size, s.limit, s.seed, "Acc, Gain, Loss, PRS, SGR, DGR")
+        protocol = protocol.with_deviations([limited] if limited else [])
         result = {
             "techniques": list(s.techniques),
             "technique_params": state.technique_params,

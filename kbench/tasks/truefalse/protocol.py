@@ -71,7 +71,7 @@ def left_protocol(settings, n_statements: int) -> Protocol:
     if settings.limit is not None:
         deviations.append(
             Deviation(
-                "statements-subset",
+                "sample-limit",
                 "every statement of the split",
                 f"the first {n_statements} statements in dataset order, whole pairs (--limit {settings.limit})",
                 ACCURACY,

@@ -54,7 +54,7 @@ def xteval_protocol(s: XtevalSettings, model_kind: str, seeds: int, counts: dict
     if s.limit is not None:
         deviations.append(
             Deviation(
-                "facts-sample",
+                "sample-limit",
                 "all facts of the diagnostic dataset D",
                 f"a seeded sample of {counts['facts']} facts (--limit {s.limit}, --seed {s.seed})",
                 ACC_D,
