@@ -15,6 +15,7 @@ import datetime as _dt
 from html import escape
 from typing import Any
 
+from kbench.construct.protocols import results_bin_note
 from kbench.metrics.uncertainty import SMALL_N, is_small
 from kbench.protocol import describe
 from kbench.report.compare import Comparison, pair_cells, part_counts
@@ -181,6 +182,9 @@ def render_page(
         ]
     for run in runs:
         parts += [f"<h2>{escape(run.label)}: {escape(run.task)}</h2>", block_html(run.protocol)]
+        bins_note = results_bin_note(run.results) if run.metrics.get("frequency_bin_differences") else None
+        if bins_note:  # a head - tail difference says where its bins came from
+            parts.append(f"<p class='warn'><b>Head − tail, head − torso:</b> {escape(bins_note)}</p>")
         tables = metric_tables(run.metrics)
         task = task_class(run.task)
         section = task().report_section(run) if task is not None else ""  # the task's own part of the page

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from kbench.errors import UserError
+from kbench.metrics.uncertainty import bin_differences
 from kbench.protocol import REFERENCES, Deviation, Protocol, comparison_differences
 from kbench.report.build import build_report
 from tests.report_runs import extraction_run, lama_items, predict
@@ -132,3 +133,22 @@ def test_standardized_scores_name_each_protocol_and_what_is_not_like_for_like(sh
     markdown = (tmp_path / "std" / "standardized.md").read_text()
     assert "- a on extraction:maple_accuracy: faithful to maple-extraction" in markdown
     assert "**extraction:maple_accuracy: not like for like**" in markdown
+
+
+def test_head_tail_differences_say_where_their_bins_came_from(shared_data, tmp_path):
+    """A head - tail difference drawn from a dataset whose bins stand in for MAPLE's pageview bins
+    says so beside it; a dataset that recorded no construction protocol cannot vouch for its bins."""
+    run = run_with(tmp_path, shared_data, "binned", Protocol("maple-extraction", REFERENCES["maple"]))
+    results = json.loads((run / "results.json").read_text())
+    per_bin = results["metrics"]["per_frequency_bin"]  # the numbers the note stands beside
+    results["metrics"]["frequency_bin_differences"] = bin_differences(per_bin, ["maple_accuracy"])
+    (run / "results.json").write_text(json.dumps(results))
+    out = tmp_path / "report"
+    build_report([run], out)
+    assert "frequency bins of unknown provenance" in page(out)
+
+    evidence = Deviation("frequency-evidence-counts", "pageviews", "T-REx evidence counts", "head/tail bins")
+    results["dataset"]["construction_protocol"] = Protocol("lama-derived", REFERENCES["lama"], (evidence,)).block()
+    (run / "results.json").write_text(json.dumps(results))
+    build_report([run], out)
+    assert "Head − tail, head − torso:</b> frequency bins are a stand-in for MAPLE's pageview bins (frequency-evidence-counts)" in page(out)

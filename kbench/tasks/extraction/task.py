@@ -30,8 +30,10 @@ a LAMA run over the full vocabulary or over another word list than LAMA's.
 
 Metrics are reported overall, per relation, per source (T-REx, Google-RE, ...), per frequency
 bin; every number is an Estimate with its n and 95% interval (`kbench.metrics.uncertainty`).
-The bins are compared as MAPLE and KoLA compare them, head - tail and head - torso
-(`frequency_bin_differences`): unpaired differences of each proportion, Newcombe intervals.
+The bins are compared head - tail and head - torso (`frequency_bin_differences`; KoLA's design
+expectation that head entities are known better, which MAPLE does not report): unpaired differences of
+each proportion, Newcombe intervals. The report says next to them when the dataset's bins stand in for
+MAPLE's pageview bins (its construction protocol).
 Extra output: `known_facts.parquet`, the known-fact set D^theta (the dataset rows the model
 answered correctly, with its prediction and rank), which XTEVAL reads with `--known-facts`.
 """
