@@ -47,6 +47,34 @@ def xteval_gap2(run: Run, setting: str = "iid") -> dict | None:
     return {"estimate": _mean_interval(figure), "p_value": None, "test": f"Gap 2 ({setting}), mean over {figure['n']} runs"}
 
 
+def xteval_split_spread(run: Run, setting: str = "iid") -> dict | None:
+    """The largest − the smallest split seed's mean downstream accuracy (over that seed's runs),
+    with a normal (Welch) interval from the runs' spread; for an equivalence read against the set's
+    margin. Picking the two extreme seeds widens the spread, so the read is conservative."""
+    runs = ((run.metrics.get("settings") or {}).get(setting) or {}).get("runs") or []
+    by_split: dict[int, list[float]] = {}
+    for figure in runs:
+        if figure.get("downstream_accuracy") is not None:
+            by_split.setdefault(figure["split_seed"], []).append(float(figure["downstream_accuracy"]))
+    if len(by_split) < 2:
+        return None
+    means = {seed: sum(values) / len(values) for seed, values in by_split.items()}
+    high, low = max(means, key=lambda seed: (means[seed], -seed)), min(means, key=lambda seed: (means[seed], seed))
+    value = means[high] - means[low]
+    estimate = {"value": value, "ci_low": None, "ci_high": None, "n": len(runs), "interval": "normal over runs"}
+    if all(len(by_split[seed]) > 1 for seed in (high, low)):
+        variance = sum(_variance(by_split[seed]) / len(by_split[seed]) for seed in (high, low))
+        half = Z_95 * math.sqrt(variance)
+        estimate.update(ci_low=value - half, ci_high=value + half)
+    test = f"downstream accuracy ({setting}): split seed {high} − split seed {low}, of {len(by_split)} split seeds"
+    return {"estimate": estimate, "p_value": None, "test": test}
+
+
+def _variance(values: list[float]) -> float:
+    mean = sum(values) / len(values)
+    return sum((v - mean) ** 2 for v in values) / (len(values) - 1)
+
+
 def xteval_iid_minus_ood(run: Run) -> dict | None:
     """IID − OOD downstream accuracy on the facts in both an IID and an OOD test split (paired:
     Newcombe, exact McNemar)."""

@@ -4,6 +4,9 @@
   (log x), with the 95% interval as an error bar, one mark per model, coloured by family.
 - `popularity_chart`: accuracy per frequency (popularity) bin, head to tail, one line per model,
   with intervals, as PopQA's and Head-to-Tail's figures draw it.
+- `popularity_decile_chart`: accuracy against the items' raw popularity (the `frequency` column the
+  frequency_bin stage keeps on every item) in deciles, one line per model with Wilson intervals, as
+  PopQA's figures draw it.
 
 Each returns the file name, or None when no cell has the data (no parameter counts, no bins).
 """
@@ -112,3 +115,67 @@ def popularity_chart(columns: dict[str, dict[str, Run]], out_dir: Path) -> str |
     axes[0][-1].legend(fontsize="x-small", loc="best")
     fig.suptitle("Accuracy by popularity bin")
     return _save(fig, out_dir, "popularity.png")
+
+
+DECILES = 10
+
+
+def popularity_deciles(outcomes: dict[str, dict[str, tuple[float, bool]]]) -> dict[str, list[dict]]:
+    """Accuracy per popularity decile, as PopQA draws it. `outcomes`: model label -> item id ->
+    (raw popularity, correct). The deciles are cut once over the items of all models (ranked by
+    popularity, then id, so ties split deterministically), so every model's line shares its bins.
+    Returns label -> one entry per decile: {decile, low, high (popularity range), value, ci_low,
+    ci_high, n} (value None where the model has no item in that decile)."""
+    from kbench.metrics.uncertainty import proportion
+
+    popularity = {item: value for per_item in outcomes.values() for item, (value, _) in per_item.items()}
+    ranked = sorted(popularity, key=lambda item: (popularity[item], item))
+    decile = {item: rank * DECILES // len(ranked) for rank, item in enumerate(ranked)}
+    ranges = {}
+    for item in ranked:
+        low, _ = ranges.get(decile[item], (popularity[item], None))
+        ranges[decile[item]] = (low, popularity[item])
+    lines = {}
+    for label, per_item in outcomes.items():
+        line = []
+        for d in sorted(ranges):
+            hits = [ok for item, (_, ok) in per_item.items() if decile[item] == d]
+            estimate = proportion(sum(hits), len(hits)) if hits else {"value": None, "ci_low": None, "ci_high": None}
+            line.append({"decile": d + 1, "low": ranges[d][0], "high": ranges[d][1], "n": len(hits), **estimate})
+        lines[label] = line
+    return lines
+
+
+def popularity_decile_chart(columns: dict[str, dict[str, dict[str, tuple[float, bool]]]], out_dir: Path) -> str | None:
+    """Accuracy against raw popularity in deciles, one line per model with Wilson intervals.
+    `columns`: column title -> model label -> item id -> (raw popularity, correct); None when no item
+    carries a popularity."""
+    drawn = {title: popularity_deciles(models) for title, models in columns.items() if any(models.values())}
+    if not drawn:
+        return None
+    plt = _pyplot()
+    labels = sorted({label for lines in drawn.values() for label in lines})
+    colour = {label: f"C{i}" for i, label in enumerate(labels)}
+    fig, axes = plt.subplots(1, len(drawn), figsize=(4.2 * len(drawn), 3.6), squeeze=False)
+    for ax, (title, lines) in zip(axes[0], drawn.items()):
+        for label, line in lines.items():
+            shown = [entry for entry in line if entry["value"] is not None]
+            ax.errorbar(
+                [entry["decile"] for entry in shown],
+                [entry["value"] for entry in shown],
+                yerr=_errors(shown),
+                marker="o",
+                capsize=3,
+                color=colour[label],
+                label=label,
+            )
+        ticks = next(iter(lines.values()))
+        ax.set_xticks([e["decile"] for e in ticks], [f"{e['decile']}\n≤{e['high']:.3g}" for e in ticks], fontsize="x-small")
+        ax.set_ylim(0, 1)
+        ax.set_xlabel("popularity decile (1 = least popular; upper bound below)")
+        ax.set_ylabel("accuracy (95% Wilson interval)")
+        ax.set_title(title, fontsize="small")
+        ax.grid(alpha=0.3)
+    axes[0][-1].legend(fontsize="x-small", loc="best")
+    fig.suptitle("Accuracy by popularity decile")
+    return _save(fig, out_dir, "popularity_deciles.png")

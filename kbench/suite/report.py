@@ -21,7 +21,7 @@ from kbench.io import write_text
 from kbench.metrics.uncertainty import format_estimate, pairwise_mcnemar
 from kbench.protocol import comparison_differences, describe, read_protocol
 from kbench.report.compare import correctness
-from kbench.report.items import read_items
+from kbench.report.items import item_correct, read_items
 from kbench.report.page import _CSS, SMALL_LEGEND, fmt
 from kbench.report.runs import Run, load_run
 from kbench.suite import charts
@@ -52,6 +52,9 @@ def build_suite_report(folder: Path, out_dir: Path) -> Path:
     images = {
         "scaling": charts.scaling_chart(columns, document.get("models", {}), out_dir),
         "popularity": charts.popularity_chart(columns, out_dir),
+        "popularity decile": charts.popularity_decile_chart(
+            {title: {label: _popularity(run) for label, run in runs.items()} for title, runs in columns.items()}, out_dir
+        ),
     }
     name = document["suite"]["suite"]["name"]
     parts = [
@@ -167,6 +170,20 @@ def _protocols(cells: dict, columns: dict[str, dict[str, Run]]) -> list[str]:
         "<table><thead><tr><th>model</th><th>task / dataset</th><th>protocol</th>"
         f"<th>deviations</th></tr></thead><tbody>{''.join(rows)}</tbody></table>",
     ]
+
+
+def _popularity(run: Run) -> dict[str, tuple[float, bool]]:
+    """Item id -> (raw popularity, correct) of the run's items that carry a `frequency` (the
+    frequency_bin stage's raw value); KEE's rows are the baseline technique's, as in the paired tests."""
+    rows = read_items(run.path)
+    techniques = {str(row.get("technique") or "") for row in rows}
+    technique = "baseline" if "baseline" in techniques else min(techniques, default="")
+    out = {}
+    for row in rows:
+        ok, key, value = item_correct(row, run.outcome_columns), row.get("item_id") or row.get("id"), row.get("frequency")
+        if str(row.get("technique") or "") == technique and ok is not None and key is not None and value is not None:
+            out[str(key)] = (float(value), ok)
+    return out
 
 
 def _pairs(title: str, runs: dict[str, Run]) -> dict:
