@@ -132,7 +132,10 @@ def test_cli_kee_black_box_agrees_with_in_process(server, built_lama, tmp_path):
     for frame in items.values():
         votes = [json.loads(d)["samples"] for d in frame.filter(pl.col("technique") == "temp0.7")["detail"]]
         assert len(votes) == KEE_FACTS and all(len(v) == 2 for v in votes)
-        assert frame.filter(pl.col("sample_correct").is_not_null())["sample_correct"].list.len().to_list() == [2] * KEE_FACTS
+        # the partition's K = 2 seed-A samples, and temp0.7's seed-B samples (max(votes, sweep) = 2), per fact
+        sampled = frame.filter(pl.col("sample_correct").is_not_null())
+        assert sampled["sample_correct"].list.len().to_list() == [2] * (2 * KEE_FACTS)
+        assert sampled.filter(pl.col("technique") == "temp0.7").height == KEE_FACTS
 
 
 def test_cli_white_box_technique_refused(server, built_lama, tmp_path):

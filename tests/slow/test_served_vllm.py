@@ -82,11 +82,11 @@ def test_probe_verdicts_on_real_vllm(served, server):
         "token_id_prompts": True,  # kbench's token ids are taken as the prompt
         "echo": "prompt_logprobs",  # echo + logprobs cover every prompt token after the first
         "echo_prompt_logprobs": True,
-        "prompt_only": True,  # max_tokens 0 generates nothing
+        "prompt_only": False,  # `max_tokens: 0` alone does not come back as an empty completion here
         "prompt_logprobs": True,  # vLLM's extra field...
         "prompt_logprob_ranks": True,  # ... with each token's rank over the full vocabulary
         "top_logprobs": 20,  # --max-logprobs caps nothing below 20 here
-        "top_logprobs_returned": {"20": 21},  # vLLM adds the chosen token beyond the top k
+        "top_logprobs_returned": {"20": 20},  # 20 asked, 20 back (the probe's token is among them)
         "token_id_keys": True,  # return_tokens_as_token_ids
         "vocabulary_logprobs": 49152,  # `logprobs: -1` under --max-logprobs -1: SmolLM2's whole vocabulary
         "prompt_lists": True,  # a list of prompts answered one choice each: items share requests
