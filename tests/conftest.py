@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from tests import cli_forkserver
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 #: Test files that start Ray: they run on one worker, one after the other (scripts/test.sh runs pytest-xdist).
 RAY_FILES = {"test_build_ray.py", "test_executor_ray.py", "test_suite_ray.py"}
@@ -67,10 +69,9 @@ def clean_source_copy(dest: Path) -> Path:
 
 
 def run_kbench(*args: str, cwd: Path | None = None, env: dict | None = None, timeout: float = 600) -> subprocess.CompletedProcess:
-    """Run the real CLI in a subprocess (exit codes and stderr exactly as a user sees them)."""
-    full_env = {**os.environ, **(env or {})}
-    return subprocess.run([sys.executable, "-m", "kbench", *args], cwd=cwd or REPO_ROOT, env=full_env,
-                          capture_output=True, text=True, timeout=timeout)
+    """Run the real CLI in its own process (exit codes and stderr exactly as a user sees them), forked
+    from a warm interpreter that has torch and transformers imported already (tests/cli_forkserver.py)."""
+    return cli_forkserver.run(list(args), cwd or REPO_ROOT, {**os.environ, **(env or {})}, timeout)
 
 
 def _build_once(tmp_path_factory, recipe: str, name: str) -> Path:

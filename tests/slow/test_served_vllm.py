@@ -5,9 +5,10 @@ The probe's verdicts, capability by capability; then, through the CLI, item by i
 in-process backend on the same facts: MAPLE extraction (greedy answers, ranks), strict LAMA P@1 from
 prompt log-probs, over the full vocabulary and over LAMA's common vocabulary (the whole vocabulary's
 log-probs, `logprobs: -1`), KEE's baseline, a temperature baseline and GenRead with PRS from the
-server's ranks, and `truefalse`; the API key kept out of every file and output; and the fault proxy in
-front of the real server (429 + Retry-After, 500s, time-outs, resets, truncated bodies; a server that
-goes away) with reruns resuming to the same bytes.
+server's ranks, `truefalse`, and BEAR's ranked choice (`choice`) from prompt log-probs; the API key
+kept out of every file and output; and the fault proxy in front of the real server (429 +
+Retry-After, 500s, time-outs, resets, truncated bodies; a server that goes away) with reruns
+resuming to the same bytes.
 
 Tolerance: vLLM computes the same float32 weights in another order (its own kernels, whole prompts
 packed into one batch), so log-probs differ from transformers' in the fifth decimal (measured: at most
@@ -200,6 +201,20 @@ def test_cli_truefalse_agrees_with_in_process(server, built_left, tmp_path):
     scores = tuple(c for c in items["local"].columns if items["local"][c].dtype == pl.Float64)
     assert decisions and scores
     assert_same(items, decisions, scores)
+
+
+def test_cli_choice_agrees_with_in_process(server, tmp_path):
+    # BEAR's ranked choice: every candidate of the relation's answer space in the statement, scored by the
+    # server's prompt log-probs; the model folder as the tokenizer gives both sides the same start token
+    templates = {"P36": "The capital of [X] is [Y] .", "P19": "[X] was born in [Y] .", "P495": "[X] comes from [Y] ."}
+    dataset = question_dataset(tmp_path / "ds", [
+        {"id": f"q{i}", "relation": r, "template": templates[r], "subject": s, "object": o, "answers": [o]}
+        for i, (r, s, o) in enumerate(FACTS)])
+    items = evaluate_both("choice", dataset, server[1], tmp_path, options=f";tokenizer={server[0]}")
+    assert_same(items, ("prediction", "correct"))
+    for ours, theirs in zip(*(items[w].sort("id")["scores"].to_list() for w in ("served", "local"))):
+        assert ours == pytest.approx(theirs, abs=LOGPROB_TOLERANCE * 10)  # a sum over ~8 tokens: 8 × 3e-5 at most
+    assert items["served"]["correct"].sum() > 0
 
 
 def test_a_wrong_key_is_one_line_exit_2(server, facts, tmp_path):

@@ -1,0 +1,155 @@
+"""`kbench` CLI calls for the tests, forked from one warm interpreter instead of started cold.
+
+A cold `python -m kbench evaluate ...` spends about 8 CPU-seconds importing torch and transformers'
+model code before it reads its first argument; the test suite makes a few hundred such calls, which
+was most of CI's time on 2 cores. This server imports them once (and nothing else: no torch op runs,
+so no thread pool exists to be copied half-locked into a fork) and forks a child per call. The child
+is a CLI run as a user starts it: its own argv (`python -m kbench ...`), working directory,
+environment, stdin from /dev/null, stdout and stderr to files, its own process group (a time-out
+kills what it started), the interpreter's normal exit (atexit handlers, flushes), and its exit code
+or signal as `subprocess` reports it.
+
+A call whose environment differs from the server's in a variable read at import time (Hugging Face,
+torch, thread counts, Python's own) runs as a fresh subprocess instead; so does every call when
+`KBENCH_TEST_FRESH_CLI=1`. Tests that watch a process's imports or signals start their own process.
+
+Server: `python -m tests.cli_forkserver SOCKET` (one per pytest worker, started on first use).
+Protocol: one JSON request line per connection; the server answers the child's pid, then its
+`os.waitpid` status, one line each.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import runpy
+import select
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+#: Imported once by the server: what a CLI call would otherwise import cold (about 8 CPU-s).
+PRELOAD = ("torch", "transformers", "transformers.modeling_utils", "transformers.models.llama.modeling_llama",
+           "transformers.models.bert.modeling_bert", "transformers.tokenization_utils_fast")
+#: Environment variables read at import time by what PRELOAD imports: a call that changes one runs cold.
+IMPORT_TIME_PREFIXES = ("HF_", "HUGGING", "TRANSFORMERS", "TOKENIZERS", "TORCH", "PYTORCH", "CUDA", "OMP_", "MKL_",
+                        "PYTHON", "LD_", "KMP_")
+
+
+def _import_time_env(env: dict[str, str]) -> dict[str, str]:
+    return {k: v for k, v in env.items() if k.startswith(IMPORT_TIME_PREFIXES)}
+
+
+# ---------------------------------------------------------------------------------------------- server
+def serve(path: str) -> dict | None:
+    """Accept requests until the parent (the pytest worker) is gone. Returns the request in a forked
+    child (which then runs it); returns None in the server when it is time to stop."""
+    parent = os.getppid()
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path)
+    listener.listen(16)
+    waiting: dict[int, socket.socket] = {}  # child pid -> the connection that waits for its status
+    while os.getppid() == parent:
+        ready, _, _ = select.select([listener], [], [], 0.1)
+        if ready:
+            conn, _ = listener.accept()
+            request = json.loads(conn.makefile("r", encoding="utf-8").readline())
+            pid = os.fork()
+            if pid == 0:
+                listener.close()
+                conn.close()
+                return request
+            conn.sendall(f"{pid}\n".encode())
+            waiting[pid] = conn
+        for pid in list(waiting):
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                conn = waiting.pop(pid)
+                try:
+                    conn.sendall(f"{status}\n".encode())
+                except OSError:  # the test gave up on it (a time-out) and went away
+                    pass
+                conn.close()
+    return None
+
+
+def run_request(request: dict) -> None:
+    """In the forked child: become `python -m kbench ARGS` run from `cwd` with `env`."""
+    os.setsid()
+    os.chdir(request["cwd"])
+    os.environ.clear()
+    os.environ.update(request["env"])
+    for fd, name, flags in ((0, os.devnull, os.O_RDONLY), (1, request["stdout"], os.O_WRONLY | os.O_TRUNC),
+                            (2, request["stderr"], os.O_WRONLY | os.O_TRUNC)):
+        opened = os.open(name, flags)
+        os.dup2(opened, fd)
+        os.close(opened)
+    sys.path[0] = request["cwd"]  # as `python -m` puts the working directory first
+    sys.argv = ["-m", *request["args"]]
+    runpy.run_module("kbench", run_name="__main__", alter_sys=True)
+
+
+# ---------------------------------------------------------------------------------------------- client
+_server: tuple[subprocess.Popen, str, dict[str, str]] | None = None
+
+
+def _start() -> tuple[subprocess.Popen, str, dict[str, str]]:
+    global _server
+    if _server is None or _server[0].poll() is not None:
+        folder = tempfile.mkdtemp(prefix="kbench-cli-")
+        path = os.path.join(folder, "socket")
+        env = dict(os.environ)
+        process = subprocess.Popen([sys.executable, "-m", "tests.cli_forkserver", path], cwd=Path(__file__).parents[1],
+                                   env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=None)
+        deadline = time.monotonic() + 300
+        while not os.path.exists(path):
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"the CLI fork server did not start (exit {process.poll()})")
+            time.sleep(0.05)
+        atexit.register(process.kill)
+        _server = (process, path, _import_time_env(env))
+    return _server
+
+
+def run(args: list[str], cwd: Path, env: dict[str, str], timeout: float) -> subprocess.CompletedProcess:
+    """`python -m kbench ARGS` as `subprocess.run(..., capture_output=True, text=True, timeout=...)` gives it."""
+    command = [sys.executable, "-m", "kbench", *args]
+    if os.environ.get("KBENCH_TEST_FRESH_CLI") == "1" or sys.platform != "linux":
+        return subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+    _, path, warm_env = _start()
+    if _import_time_env(env) != warm_env:
+        return subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+    with tempfile.TemporaryDirectory(prefix="kbench-call-") as folder:
+        out, err = Path(folder) / "stdout", Path(folder) / "stderr"
+        out.touch()
+        err.touch()
+        request = {"args": list(args), "cwd": str(cwd), "env": env, "stdout": str(out), "stderr": str(err)}
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+            conn.connect(path)
+            conn.sendall((json.dumps(request) + "\n").encode())
+            answers = conn.makefile("r", encoding="utf-8")
+            pid = int(answers.readline())
+            conn.settimeout(timeout)
+            try:
+                status = int(answers.readline())
+            except TimeoutError:
+                os.killpg(pid, signal.SIGKILL)
+                raise subprocess.TimeoutExpired(command, timeout, out.read_bytes(), err.read_bytes()) from None
+            except BaseException:  # the test itself was interrupted: its CLI run goes too
+                os.killpg(pid, signal.SIGKILL)
+                raise
+        return subprocess.CompletedProcess(command, os.waitstatus_to_exitcode(status),
+                                           out.read_text(encoding="utf-8"), err.read_text(encoding="utf-8"))
+
+
+if __name__ == "__main__":
+    for name in PRELOAD:
+        __import__(name)
+    request = serve(sys.argv[1])
+    if request is not None:
+        run_request(request)
