@@ -103,7 +103,9 @@ def partition_failures(
     return shallow, deep
 
 
-def shallow_counts(base_correct: Mapping[str, bool], sample_correct: Mapping[str, Sequence[bool]], sweep_max: int) -> dict[str, int]:
+def shallow_counts(
+    base_correct: Mapping[str, bool], sample_correct: Mapping[str, Sequence[bool]], sweep_max: int
+) -> dict[str, int]:
     """{K: shallow failures found by the first K seed-A samples} for K = 1..sweep_max. The samples
     at K are the first K of one draw, so each K finds every failure the smaller K found (MAPLE
     reads K = 20 against K = 30 to justify K = 20)."""
