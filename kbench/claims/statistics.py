@@ -40,8 +40,11 @@ def _shifted(k: int, n: int, reference: float) -> dict:
     return {"value": k / n - reference, "ci_low": low - reference, "ci_high": high - reference, "n": n, "interval": "wilson"}
 
 
-def _at(block: dict, path: str) -> dict | None:
+def _at(block: dict, path: str, partition: str = "") -> dict | None:
+    """The proportion at `path` (keys joined by "."; "*" stands for `partition`, itself a key with
+    a dot such as "0.7", so it is put in after the split)."""
     for part in path.split("."):
+        part = partition if part == "*" else part
         block = block.get(part) if isinstance(block, dict) else None
     return block if isinstance(block, dict) and block.get("n") and "k" in block else None
 
@@ -67,7 +70,7 @@ def technique_above(run: Run, metric: str, above: Sequence[str], below: Sequence
             partitions = table[a].get("beyond_sampling", {}) if "*" in metric else {"": None}
             for partition in partitions:
                 path = metric.replace("*", partition)
-                first, second = _at(table[a], path), _at(table[b], path)
+                first, second = _at(table[a], metric, partition), _at(table[b], metric, partition)
                 if first and second:
                     pairs.append(
                         (a, b, path, difference_unpaired(first["k"], first["n"], second["k"], second["n"]), first, second)
@@ -112,7 +115,7 @@ def proportion_vs(run: Run, technique: str, metric: str, reference: float) -> di
     """metric(technique) − reference for each sampling partition ("*"), the largest one reported;
     exact two-sided binomial p."""
     block = _per_technique(run).get(technique, {})
-    found = [_at(block, metric.replace("*", p)) for p in block.get("beyond_sampling", {"": None})]
+    found = [_at(block, metric, p) for p in block.get("beyond_sampling", {"": None})]
     found = [f for f in found if f]
     if not found:
         return None
@@ -216,7 +219,7 @@ def level_agreement(run: Run, level: str, reverse: bool = False) -> dict | None:
         path = level.replace("*", partition)
         points = []
         for block in table.values():
-            gain, other = (block.get("gain") or {}).get("value"), _at(block, path)
+            gain, other = (block.get("gain") or {}).get("value"), _at(block, level, partition)
             if gain is not None and other:
                 points.append((gain, -other["k"] / other["n"] if reverse else other["k"] / other["n"]))
         tested = _kendall_exact([g for g, _ in points], [v for _, v in points]) if len(points) >= 3 else None
