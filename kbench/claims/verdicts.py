@@ -107,9 +107,7 @@ def _measure(claim: Claim, folder: Path, cells: list[dict], sizes: dict) -> Clai
             found = fn(read[0], **claim.params)
         elif claim.scope == "model":
             found = fn({_setting(r): r for r in read}, **claim.params)
-        elif claim.scope == "entries":  # the statistic tells the entries apart by their recorded settings
-            found = fn(read, **claim.params)
-        else:
+        else:  # "entries": [run], told apart by the settings each recorded; "scale": [(parameters, run)]
             found = fn(read, **claim.params)
         if found is None or found["estimate"].get("value") is None:
             outcome.skipped.append(f"{model} on {column}")
