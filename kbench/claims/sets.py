@@ -2,9 +2,10 @@
 id and verbatim quote.
 
 A measurable claim names the `kbench evaluate` task whose cells it reads, a statistic (a function
-of `kbench.claims.statistics` or `kbench.claims.across`) with its parameters, the scope it reads
-(one cell, one model's cells, every model's cells), and the claimed direction: the statistic > 0,
-< 0, or within +-margin. `kind` tells a reported finding from a design expectation no paper
+of `kbench.claims.statistics`, `kbench.claims.across` or `kbench.claims.entries`) with its
+parameters, the scope it reads (one cell; one model's cells by setting, or every task entry of
+one model; every model's cells), and the claimed direction: the statistic > 0, < 0, or within
++-margin. `kind` tells a reported finding from a design expectation no paper
 reports as a result: a contradicted expectation does not contradict the paper. Equivalence claims
 ("similar", "about as well") state no margin in their papers; the set declares one and the
 verdict records it. A claim kbench cannot measure keeps its id and quote, with the reason
@@ -36,7 +37,7 @@ class Claim:
     task: str = ""  # the `kbench evaluate` task whose cells it reads
     statistic: str = ""
     params: dict[str, Any] = field(default_factory=dict)
-    scope: Literal["cell", "model", "scale"] = "cell"
+    scope: Literal["cell", "model", "entries", "scale"] = "cell"
     direction: Literal["greater", "less", "equivalent"] = "greater"
     kind: Literal["finding", "expectation"] = "finding"
     margin: float | None = None  # equivalence claims: declared here, no paper states one

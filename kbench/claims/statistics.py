@@ -2,18 +2,22 @@
 its 95% interval and n) or None when the cells lack the data. `p_value` None: the verdict rests
 on the interval (a bootstrap or a mean over runs, with no exact test), outside Holm.
 
-Three scopes (`Claim.scope`):
+Four scopes (`Claim.scope`):
 - "cell": f(run, **params), one run of the claim's task (one model, one dataset);
 - "model": f(runs, **params), {setting label: run} of one model on one dataset (LEFT's settings);
+- "entries": f(runs, **params), [run] of every task entry of one model on one dataset, told apart
+  by the settings each recorded (`kbench.claims.entries`);
 - "scale": f(points, **params), [(parameters, run)] of every model on one dataset (trends in size).
 """
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 
 from kbench.metrics.uncertainty import difference_unpaired, mcnemar, wilson
 from kbench.report.runs import Run
+from kbench.tasks.kee.metrics import kendall_tau_b
 
 Z_95 = 1.959963984540054
 
@@ -36,8 +40,11 @@ def _shifted(k: int, n: int, reference: float) -> dict:
     return {"value": k / n - reference, "ci_low": low - reference, "ci_high": high - reference, "n": n, "interval": "wilson"}
 
 
-def _at(block: dict, path: str) -> dict | None:
+def _at(block: dict, path: str, partition: str = "") -> dict | None:
+    """The proportion at `path` (keys joined by "."; "*" stands for `partition`, itself a key with
+    a dot such as "0.7", so it is put in after the split)."""
     for part in path.split("."):
+        part = partition if part == "*" else part
         block = block.get(part) if isinstance(block, dict) else None
     return block if isinstance(block, dict) and block.get("n") and "k" in block else None
 
@@ -63,7 +70,7 @@ def technique_above(run: Run, metric: str, above: Sequence[str], below: Sequence
             partitions = table[a].get("beyond_sampling", {}) if "*" in metric else {"": None}
             for partition in partitions:
                 path = metric.replace("*", partition)
-                first, second = _at(table[a], path), _at(table[b], path)
+                first, second = _at(table[a], metric, partition), _at(table[b], metric, partition)
                 if first and second:
                     pairs.append(
                         (a, b, path, difference_unpaired(first["k"], first["n"], second["k"], second["n"]), first, second)
@@ -108,7 +115,7 @@ def proportion_vs(run: Run, technique: str, metric: str, reference: float) -> di
     """metric(technique) − reference for each sampling partition ("*"), the largest one reported;
     exact two-sided binomial p."""
     block = _per_technique(run).get(technique, {})
-    found = [_at(block, metric.replace("*", p)) for p in block.get("beyond_sampling", {"": None})]
+    found = [_at(block, metric, p) for p in block.get("beyond_sampling", {"": None})]
     found = [f for f in found if f]
     if not found:
         return None
@@ -186,4 +193,61 @@ def outdated_minus_updated_em(run: Run) -> dict | None:
         "estimate": difference_paired(outdated, updated),
         "p_value": mcnemar(outdated, updated)["p_value"],
         "test": "exact McNemar of outdated vs updated EM",
+    }
+
+
+def _kendall_exact(xs: list[float], ys: list[float]) -> tuple[float, float] | None:
+    """Kendall tau-b of xs with ys and its exact two-sided permutation p (every order of ys; an
+    undefined tau counts as 0). None when tau itself is undefined (a constant column)."""
+    tau = kendall_tau_b(xs, ys)
+    if tau is None:
+        return None
+    perms = list(itertools.permutations(ys))
+    extreme = sum(abs(kendall_tau_b(xs, list(p)) or 0.0) >= abs(tau) - 1e-12 for p in perms)
+    return tau, extreme / len(perms)
+
+
+def level_agreement(run: Run, level: str, reverse: bool = False) -> dict | None:
+    """Kendall tau-b of Gain with another metric level over the run's techniques (the baseline left
+    out; a technique without both values too), exact permutation p. `level` is a path in a
+    technique's block, "*" each sampling partition: the partition with the smallest tau decides.
+    `reverse`: a lower value of the level counts as higher (PRS Tied: fewer tied, more moved)."""
+    table = {name: block for name, block in _per_technique(run).items() if name != "baseline"}
+    partitions = next((list(b.get("beyond_sampling", {})) for b in table.values()), []) if "*" in level else [""]
+    found = []
+    for partition in partitions:
+        path = level.replace("*", partition)
+        points = []
+        for block in table.values():
+            gain, other = (block.get("gain") or {}).get("value"), _at(block, level, partition)
+            if gain is not None and other:
+                points.append((gain, -other["k"] / other["n"] if reverse else other["k"] / other["n"]))
+        tested = _kendall_exact([g for g, _ in points], [v for _, v in points]) if len(points) >= 3 else None
+        if tested is not None:
+            found.append((path, len(points), *tested))
+    if not found:
+        return None
+    path, n, tau, p_value = min(found, key=lambda f: f[2])
+    estimate = {"value": tau, "ci_low": None, "ci_high": None, "n": n, "interval": "none (rank correlation)"}
+    lower = "lower " if reverse else ""
+    test = f"Kendall tau-b of Gain with {lower}{path} over {n} techniques, exact permutation p"
+    return {"estimate": estimate, "p_value": p_value, "test": test}
+
+
+def shallow_share(run: Run, k: int, of: int, reference: float) -> dict | None:
+    """Shallow failures found by the first `k` seed-A samples among those the first `of` find (a
+    proportion: the `k` samples are the first of the `of`), minus `reference`, with the Wilson
+    interval and an exact two-sided binomial p; the partition farthest from the reference decides."""
+    found = []
+    for partition, counts in (run.metrics.get("shallow_by_k") or {}).items():
+        at_k, at_of = counts.get(str(k)), counts.get(str(of))
+        if at_k is not None and at_of:
+            found.append((partition, at_k, at_of, _shifted(at_k, at_of, reference)))
+    if not found:
+        return None
+    partition, at_k, at_of, estimate = min(found, key=lambda f: -abs(f[3]["value"]))
+    return {
+        "estimate": estimate,
+        "p_value": _binomial(at_k, at_of, reference),
+        "test": f"shallow failures at K = {k} of those at K = {of} (the {partition} partition) vs {reference}, exact binomial",
     }

@@ -11,7 +11,9 @@ difference with its 95% interval and a p-value. Verdicts at alpha = 0.05:
 - an equivalence claim: supported when the 95% interval lies inside +-margin (the set's declared
   margin), contradicted when it lies entirely outside, inconclusive otherwise; a non-significant
   difference never supports it. Its verdict rests on the interval, so it takes no part in Holm.
-A "scale" claim (a trend in size) is one test over every model's cell of a dataset.
+A "scale" claim (a trend in size) is one test over every model's cell of a dataset; an "entries"
+claim reads every task entry of one model on one dataset (DeCoRe at two head counts, XTEVAL at
+three learning rates).
 Across models, per (task, dataset): an exact one-sided sign test over the models (directional:
 the sign of each model's difference; equivalence: supported against contradicted models). One
 side reaches alpha only with 5 or more models, so with fewer the verdict is "inconclusive across
@@ -24,7 +26,7 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kbench.claims import across, statistics
+from kbench.claims import across, entries, statistics
 from kbench.claims.sets import Claim, ClaimSet, check_tasks, claim_set, claim_sets
 from kbench.errors import UserError
 from kbench.report.runs import load_run
@@ -69,7 +71,10 @@ def test_suite(folder: Path, set_names: list[str]) -> list[tuple[ClaimSet, list[
 
 
 def _statistic(name: str):
-    return getattr(statistics, name, None) or getattr(across, name)
+    for module in (statistics, across, entries):
+        if hasattr(module, name):
+            return getattr(module, name)
+    raise ValueError(f"claim statistic {name!r} is in none of kbench.claims.statistics, .across, .entries")
 
 
 def _setting(run) -> str:
@@ -81,7 +86,7 @@ def _groups(claim: Claim, runs: list[tuple[dict, object]], sizes: dict) -> list[
     column = lambda cell: f"{cell['task']} / {cell['dataset']}"  # noqa: E731
     if claim.scope == "cell":
         return [(cell["model"], column(cell), [run]) for cell, run in runs]
-    if claim.scope == "model":  # one model's settings of the task on one dataset
+    if claim.scope in ("model", "entries"):  # one model's settings (or task entries) of the task on one dataset
         keys = dict.fromkeys((cell["model"], cell["dataset"]) for cell, _ in runs)
         return [
             (model, f"{claim.task} / {dataset}", [r for c, r in runs if (c["model"], c["dataset"]) == (model, dataset)])
@@ -102,7 +107,7 @@ def _measure(claim: Claim, folder: Path, cells: list[dict], sizes: dict) -> Clai
             found = fn(read[0], **claim.params)
         elif claim.scope == "model":
             found = fn({_setting(r): r for r in read}, **claim.params)
-        else:
+        else:  # "entries": [run], told apart by the settings each recorded; "scale": [(parameters, run)]
             found = fn(read, **claim.params)
         if found is None or found["estimate"].get("value") is None:
             outcome.skipped.append(f"{model} on {column}")

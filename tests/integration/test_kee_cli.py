@@ -107,6 +107,11 @@ def test_metrics_match_the_rows(finished_run):
             metrics.gain_rates(shallow, deep, recovered)
         paired = got["vs_baseline"]
         assert (paired["b"], paired["c"]) == (sum(correct[i] and not base[i] for i in base), sum(base[i] and not correct[i] for i in base))
+    # the shallow failures at each K of the sweep, from the same partition samples (MAPLE-26)
+    by_k = results["metrics"]["shallow_by_k"]
+    assert by_k and all(len(counts) == results["settings"]["sweep_max"] for counts in by_k.values())
+    for t, counts in by_k.items():
+        assert counts == metrics.shallow_counts(base, table(f"partition@{t}", "sample_correct"), results["settings"]["sweep_max"])
     # a random model answers nothing: no base success, so Loss is undefined -> null / "undefined"
     if not any(base.values()):
         assert overall["caa"]["loss"]["value"] is None

@@ -28,7 +28,8 @@ def test_every_packaged_suite_is_valid_and_listed():
     from kbench.suite.spec import load_suite, packaged_suites
 
     names = sorted(packaged_suites())
-    assert names == sorted(f"{s}-{size}" for s in ("maple", "xteval", "left", "evolvingqa") for size in ("cpu", "paper"))
+    per_paper = [f"{s}-{size}" for s in ("maple", "xteval", "left", "evolvingqa") for size in ("cpu", "paper")]
+    assert names == sorted([*per_paper, "claims-cpu"])
     for name in names:
         suite = load_suite(name)  # a packaged name stands for its file
         assert suite.spec.suite.claims and suite.spec.suite.name == name
@@ -37,6 +38,22 @@ def test_every_packaged_suite_is_valid_and_listed():
     assert len(load_suite("maple-paper").spec.models) == 6  # MAPLE's Table 2 models: 5+ decide across models
     listed = run_kbench("suite", "list")
     assert listed.returncode == 0 and "maple-cpu: claims maple, kola; models smollm2-135m, gemma3-270m" in listed.stdout
+    assert "claims-cpu: claims maple, kola, xteval, left, evolvingqa; models smollm2-135m, gemma3-270m" in listed.stdout
+
+
+def test_the_claims_cpu_suite_has_the_entries_its_claims_compare():
+    """docs/claims.md comes from claims-cpu: every claim set, DeCoRe at 10, 20 and more masked
+    heads (MAPLE-28), XTEVAL at the three learning rates of XTEVAL-16, KEE at MAPLE's K (MAPLE-26)."""
+    from kbench.claims.sets import SET_NAMES
+    from kbench.suite.spec import load_suite
+
+    suite = load_suite("claims-cpu").spec
+    assert sorted(suite.suite.claims) == sorted(SET_NAMES)
+    kee = [t.settings for t in suite.tasks if t.task == "kee"]
+    heads = sorted(s["technique_params"]["decore"]["retrieval_heads"] for s in kee if "decore" in s["techniques"])
+    assert heads[:2] == [10, 20] and heads[-1] > 20
+    assert any(s["k"] == 20 and s["sweep_max"] == 30 for s in kee)
+    assert sorted(t.settings["finetune"]["lr"] for t in suite.tasks if t.task == "xteval") == [1e-5, 3e-5, 5e-5]
 
 
 @pytest.mark.parametrize("claims, message", [

@@ -72,6 +72,10 @@ def test_shallow_deep_partition_and_gain_rates():
     assert [e["value"] for e in kee.gain_rates(set(), set(), method)] == [None, None]
     with pytest.raises(ValueError, match="fewer than k"):
         kee.partition_failures(base, samples, k=5)
+    # the shallow failures at each K of the sweep: the partition's shallow set at that K, counted
+    counts = kee.shallow_counts(base, samples, sweep_max=4)
+    assert counts == {str(k): len(kee.partition_failures(base, samples, k)[0]) for k in range(1, 5)}
+    assert counts == {"1": 1, "2": 2, "3": 2, "4": 3}
 
 
 @pytest.mark.parametrize("x,y", [

@@ -103,6 +103,17 @@ def partition_failures(
     return shallow, deep
 
 
+def shallow_counts(
+    base_correct: Mapping[str, bool], sample_correct: Mapping[str, Sequence[bool]], sweep_max: int
+) -> dict[str, int]:
+    """{K: shallow failures found by the first K seed-A samples} for K = 1..sweep_max. The samples
+    at K are the first K of one draw, so each K finds every failure the smaller K found (MAPLE
+    reads K = 20 against K = 30 to justify K = 20)."""
+    failures = [i for i, ok in base_correct.items() if not ok]
+    first_hit = [next((n for n, ok in enumerate(sample_correct[i][:sweep_max]) if ok), sweep_max) for i in failures]
+    return {str(k): sum(hit < k for hit in first_hit) for k in range(1, sweep_max + 1)}
+
+
 def recovered(outcome: bool | Sequence[bool], k: int) -> bool:
     """Whether a method recovers an item at K = k: `outcome` is its answer's correctness (a bool,
     the same at every K) or its seed-B samples' correctness in draw order (recovered when one of

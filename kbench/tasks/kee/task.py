@@ -397,6 +397,10 @@ class KnowledgeElicitation(Task):
             "per_frequency_bin": per_bin,
             "frequency_bin_differences": _bin_differences(per_bin, s.techniques),
             "ranking_stability": _stability(s.techniques, by_tech, partitions, ids, s.k, s.sweep_max),
+            "shallow_by_k": {
+                str(t): metrics.shallow_counts({i: by_tech["baseline"][i]["correct"] for i in ids}, samples, s.sweep_max)
+                for t, samples in partitions.items()
+            },
         }
         headline = {"accuracy": overall["baseline"]["accuracy"]}  # the greedy baseline's
         for contrast, by_technique in result["frequency_bin_differences"].items():

@@ -1,0 +1,89 @@
+"""Claim statistics over several task entries of one model on one dataset (scope "entries"): the
+same task run at two or more settings, as a suite runs it with one `[[tasks]]` entry per setting.
+The entries are told apart by the settings each run recorded, never by their labels, so a claim
+set reads any suite that has them. Same contract as `kbench.claims.statistics`. Both compare the
+same items under each setting (the same facts, the same seeded test queries): paired, Newcombe's
+interval and the exact McNemar test."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+
+from kbench.metrics.uncertainty import difference_paired, mcnemar
+from kbench.report.items import read_items
+from kbench.report.runs import Run
+
+
+def _paired(first: dict[str, bool], second: dict[str, bool]) -> tuple[dict, float] | None:
+    if not set(first) & set(second):
+        return None
+    return difference_paired(first, second), mcnemar(first, second)["p_value"]
+
+
+def _technique_correct(run: Run, technique: str) -> dict[str, bool]:
+    return {
+        str(r["item_id"]): bool(r["correct"])
+        for r in read_items(run.path)
+        if r.get("technique") == technique and r.get("correct") is not None
+    }
+
+
+def technique_setting_difference(runs: Sequence[Run], technique: str, param: str, first: int | str, second: int) -> dict | None:
+    """KEE accuracy of `technique` in the run whose resolved `param` is `first` − in the run where it
+    is `second`, on the items both answered. `first` "largest": the largest value above `second`
+    among the runs (MAPLE-28: more heads masked than 20)."""
+    by_value: dict = {}
+    for run in runs:
+        value = ((run.metrics.get("technique_params") or {}).get(technique) or {}).get(param)
+        if value is not None and technique in (run.metrics.get("per_technique") or {}):
+            by_value.setdefault(value, run)
+    if first == "largest":
+        first = max((v for v in by_value if v > second), default=None)
+    if first not in by_value or second not in by_value:
+        return None
+    tested = _paired(*(_technique_correct(by_value[v], technique) for v in (first, second)))
+    if tested is None:
+        return None
+    estimate, p_value = tested
+    return {
+        "estimate": estimate,
+        "p_value": p_value,
+        "test": f"{technique} accuracy at {param} = {first} − at {second}, exact McNemar",
+    }
+
+
+def _query_correct(run: Run, setting: str) -> dict[str, bool]:
+    return {
+        str(r["id"]): bool(r["correct"])
+        for r in read_items(run.path)
+        if r.get("kind") == "query" and r.get("setting") == setting and r.get("correct") is not None
+    }
+
+
+def downstream_across_learning_rates(runs: Sequence[Run], learning_rates: Sequence[float], setting: str = "iid") -> dict | None:
+    """XTEVAL's downstream accuracy at one fine-tuning learning rate − at another, on the test
+    queries both runs share (one D^theta, one split seed: the same queries); of every pair of
+    `learning_rates` the one farthest apart decides (an equivalence holds only if it holds there).
+    None unless every learning rate has a run."""
+    by_lr: dict[float, Run] = {}
+    for run in runs:
+        lr = ((run.results.get("settings") or {}).get("finetune") or {}).get("lr")
+        if lr is not None:
+            by_lr.setdefault(float(lr), run)
+    if any(float(lr) not in by_lr for lr in learning_rates):
+        return None
+    correct = {float(lr): _query_correct(by_lr[float(lr)], setting) for lr in learning_rates}
+    found = []
+    for a, b in itertools.combinations(sorted(correct), 2):
+        tested = _paired(correct[b], correct[a])
+        if tested is not None:
+            found.append((b, a, *tested))
+    if not found:
+        return None
+    high, low, estimate, p_value = max(found, key=lambda f: abs(f[2]["value"]))
+    return {
+        "estimate": estimate,
+        "p_value": p_value,
+        "test": f"downstream accuracy ({setting}): lr {high:g} − lr {low:g}, the farthest of {len(found)} pairs, exact McNemar",
+    }
