@@ -13,6 +13,7 @@ A task is a class registered in `TASKS`, with these parts:
         def aggregate(self, ctx, state, rows) -> Summary   # rows (plan order) -> headline + metrics
         def finish(self, ctx, state, rows, results)    # optional: extra files (known facts, plots)
         def report_section(self, run) -> str           # optional: HTML of its own for `kbench report`
+        (and report_files, report_charts, explorer_table, compare_runs: the rest of its report)
 
 Contracts:
 - `needs(settings)` names, per task or technique ("task truefalse", "technique caa"), the
@@ -179,6 +180,16 @@ class Task:
     def report_files(self, runs: list, items: list[list[dict]], out_dir: Path) -> None:
         """Files the report writes beside index.html about this task's runs taken together (LEFT's
         open book - closed book comparison); nothing by default."""
+
+    def report_charts(self, runs: list, out_dir: Path) -> list[tuple[str, str]]:
+        """Charts the report draws about this task's runs taken together, written into `out_dir`:
+        (file name, caption) each (XTEVAL's gaps across runs); none by default."""
+        return []
+
+    def explorer_table(self, rows: list[dict], dataset: dict[str, dict]) -> dict | None:
+        """The item explorer's table ({columns, rows, techniques}) for a run of this task whose item
+        rows are not one per item (KEE: one per technique and item); None: one row per item row."""
+        return None
 
     def from_v1(self, results: dict) -> dict:
         """A v1 `results.json` of this task as the v2 envelope (`kbench.report.legacy`), when `reads_v1`."""

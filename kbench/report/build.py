@@ -62,19 +62,20 @@ def build_report(
             explorers[run.label] = write_explorer(run, rows, dataset, out_dir, f"explorer-{i}.html")
     if comparisons or notes:
         write_text(out_dir / "comparison.md", compare.markdown(comparisons, notes))
-    for task in dict.fromkeys(run.task for run in runs):  # a task's own files about its runs together
+    task_charts = []
+    for task in dict.fromkeys(run.task for run in runs):  # a task's own files and charts about its runs together
         cls = task_class(task)
         members = [i for i, run in enumerate(runs) if run.task == task]
         if cls is not None:
             cls().report_files([runs[i] for i in members], [items[i] for i in members], out_dir)
+            task_charts += cls().report_charts([runs[i] for i in members], out_dir)
     charts = {
         "models": plots.comparison_chart(comparisons, out_dir),
         "relations": plots.breakdown_chart(runs, out_dir, "per_relation", "per_relation.png", "Per relation"),
         "bins": plots.breakdown_chart(runs, out_dir, "per_frequency_bin", "per_frequency_bin.png", "Per frequency bin"),
-        "gaps": plots.gap_chart(runs, out_dir),
     }
     index = out_dir / "index.html"
-    write_text(index, render_page(runs, explorers, charts, comparisons, notes))
+    write_text(index, render_page(runs, explorers, charts, task_charts, comparisons, notes))
     for line in terminal_lines(runs, comparisons, notes) if echo else ():
         echo(line)
     return index

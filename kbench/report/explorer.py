@@ -8,9 +8,10 @@ hash (`#relation=P19&correct=no`), so a view can be linked and a headless browse
 
 Columns: the known ones in reading order (relation with its label, subject, question or prompt,
 prediction, gold and aliases, correct, rank, frequency bin), then every other column of the items
-table generically, so a new task shows up without changes here. KEE runs (rows per technique and
-item) are pivoted to one row per item with each technique's answer side by side; the question,
-subject and gold come from the dataset split when the rows lack them.
+table generically, so a new task shows up without changes here. A task whose rows are not one per
+item gives its own table (`Task.explorer_table`: KEE pivots its rows per technique and item to one row
+per item, each technique's answer side by side); the question, subject and gold come from the dataset
+split when the rows lack them (`FROM_DATASET`).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from typing import Any
 
 from kbench.io import write_text
 from kbench.report.items import item_correct
-from kbench.report.runs import Run, order_bins
+from kbench.report.runs import Run, order_bins, task_class
 
 # known columns, in the order a reader wants them; everything else follows in table order
 _ORDER = (
@@ -49,15 +50,15 @@ _ORDER = (
     "book",
 )
 _HIDDEN = {"relation_label", "item_id", "technique", "sample_correct"}  # shown through other columns
-_FROM_DATASET = ("subject", "question", "answers", "object")  # joined into KEE rows by item id
+FROM_DATASET = ("subject", "question", "answers", "object")  # joined into KEE rows by item id
 
 
-def _plain(value: Any) -> Any:
+def plain(value: Any) -> Any:
     """JSON-friendly cell values (parquet lists come back as lists; floats are shortened)."""
     if isinstance(value, float):
         return round(value, 4)
     if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
+        return [plain(v) for v in value]
     if isinstance(value, (str, int, bool)) or value is None:
         return value
     return str(value)
@@ -72,7 +73,7 @@ def _flat_table(rows: list[dict], outcome: tuple[str, ...]) -> dict:
     columns = _columns(rows)
     if "correct" not in columns and any(item_correct(r, outcome) is not None for r in rows):
         columns.append("correct")  # QA: the EM that counts, so the correct/incorrect filter works
-    data = [[_plain(item_correct(r, outcome) if c == "correct" else r.get(c)) for c in columns] for r in rows]
+    data = [[plain(item_correct(r, outcome) if c == "correct" else r.get(c)) for c in columns] for r in rows]
     return {
         "columns": [{"key": c, "kind": "bool" if c in ("correct", "exact") else "text"} for c in columns],
         "rows": data,
@@ -80,38 +81,9 @@ def _flat_table(rows: list[dict], outcome: tuple[str, ...]) -> dict:
     }
 
 
-def _kee_table(rows: list[dict], dataset: dict[str, dict]) -> dict:
-    """One row per item; each technique's (answer, correct, gold rank), each sampling partition's
-    share of correct samples."""
-    techniques = list(dict.fromkeys(r["technique"] for r in rows if r.get("correct") is not None))
-    partitions = list(dict.fromkeys(r["technique"] for r in rows if r.get("sample_correct") is not None))
-    items: dict[str, dict] = {}
-    for r in rows:
-        item = items.setdefault(str(r["item_id"]), {"id": r["item_id"], **{k: r.get(k) for k in ("relation", "frequency_bin")}})
-        for key in _FROM_DATASET:
-            if item.get(key) is None and (r.get(key) is not None or key in dataset.get(str(r["item_id"]), {})):
-                item[key] = r.get(key) if r.get(key) is not None else dataset[str(r["item_id"])][key]
-        if r["technique"] in techniques:
-            item[r["technique"]] = [r.get("answer") or r.get("prediction"), bool(r["correct"]), r.get("gold_rank")]
-        elif r["technique"] in partitions:
-            flags = r["sample_correct"] or []
-            item[r["technique"]] = f"{sum(bool(f) for f in flags)}/{len(flags)} correct"
-    base = [
-        c
-        for c in ("id", "relation", "subject", "question", "answers", "object", "frequency_bin")
-        if any(c in i for i in items.values())
-    ]
-    columns = (
-        [{"key": c, "kind": "text"} for c in base]
-        + [{"key": t, "kind": "answer"} for t in techniques]
-        + [{"key": p, "kind": "text"} for p in partitions]
-    )
-    data = [[_plain(i.get(c["key"])) for c in columns] for i in items.values()]
-    return {"columns": columns, "rows": data, "techniques": techniques}
-
-
 def explorer_data(run: Run, items: list[dict], dataset: dict[str, dict]) -> dict:
-    table = _kee_table(items, dataset) if items and "technique" in items[0] else _flat_table(items, run.outcome_columns)
+    task = task_class(run.task)
+    table = (task().explorer_table(items, dataset) if task is not None else None) or _flat_table(items, run.outcome_columns)
     keys = [c["key"] for c in table["columns"]]
     bins = (
         order_bins({r[keys.index("frequency_bin")] for r in table["rows"] if r[keys.index("frequency_bin")]})

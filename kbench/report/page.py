@@ -154,8 +154,14 @@ def _comparisons(comparisons: list[Comparison], notes: list[str], chart: str | N
 
 
 def render_page(
-    runs: list[Run], explorers: dict[str, str], charts: dict[str, str | None], comparisons: list[Comparison], notes: list[str]
+    runs: list[Run],
+    explorers: dict[str, str],
+    charts: dict[str, str | None],
+    task_charts: list[tuple[str, str]],
+    comparisons: list[Comparison],
+    notes: list[str],
 ) -> str:
+    """The report page; `task_charts`: (file, caption) of the charts the runs' tasks drew."""
     parts = [
         f"<h1>kbench report</h1><p class='meta'>{len(runs)} run(s), generated {_dt.datetime.now(_dt.UTC):%Y-%m-%d %H:%M} UTC</p>"
     ]
@@ -173,12 +179,12 @@ def render_page(
     )
     parts += _summary(runs, comparisons)
     parts += _comparisons(comparisons, notes, charts.get("models"))
-    if charts.get("relations") or charts.get("bins") or charts.get("gaps"):
+    if charts.get("relations") or charts.get("bins") or task_charts:
         parts += [
             "<h2>Charts</h2>",
             image(charts.get("relations"), "per relation"),
             image(charts.get("bins"), "per frequency bin"),
-            image(charts.get("gaps"), "acquisition-utilization gaps"),
+            *(image(name, caption) for name, caption in task_charts),
         ]
     for run in runs:
         parts += [f"<h2>{escape(run.label)}: {escape(run.task)}</h2>", block_html(run.protocol)]

@@ -12,18 +12,12 @@ from pathlib import Path
 
 from kbench.io import atomic_path
 from kbench.metrics.uncertainty import is_small
-from kbench.report.runs import Run, is_estimate, metric_tables, order_bins
+from kbench.report.runs import Run, is_estimate, order_bins
 
-_GAP_COLOURS = {"usable_knowledge": "#2a9d8f", "gap2": "#e9c46a", "gap1": "#e76f51"}
-_GAP_NAMES = {
-    "usable_knowledge": "usable (acc_D × downstream)",
-    "gap2": "gap 2: known, not used",
-    "gap1": "gap 1: not known (1 − acc_D)",
-}
 SMALL_NOTE = "faded bars: n < 30"
 
 
-def _pyplot():
+def pyplot():
     import matplotlib
 
     matplotlib.use("Agg")
@@ -32,10 +26,10 @@ def _pyplot():
     return plt
 
 
-def _save(fig, out_dir: Path, name: str) -> str:
+def save_chart(fig, out_dir: Path, name: str) -> str:
     with atomic_path(out_dir / name) as tmp:
         fig.savefig(tmp, format="png", dpi=110, bbox_inches="tight")
-    _pyplot().close(fig)
+    pyplot().close(fig)
     return name
 
 
@@ -73,7 +67,7 @@ def grouped_bars(
     names: dict[str, str] | None = None,
 ) -> str:
     """One group of bars per category, one bar per (label, {category: Estimate}) series."""
-    plt = _pyplot()
+    plt = pyplot()
     names = names or {}
     width = 0.8 / len(series)
     size = (
@@ -104,7 +98,7 @@ def grouped_bars(
         ax.legend(
             handles=[Patch(color=f"C{i}", label=label) for i, (label, _) in enumerate(series)], fontsize="small", loc="best"
         )
-    return _save(fig, out_dir, name)
+    return save_chart(fig, out_dir, name)
 
 
 def _column(table: dict[str, dict], preferred: str | None) -> str | None:
@@ -163,31 +157,3 @@ def comparison_chart(comparisons, out_dir: Path) -> str | None:
         horizontal=False,
         axis="accuracy on shared items",
     )
-
-
-def gap_chart(runs: list[Run], out_dir: Path) -> str | None:
-    """XTEVAL: each run's facts split into usable knowledge, gap 2 and gap 1 (they sum to 1)."""
-    rows = []
-    for run in runs:
-        for _, _, table in metric_tables(run.metrics):  # XTEVAL v1: per_setting (iid, ood)
-            for setting, cells in table.items():
-                if all(is_estimate(cells.get(k)) and cells[k]["value"] is not None for k in _GAP_COLOURS):
-                    rows.append((f"{run.label} · {setting}", {k: cells[k]["value"] for k in _GAP_COLOURS}))
-    if not rows:
-        return None
-    plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(7.5, max(2.2, 0.6 * len(rows) + 1.2)))
-    for row, (_, gaps) in enumerate(rows):
-        left = 0.0
-        for key in ("usable_knowledge", "gap2", "gap1"):
-            ax.barh(row, gaps[key], left=left, color=_GAP_COLOURS[key], label=_GAP_NAMES[key] if row == 0 else None)
-            if gaps[key] >= 0.06:
-                ax.text(left + gaps[key] / 2, row, f"{gaps[key]:.2f}", ha="center", va="center", fontsize="small")
-            left += gaps[key]
-    ax.set_yticks(range(len(rows)), [name for name, _ in rows])
-    ax.invert_yaxis()
-    ax.set_xlim(0, 1)
-    ax.set_xlabel("share of facts (means over seeds)")
-    ax.set_title("Acquisition-utilization gaps (XTEVAL)")
-    ax.legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.25), ncol=3)
-    return _save(fig, out_dir, "gaps.png")

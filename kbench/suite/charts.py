@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kbench.report.plots import _pyplot, _save
+from kbench.report.plots import pyplot, save_chart
 from kbench.report.runs import BIN_ORDER, Run, is_estimate, order_bins
 
 
@@ -36,7 +36,7 @@ def scaling_chart(columns: dict[str, dict[str, Run]], models: dict[str, dict], o
     drawn = {title: pairs for title, pairs in drawn.items() if pairs}
     if not drawn:
         return None
-    plt = _pyplot()
+    plt = pyplot()
     families = sorted({str(models[label].get("family")) for pairs in drawn.values() for label, _ in pairs})
     colour = {family: f"C{i}" for i, family in enumerate(families)}
     fig, axes = plt.subplots(1, len(drawn), figsize=(4.2 * len(drawn), 3.6), squeeze=False)
@@ -61,7 +61,7 @@ def scaling_chart(columns: dict[str, dict[str, Run]], models: dict[str, dict], o
     handles = [Line2D([], [], marker="o", linestyle="", color=colour[f], label=f) for f in families]
     axes[0][-1].legend(handles=handles, title="family", fontsize="x-small", loc="best")
     fig.suptitle("Scaling: headline against parameter count")
-    return _save(fig, out_dir, "scaling.png")
+    return save_chart(fig, out_dir, "scaling.png")
 
 
 def _bin_metric(run: Run) -> str | None:
@@ -88,7 +88,7 @@ def popularity_chart(columns: dict[str, dict[str, Run]], out_dir: Path) -> str |
             drawn[title] = lines
     if not drawn:
         return None
-    plt = _pyplot()
+    plt = pyplot()
     labels = sorted({label for lines in drawn.values() for label in lines})
     colour = {label: f"C{i}" for i, label in enumerate(labels)}
     fig, axes = plt.subplots(1, len(drawn), figsize=(4.2 * len(drawn), 3.6), squeeze=False)
@@ -114,7 +114,7 @@ def popularity_chart(columns: dict[str, dict[str, Run]], out_dir: Path) -> str |
         ax.grid(alpha=0.3)
     axes[0][-1].legend(fontsize="x-small", loc="best")
     fig.suptitle("Accuracy by popularity bin")
-    return _save(fig, out_dir, "popularity.png")
+    return save_chart(fig, out_dir, "popularity.png")
 
 
 DECILES = 10
@@ -153,7 +153,7 @@ def popularity_decile_chart(columns: dict[str, dict[str, dict[str, tuple[float, 
     drawn = {title: popularity_deciles(models) for title, models in columns.items() if any(models.values())}
     if not drawn:
         return None
-    plt = _pyplot()
+    plt = pyplot()
     labels = sorted({label for lines in drawn.values() for label in lines})
     colour = {label: f"C{i}" for i, label in enumerate(labels)}
     fig, axes = plt.subplots(1, len(drawn), figsize=(4.2 * len(drawn), 3.6), squeeze=False)
@@ -178,4 +178,4 @@ def popularity_decile_chart(columns: dict[str, dict[str, dict[str, tuple[float, 
         ax.grid(alpha=0.3)
     axes[0][-1].legend(fontsize="x-small", loc="best")
     fig.suptitle("Accuracy by popularity decile")
-    return _save(fig, out_dir, "popularity_deciles.png")
+    return save_chart(fig, out_dir, "popularity_deciles.png")

@@ -28,8 +28,9 @@ from kbench.errors import InputError
 from kbench.io import write_text
 from kbench.metrics.uncertainty import format_estimate
 from kbench.protocol import describe, read_protocol
+from kbench.report.explorer import FROM_DATASET, plain
 from kbench.report.legacy import to_v2
-from kbench.report.plots import _pyplot, _save, estimate_bars
+from kbench.report.plots import estimate_bars, pyplot, save_chart
 from kbench.report.runs import V2, is_estimate, leaves
 
 
@@ -197,7 +198,7 @@ def _techniques(env: dict) -> tuple[list[str], dict[str, dict]]:
 
 
 def prs_chart(results: dict, out_dir: Path) -> str:
-    plt = _pyplot()
+    plt = pyplot()
     names, per = _techniques(_envelope(results))
     fig, ax = plt.subplots(figsize=(max(5, 1.1 * len(names) + 2), 4))
     bottom = [0.0] * len(names)
@@ -210,11 +211,11 @@ def prs_chart(results: dict, out_dir: Path) -> str:
     ax.set_ylabel("share of unrecovered failures")
     ax.set_title("PRS: gold first-token rank vs baseline (0→0 items)")
     ax.legend(fontsize="small")
-    return _save(fig, out_dir, "prs.png")
+    return save_chart(fig, out_dir, "prs.png")
 
 
 def gain_loss_chart(results: dict, out_dir: Path) -> str:
-    plt = _pyplot()
+    plt = pyplot()
     names, per = _techniques(_envelope(results))
     fig, ax = plt.subplots(figsize=(max(5, 1.1 * len(names) + 2), 4))
     for offset, (metric, colour) in zip((-0.2, 0.2), (("gain", "#2a9d8f"), ("loss", "#e76f51"))):
@@ -232,7 +233,7 @@ def gain_loss_chart(results: dict, out_dir: Path) -> str:
     ax.set_ylim(0, 1)
     ax.set_title("Gain (base failures fixed) and Loss (base successes broken), 95% intervals")
     ax.legend(fontsize="small")
-    return _save(fig, out_dir, "gain_loss.png")
+    return save_chart(fig, out_dir, "gain_loss.png")
 
 
 def write_report(results: dict, out_dir: Path) -> list[str]:
@@ -240,3 +241,33 @@ def write_report(results: dict, out_dir: Path) -> list[str]:
     write_text(out_dir / "comparison.md", markdown)
     write_text(out_dir / "comparison.csv", table)
     return ["comparison.md", "comparison.csv", prs_chart(results, out_dir), gain_loss_chart(results, out_dir)]
+
+
+def explorer_table(rows: list[dict], dataset: dict[str, dict]) -> dict:
+    """One row per item; each technique's (answer, correct, gold rank), each sampling partition's
+    share of correct samples."""
+    techniques = list(dict.fromkeys(r["technique"] for r in rows if r.get("correct") is not None))
+    partitions = list(dict.fromkeys(r["technique"] for r in rows if r.get("sample_correct") is not None))
+    items: dict[str, dict] = {}
+    for r in rows:
+        item = items.setdefault(str(r["item_id"]), {"id": r["item_id"], **{k: r.get(k) for k in ("relation", "frequency_bin")}})
+        for key in FROM_DATASET:
+            if item.get(key) is None and (r.get(key) is not None or key in dataset.get(str(r["item_id"]), {})):
+                item[key] = r.get(key) if r.get(key) is not None else dataset[str(r["item_id"])][key]
+        if r["technique"] in techniques:
+            item[r["technique"]] = [r.get("answer") or r.get("prediction"), bool(r["correct"]), r.get("gold_rank")]
+        elif r["technique"] in partitions:
+            flags = r["sample_correct"] or []
+            item[r["technique"]] = f"{sum(bool(f) for f in flags)}/{len(flags)} correct"
+    base = [
+        c
+        for c in ("id", "relation", "subject", "question", "answers", "object", "frequency_bin")
+        if any(c in i for i in items.values())
+    ]
+    columns = (
+        [{"key": c, "kind": "text"} for c in base]
+        + [{"key": t, "kind": "answer"} for t in techniques]
+        + [{"key": p, "kind": "text"} for p in partitions]
+    )
+    data = [[plain(i.get(c["key"])) for c in columns] for i in items.values()]
+    return {"columns": columns, "rows": data, "techniques": techniques}

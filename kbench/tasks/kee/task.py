@@ -295,6 +295,11 @@ class KnowledgeElicitation(Task):
 
         return from_v1(results)
 
+    def explorer_table(self, rows: list[dict], dataset: dict[str, dict]) -> dict:
+        from kbench.tasks.kee.report import explorer_table
+
+        return explorer_table(rows, dataset)
+
     def needs(self, settings: KeeSettings) -> dict[str, frozenset[Capability]]:
         """Each chosen technique's declared needs (its class's `needs`); the partition samples."""
         out = {"task kee (the shallow/deep partition)": frozenset({Capability.GENERATE})}

@@ -2,6 +2,7 @@
 
 The chart has one bar per setting (IID, OOD), stacked bottom to top: usable knowledge
 (acc_D x downstream), Gap 2 (acquired but not used), Gap 1 (not acquired); the three add to 1.
+`kbench report` draws the same split for all its XTEVAL runs together (`runs_gap_chart`).
 """
 
 from __future__ import annotations
@@ -11,7 +12,15 @@ from pathlib import Path
 from kbench.io import atomic_path, write_text
 from kbench.metrics.uncertainty import format_estimate
 from kbench.protocol import describe, read_protocol
+from kbench.report.plots import pyplot, save_chart
+from kbench.report.runs import Run, is_estimate, metric_tables
 
+_RUNS_GAP_COLOURS = {"usable_knowledge": "#2a9d8f", "gap2": "#e9c46a", "gap1": "#e76f51"}
+_RUNS_GAP_NAMES = {
+    "usable_knowledge": "usable (acc_D × downstream)",
+    "gap2": "gap 2: known, not used",
+    "gap1": "gap 1: not known (1 − acc_D)",
+}
 FIGURES = ("acc_D", "downstream_accuracy", "chance_accuracy", "usable_knowledge", "gap1", "gap2")
 
 
@@ -99,3 +108,32 @@ def gap_chart(results: dict, path: Path) -> None:
 def write_report(out: Path, results: dict) -> None:
     write_text(Path(out) / "report.md", markdown_table(results))
     gap_chart(results, Path(out) / "gaps.png")
+
+
+def runs_gap_chart(runs: list[Run], out_dir: Path) -> str | None:
+    """The report's chart over every XTEVAL run: each run's facts per setting split into usable
+    knowledge, gap 2 and gap 1 (they sum to 1); None when no run has the three figures."""
+    rows = []
+    for run in runs:
+        for _, _, table in metric_tables(run.metrics):  # XTEVAL v1: per_setting (iid, ood)
+            for setting, cells in table.items():
+                if all(is_estimate(cells.get(k)) and cells[k]["value"] is not None for k in _RUNS_GAP_COLOURS):
+                    rows.append((f"{run.label} · {setting}", {k: cells[k]["value"] for k in _RUNS_GAP_COLOURS}))
+    if not rows:
+        return None
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(7.5, max(2.2, 0.6 * len(rows) + 1.2)))
+    for row, (_, gaps) in enumerate(rows):
+        left = 0.0
+        for key in ("usable_knowledge", "gap2", "gap1"):
+            ax.barh(row, gaps[key], left=left, color=_RUNS_GAP_COLOURS[key], label=_RUNS_GAP_NAMES[key] if row == 0 else None)
+            if gaps[key] >= 0.06:
+                ax.text(left + gaps[key] / 2, row, f"{gaps[key]:.2f}", ha="center", va="center", fontsize="small")
+            left += gaps[key]
+    ax.set_yticks(range(len(rows)), [name for name, _ in rows])
+    ax.invert_yaxis()
+    ax.set_xlim(0, 1)
+    ax.set_xlabel("share of facts (means over seeds)")
+    ax.set_title("Acquisition-utilization gaps (XTEVAL)")
+    ax.legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.25), ncol=3)
+    return save_chart(fig, out_dir, "gaps.png")

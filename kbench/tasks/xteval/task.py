@@ -280,6 +280,12 @@ class Xteval(Task):
 
         return comparison(runs, items)
 
+    def report_charts(self, runs: list, out_dir: Path) -> list[tuple[str, str]]:
+        from kbench.tasks.xteval.report import runs_gap_chart
+
+        chart = runs_gap_chart(runs, out_dir)
+        return [(chart, "acquisition-utilization gaps")] if chart else []
+
     def finish(self, ctx: RunContext, state: XtevalPlan, rows: list[dict], results: dict) -> None:
         from kbench.tasks.xteval.report import write_report
 
