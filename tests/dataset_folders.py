@@ -8,7 +8,14 @@ from pathlib import Path
 
 import polars as pl
 
+from tests.conftest import REPO_ROOT
 from tests.question_rows import question_row
+
+#: LAMA T-REx at test size: the packaged recipe over two relations, 40 facts each (`load_recipe(SMALL_LAMA_RECIPE,
+#: SMALL_LAMA_OVERRIDES)`), and the same as `kbench build` arguments (`run_kbench("build", *SMALL_LAMA_BUILD, "--out", DIR)`).
+SMALL_LAMA_RECIPE = REPO_ROOT / "pipelines" / "lama-trex.toml"
+SMALL_LAMA_OVERRIDES = ['load.relations=["P19","P20"]', "load.max_per_relation=40"]
+SMALL_LAMA_BUILD = [str(SMALL_LAMA_RECIPE), *(arg for o in SMALL_LAMA_OVERRIDES for arg in ("--set", o))]
 
 SNAPSHOT_OLD = [{"subject": s, "subject_id": f"Q{i + 1}", "relation": "P108", "object": o, "object_id": f"Q{100 + i}"}
                 for i, (s, o) in enumerate([("Ada", "Acme"), ("Bob", "Globex"), ("Cy", "Initech"), ("Dee", "Hooli")])]

@@ -13,11 +13,10 @@ from conftest import REPO_ROOT
 from kbench.cards.render import write_card
 from kbench.construct.recipe import load_recipe
 from kbench.construct.runner import run_recipe
-
-SMALL_LAMA = ['load.relations=["P19","P20"]', "load.max_per_relation=60"]
+from tests.dataset_folders import SMALL_LAMA_OVERRIDES
 
 CASES = {
-    "lama-trex.toml": (SMALL_LAMA, "lama-derived", [
+    "lama-trex.toml": (SMALL_LAMA_OVERRIDES, "lama-derived", [
         "google-re-not-loaded", "existence-store-from-inputs", "single-answer-store-from-inputs",
         "frequency-source-evidence-count", "frequency-bins-over-facts", "frequency-percentages", "relation-cap"]),
     "maple-wiki.toml": ([], "maple-benchmark", [

@@ -12,10 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO_ROOT, run_kbench
+from conftest import run_kbench
+from tests.dataset_folders import SMALL_LAMA_BUILD
 
-RECIPE = str(REPO_ROOT / "pipelines" / "lama-trex.toml")
-SMALL = ["--set", 'load.relations=["P19","P20"]', "--set", "load.max_per_relation=40"]
 
 
 @pytest.fixture
@@ -44,11 +43,11 @@ def snapshot(folder: Path) -> dict[str, str]:
 
 def test_read_only_output_exit_2_and_previous_outputs_untouched(tmpfs):
     out = tmpfs("64m") / "lama"
-    first = run_kbench("build", RECIPE, "--out", str(out), *SMALL)
+    first = run_kbench("build", *SMALL_LAMA_BUILD, "--out", str(out))
     assert first.returncode == 0, first.stderr
     before = snapshot(out)
     subprocess.run(["mount", "-o", "remount,ro", str(out.parent)], check=True)
-    again = run_kbench("build", RECIPE, "--out", str(out), *SMALL, "--set", "cap.max_per_relation=5")
+    again = run_kbench("build", *SMALL_LAMA_BUILD, "--out", str(out), "--set", "cap.max_per_relation=5")
     assert again.returncode == 2, again.stderr
     assert "Traceback" not in again.stderr and "error:" in again.stderr and str(out) in again.stderr
     assert snapshot(out) == before
@@ -57,18 +56,18 @@ def test_read_only_output_exit_2_and_previous_outputs_untouched(tmpfs):
 def test_disk_full_exit_2_and_previous_outputs_untouched(tmpfs):
     mount = tmpfs("3m")
     out = mount / "lama"
-    first = run_kbench("build", RECIPE, "--out", str(out), *SMALL)
+    first = run_kbench("build", *SMALL_LAMA_BUILD, "--out", str(out))
     assert first.returncode == 0, first.stderr
     before = snapshot(out)
     filler = mount / "filler"
     subprocess.run(["dd", "if=/dev/zero", f"of={filler}", "bs=4k"], capture_output=True)  # fills the disk
-    again = run_kbench("build", RECIPE, "--out", str(out), *SMALL, "--set", "cap.max_per_relation=5")
+    again = run_kbench("build", *SMALL_LAMA_BUILD, "--out", str(out), "--set", "cap.max_per_relation=5")
     assert again.returncode == 2, again.stderr
     assert "Traceback" not in again.stderr and "space" in again.stderr.lower()
     assert snapshot(out) == before
     filler.unlink()
     # With space again, the same command completes and resumes the stages before the change.
-    third = run_kbench("build", RECIPE, "--out", str(out), *SMALL, "--set", "cap.max_per_relation=5")
+    third = run_kbench("build", *SMALL_LAMA_BUILD, "--out", str(out), "--set", "cap.max_per_relation=5")
     assert third.returncode == 0, third.stderr
     assert "reused" in third.stderr
 
@@ -78,12 +77,12 @@ def test_disk_full_in_a_chunked_stage_exit_2(tmpfs, tmp_path, shared_data):
     (a link to the same table), so `attach_aliases` is the first stage to recompute and write."""
     mount = tmpfs("3m")
     out = mount / "lama"
-    assert run_kbench("build", RECIPE, "--out", str(out), *SMALL).returncode == 0
+    assert run_kbench("build", *SMALL_LAMA_BUILD, "--out", str(out)).returncode == 0
     before = snapshot(out)
     aliases = tmp_path / "aliases.txt"
     aliases.symlink_to(shared_data / "wikidata_aliases_xfactr" / "TREx_en.txt")
     subprocess.run(["dd", "if=/dev/zero", f"of={mount / 'filler'}", "bs=4k"], capture_output=True)
-    again = run_kbench("build", RECIPE, "--out", str(out), *SMALL, "--set", f'aliases.aliases_file="{aliases}"')
+    again = run_kbench("build", *SMALL_LAMA_BUILD, "--out", str(out), "--set", f'aliases.aliases_file="{aliases}"')
     assert again.returncode == 2, again.stderr
     assert "Traceback" not in again.stderr and "space" in again.stderr.lower()
     assert snapshot(out) == before

@@ -14,9 +14,8 @@ import pytest
 
 from conftest import REPO_ROOT, run_kbench
 from fixtures_models import tiny_causal_dir  # noqa: F401  (fixture)
+from tests.dataset_folders import SMALL_LAMA_BUILD
 
-RECIPE = str(REPO_ROOT / "pipelines" / "lama-trex.toml")
-SMALL = ["--set", 'load.relations=["P19","P20"]', "--set", "load.max_per_relation=30"]
 PLANTED = "hf_PLANTEDsecretTOKENdoNotLeak1234567890"
 
 
@@ -53,7 +52,7 @@ def test_planted_token_never_appears_in_outputs_logs_or_errors(tmp_path, tiny_ca
            "HF_ENDPOINT": "http://127.0.0.1:9", "KBENCH_CACHE": str(tmp_path / "cache")}
     out, run = tmp_path / "lama", tmp_path / "ext"
     steps = [
-        ("build", RECIPE, "--out", str(out), *SMALL),
+        ("build", *SMALL_LAMA_BUILD, "--out", str(out)),
         ("card", str(out)),
         ("publish", str(out), "--repo-id", "someone/probe", "--dry-run"),
         ("publish", str(out), "--repo-id", "someone/probe"),  # the Hub is unreachable: must fail without the token
@@ -76,7 +75,7 @@ def test_planted_token_never_appears_in_outputs_logs_or_errors(tmp_path, tiny_ca
 def test_caches_and_runs_hold_no_pickle(tmp_path, tiny_causal_dir):
     cache, out, run = tmp_path / "cache", tmp_path / "lama", tmp_path / "ext"
     env = {"KBENCH_CACHE": str(cache), "KBENCH_MODEL_CACHE": str(cache / "models")}
-    assert run_kbench("build", RECIPE, "--out", str(out), *SMALL, env=env).returncode == 0
+    assert run_kbench("build", *SMALL_LAMA_BUILD, "--out", str(out), env=env).returncode == 0
     done = run_kbench("evaluate", "extraction", "--dataset", str(out), "--model", str(tiny_causal_dir), "--limit", "4",
                       "--out", str(run), env=env)
     assert done.returncode == 0, done.stderr
@@ -98,18 +97,18 @@ def test_caches_and_runs_hold_no_pickle(tmp_path, tiny_causal_dir):
 def test_two_builds_on_one_folder_never_interleave(tmp_path):
     out = tmp_path / "lama"
     env = {**os.environ, "KBENCH_CACHE": str(tmp_path / "cache")}
-    first = subprocess.Popen([sys.executable, "-m", "kbench", "build", RECIPE, "--out", str(out), *SMALL],
+    first = subprocess.Popen([sys.executable, "-m", "kbench", "build", *SMALL_LAMA_BUILD, "--out", str(out)],
                              cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     lock = out / ".kbench" / "lock"
     deadline = time.monotonic() + 60
     while not (lock.exists() and lock.read_text().strip()):
         assert first.poll() is None and time.monotonic() < deadline, "first build ended before taking the lock"
         time.sleep(0.05)
-    second = run_kbench("build", RECIPE, "--out", str(out), *SMALL, env={"KBENCH_CACHE": str(tmp_path / "cache")})
+    second = run_kbench("build", *SMALL_LAMA_BUILD, "--out", str(out), env={"KBENCH_CACHE": str(tmp_path / "cache")})
     _, first_err = first.communicate(timeout=300)
     assert first.returncode == 0, first_err
     assert second.returncode == 2 and "another kbench process" in second.stderr and "Traceback" not in second.stderr
-    again = run_kbench("build", RECIPE, "--out", str(out), *SMALL, env={"KBENCH_CACHE": str(tmp_path / "cache")})
+    again = run_kbench("build", *SMALL_LAMA_BUILD, "--out", str(out), env={"KBENCH_CACHE": str(tmp_path / "cache")})
     assert again.returncode == 0 and again.stderr.count("dropped, reused)") == 9  # each stage's progress line
 
 
