@@ -1,4 +1,4 @@
-"""The KEE evaluation on the real SmolLM2-135M-Instruct: 24 LAMA T-REx facts (native language,
+"""The KEE evaluation on the real SmolLM2-135M-Instruct: 12 LAMA T-REx facts (native language,
 citizenship, country of origin, languages spoken; read from ../shared/data), the baseline and
 one technique of each family: temperature sampling at 0.7 (sampling), GenRead (prompting;
 RECITE's sampled runs cost more), CAA (steering), Activation Decoding (decoding). Checks the run
@@ -23,11 +23,12 @@ from tests.question_rows import question_row
 
 pytestmark = pytest.mark.slow
 RELATIONS = ("P103", "P27", "P495", "P1412")
-PER_RELATION = 6
+PER_RELATION = 3
 # Measured on this fact set (SmolLM2-135M-Instruct Q4_1 GGUF de-quantised to fp32, CPU, chat
-# prompt): 6 of 24 answered correctly (2026-12-02; 13 of the first 48). Two items of slack for other CPU kernels.
-RECORDED_BASELINE_ACCURACY = 6 / 24
-TOLERANCE = 2 / 24 + 1e-9
+# prompt): 2 of 12 answered correctly (2026-12-02; 6 of the first 24, 13 of the first 48). One item of slack for
+# other CPU kernels.
+RECORDED_BASELINE_ACCURACY = 2 / 12
+TOLERANCE = 1 / 12 + 1e-9
 
 
 def lama_dataset(shared_data, root):
