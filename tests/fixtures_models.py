@@ -7,7 +7,8 @@
 session builds the same models.
 
 Import the fixtures in a test module with
-`from tests.fixtures_models import tiny_causal_dir, tiny_masked_dir  # noqa: F401`.
+`from tests.fixtures_models import tiny_causal_dir, tiny_masked_dir  # noqa: F401`. `tiny_causal` is the
+tiny Llama loaded once per module; `cached_model(loaded, cache_file)` wraps a loaded model as a task sees it.
 """
 
 from __future__ import annotations
@@ -97,6 +98,24 @@ def tiny_causal_dir(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def tiny_masked_dir(tmp_path_factory) -> Path:
     return build_tiny_masked(tmp_path_factory.mktemp("tiny-bert"))
+
+
+@pytest.fixture(scope="module")
+def tiny_causal(tiny_causal_dir):
+    """The tiny Llama loaded as a user's model folder is (`load_model`), once per test module, on TEST_DEVICE."""
+    from kbench.models.loading import load_model
+
+    return load_model(str(tiny_causal_dir), device=TEST_DEVICE)
+
+
+def cached_model(loaded, cache_file: Path | None = None, **runner_options):
+    """The model as a task's context holds it: the Hugging Face backend over `loaded` (`ModelRunner`
+    options: batch_size, ...) inside the result cache at `cache_file` (None: no cache)."""
+    from kbench.models.cached import CachedModel
+    from kbench.models.result_cache import ResultCache
+    from kbench.models.runner import ModelRunner
+
+    return CachedModel(ModelRunner(loaded, **runner_options), ResultCache(cache_file) if cache_file else None)
 
 
 def build_tiny_roberta(folder: Path) -> Path:

@@ -16,9 +16,7 @@ from kbench.construct.stages.to_questions import load_question_templates
 import kbench
 from kbench.tasks.kee.task import KeeSettings
 from kbench.models.loading import load_model
-from kbench.models.cached import CachedModel
-from kbench.models.result_cache import ResultCache
-from kbench.models.runner import ModelRunner
+from tests.fixtures_models import cached_model
 from tests.question_rows import question_row
 
 pytestmark = pytest.mark.slow
@@ -49,8 +47,7 @@ def lama_dataset(shared_data, root):
 
 def test_kee_on_smollm2(shared_data, tmp_path):
     dataset = lama_dataset(shared_data, tmp_path / "dataset")
-    loaded = load_model("smollm2-135m")
-    runner = CachedModel(ModelRunner(loaded), ResultCache(tmp_path / "cache.sqlite"))
+    runner = cached_model(load_model("smollm2-135m"), tmp_path / "cache.sqlite")
     settings = KeeSettings(techniques=("baseline", "temp0.7", "genread", "caa", "activation_decoding"), k=3, sweep_max=3,
                            temperatures=(0.7,))
     results = kbench.evaluate("kee", dataset=dataset, model=runner, out=tmp_path / "run", **settings.model_dump()).results   # validated against the schemas

@@ -24,15 +24,13 @@ import pytest
 from kbench.construct.stages.to_questions import load_question_templates
 import kbench
 from kbench.evaluate.engine import validate
-from kbench.models.cached import CachedModel
 from kbench.models.loading import load_model
-from kbench.models.result_cache import ResultCache
-from kbench.models.runner import ModelRunner
 from kbench.report.items import read_items
 from kbench.tasks.kee.report import write_report
 from kbench.tasks.truefalse.report import setting_comparisons
 from kbench.report.runs import load_runs
 from tests.dataset_folders import left_dataset
+from tests.fixtures_models import cached_model
 from tests.question_rows import question_row
 
 pytestmark = pytest.mark.slow
@@ -66,7 +64,7 @@ def well_formed(estimate: dict, paired: bool | None = None) -> None:
 
 @pytest.fixture(scope="module")
 def smollm2(tmp_path_factory):
-    return CachedModel(ModelRunner(load_model("smollm2-135m")), ResultCache(tmp_path_factory.mktemp("cache") / "c.sqlite"))
+    return cached_model(load_model("smollm2-135m"), tmp_path_factory.mktemp("cache") / "c.sqlite")
 
 
 def test_kee_and_extraction_comparisons(smollm2, shared_data, tmp_path, monkeypatch):

@@ -11,13 +11,9 @@ from kbench.evaluate.engine import evaluate, validate
 from kbench.tasks.qa.task import KnowledgeUpdateQA, QASettings, aggregate
 from kbench.evaluate.task import RunContext
 from kbench.tasks.qa.metrics import official_em, official_f1
-from kbench.models.loading import load_model
 from kbench.metrics.uncertainty import proportion
-from kbench.models.cached import CachedModel
-from kbench.models.result_cache import ResultCache
-from kbench.models.runner import ModelRunner
 from tests.dataset_folders import evolving_dataset
-from tests.fixtures_models import tiny_causal_dir  # noqa: F401
+from tests.fixtures_models import cached_model, tiny_causal, tiny_causal_dir  # noqa: F401
 
 @pytest.fixture(scope="module")
 def evolving(tmp_path_factory):
@@ -29,8 +25,8 @@ def run_qa(model, dataset, out, settings: QASettings) -> dict:
 
 
 @pytest.fixture
-def runner(tiny_causal_dir, tmp_path):
-    return CachedModel(ModelRunner(load_model(str(tiny_causal_dir)), batch_size=4), ResultCache(tmp_path / "cache.sqlite"))
+def runner(tiny_causal, tmp_path):
+    return cached_model(tiny_causal, tmp_path / "cache.sqlite", batch_size=4)
 
 
 def test_slices_scores_and_preference(runner, evolving, tmp_path):

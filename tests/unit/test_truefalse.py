@@ -17,7 +17,7 @@ from kbench.models.result_cache import ResultCache
 from kbench.models.runner import ModelRunner
 from kbench.read import ReadSettings, read_text
 from tests.dataset_folders import left_dataset as build_left_dataset
-from tests.fixtures_models import tiny_causal_dir  # noqa: F401
+from tests.fixtures_models import cached_model, tiny_causal, tiny_causal_dir  # noqa: F401
 
 
 @pytest.fixture(scope="module")
@@ -31,8 +31,8 @@ def run_truefalse(model, dataset, out, settings, base_runner=None) -> dict:
 
 
 @pytest.fixture
-def runner(tiny_causal_dir, tmp_path):
-    return CachedModel(ModelRunner(load_model(str(tiny_causal_dir)), batch_size=8), ResultCache(tmp_path / "cache.sqlite"))
+def runner(tiny_causal, tmp_path):
+    return cached_model(tiny_causal, tmp_path / "cache.sqlite", batch_size=8)
 
 
 def test_prior_per_statement_and_pair_choice_and_resumes(runner, left_dataset, tmp_path):
