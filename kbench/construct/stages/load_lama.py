@@ -35,14 +35,14 @@ from itertools import islice
 from pathlib import Path
 from typing import Any, Optional
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from kbench.construct.stage import Stage, StageOutput, StageParams, register_stage
+from kbench.construct.stages._google_re import DEFAULT_GOOGLE_RE, PID, GoogleRERelation, check_template
 from kbench.errors import InputError, UserError
 from kbench.io import iter_jsonl, stable_hash
 
 QID = re.compile(r"^Q[1-9][0-9]*$")
-PID = re.compile(r"^P[1-9][0-9]*$")
 #: A relation id that is not Wikidata's own: `<source>:<name>` (Google-RE's `google_re:place_of_birth`).
 GOOGLE_RE_PREFIX = "google_re:"
 GOOGLE_RE_RELATION = re.compile(r"^google_re:[a-z0-9_]+$")
@@ -63,43 +63,6 @@ COLUMNS = {
     "subject_aliases": "list",
     "object_aliases": "list",
     "split": "str",
-}
-
-
-def check_template(template: str) -> str | None:
-    """Why a cloze template is unusable, or None when it has exactly one [X] and one [Y]."""
-    for slot in ("[X]", "[Y]"):
-        if template.count(slot) != 1:
-            return f"template {template!r} must contain {slot} exactly once"
-    return None
-
-
-class GoogleRERelation(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-    #: The Wikidata property the Google-RE relation corresponds to (its rows' `wikidata_property`).
-    wikidata_property: str
-    label: str
-    template: str
-
-    @field_validator("wikidata_property")
-    @classmethod
-    def _pid(cls, v: str) -> str:
-        if not PID.match(v):
-            raise ValueError(f"not a Wikidata property id: {v!r}")
-        return v
-
-    @field_validator("template")
-    @classmethod
-    def _template(cls, v: str) -> str:
-        if problem := check_template(v):
-            raise ValueError(problem)
-        return v
-
-
-DEFAULT_GOOGLE_RE = {
-    "date_of_birth": GoogleRERelation(wikidata_property="P569", label="date of birth", template="[X] was born in [Y] ."),
-    "place_of_birth": GoogleRERelation(wikidata_property="P19", label="place of birth", template="[X] was born in [Y] ."),
-    "place_of_death": GoogleRERelation(wikidata_property="P20", label="place of death", template="[X] died in [Y] ."),
 }
 
 
