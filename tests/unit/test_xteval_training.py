@@ -137,7 +137,11 @@ def test_template_init_picks_the_words_around_the_head(tiny_causal_dir):  # noqa
     tok = load_model(str(tiny_causal_dir)).tokenizer
     before = tok("the capital of", add_special_tokens=False)["input_ids"]
     is_ids = tok(" is", add_special_tokens=False)["input_ids"]
-    ids = template_init(tok, "the capital of [X] is [Y] .", 2, 3)
+
+    def token_ids(text: str) -> list[int]:  # what `Trainer.token_ids` gives the routine
+        return tok(text, add_special_tokens=False)["input_ids"]
+
+    ids = template_init(token_ids, "the capital of [X] is [Y] .", 2, 3)
     assert ids == before[-2:] + is_ids + [None] * (3 - len(is_ids))
-    assert template_init(tok, "[X] is [Y] .", 3, 1) == [None, None, None] + is_ids[:1]
-    assert template_init(tok, "[Y] participated in the [X] .", 3, 3) == [None] * 6   # object first: no init
+    assert template_init(token_ids, "[X] is [Y] .", 3, 1) == [None, None, None] + is_ids[:1]
+    assert template_init(token_ids, "[Y] participated in the [X] .", 3, 3) == [None] * 6   # object first: no init
