@@ -89,7 +89,7 @@ class Reader:
     def save_epoch(self, folder: Path) -> None:
         """The model, its tokenizer and the AdamW moments into `folder`."""
         self._weights.model.save_pretrained(folder, safe_serialization=True)
-        self.tokenizer.save_pretrained(folder)
+        self._weights.tokenizer.save_pretrained(folder)
         _save_optimizer(self._optimizer, self._weights.model, folder / OPTIMIZER_FILE)
 
 
