@@ -1,5 +1,6 @@
 """The facts of a `ModelInfo` (`kbench.models.interface`) that backends read off local weights and
-tokenizers: parameter count, architecture, context length, weight hashes, chat template."""
+tokenizers: parameter count, architecture, context length, weight hashes, chat template, the text a
+sequence starts with."""
 
 from __future__ import annotations
 
@@ -7,6 +8,30 @@ import hashlib
 from typing import Any
 
 from kbench.io import stable_hash
+from kbench.models.interface import Capability, ModelInfo
+
+
+def loaded_info(loaded, backend: str, device: str, code: str, capabilities: frozenset[Capability], weights: dict) -> ModelInfo:
+    """The `ModelInfo` of a `LoadedModel` (weights and tokenizer in this process) whose weights
+    provenance is `weights`: the chat template is rendered here, so a reply's start can follow it."""
+    revision, sha256 = weights_hashes(weights)
+    template = template_sha256(loaded.tokenizer)
+    return ModelInfo(
+        name=loaded.name,
+        identity=loaded.identity,
+        kind=loaded.kind,
+        dtype=loaded.dtype,
+        backend=backend,
+        device=device,
+        code=code,
+        capabilities=capabilities,
+        chat=template is not None,
+        chat_template_sha256=template,
+        prefills_reply=True,
+        revision=revision,
+        sha256=sha256,
+        **network_facts(loaded.model),
+    )
 
 
 def template_sha256(tokenizer) -> str | None:

@@ -13,9 +13,12 @@ Four names, one meaning each:
 A backend knows nothing of the cache. Another backend implements `LanguageModel` (and
 `WhiteBoxModel` if it can) in one module and registers its opener with `@register_backend(name, capabilities)`.
 
-Text contract (all methods): an answer / gold is the exact continuation of its prompt, leading
-space included (" France"); results come back in input order, one per prompt; every method
-batches internally, so callers pass whole lists.
+Text contract (all methods): a prompt is a `Prompt` value or plain text (`kbench.models.prompt`),
+which the backend renders (its chat template, or a server's chat API); an answer / gold is the exact
+continuation of the rendered prompt, leading space included (" France"); results come back in input
+order, one per prompt; every method batches internally, so callers pass whole lists. Nothing outside
+`kbench/models/` touches a tokenizer: what a task needs of tokens is a typed method (`token_ids`,
+`sequence_start`, `special_token_ids`), and what a model is, its frozen `ModelInfo` (`info`).
 
 Interventions are data (`Intervention`: steering vectors, head shifts, a logits recipe), never
 code that reaches into a network: the backend carries them out, and their `key` enters every

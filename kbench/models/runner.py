@@ -44,8 +44,8 @@ from kbench.models.batching import MAX_BATCH, BatchingMethods
 from kbench.models.cpu_allocator import keep_freed_memory
 from kbench.models.decoding import decode
 from kbench.models.encoding import PromptEncoder
-from kbench.models.info import network_facts, sequence_start, template_sha256, weights_hashes
-from kbench.models.interface import Capability, Intervention, ModelInfo, register_backend
+from kbench.models.info import loaded_info, sequence_start
+from kbench.models.interface import Capability, Intervention, register_backend
 from kbench.models.interventions import Realised, realise
 from kbench.models.loading import LoadedModel
 from kbench.models.packing import last_token_logits, pack, packing_works
@@ -76,30 +76,10 @@ class ModelRunner(BatchingMethods, WhiteBoxMethods):
         if self.device.type == "cpu":
             keep_freed_memory()
         self._weights = weights_provenance(loaded)
-        self.info = self._info()
-
-    def _info(self) -> ModelInfo:
         capabilities = frozenset(Capability)
-        if self.loaded.kind == "masked":  # a masked LM ranks at its mask; it neither generates nor scores continuations
+        if loaded.kind == "masked":  # a masked LM ranks at its mask; it neither generates nor scores continuations
             capabilities -= {Capability.GENERATE, Capability.LOGLIKELIHOOD}
-        revision, sha256 = weights_hashes(self._weights)
-        template = template_sha256(self.tokenizer)
-        return ModelInfo(
-            name=self.loaded.name,
-            identity=self.loaded.identity,
-            kind=self.loaded.kind,
-            dtype=self.loaded.dtype,
-            backend=self.backend,
-            device=str(self.device),
-            code=self.code,
-            capabilities=capabilities,
-            chat=template is not None,
-            chat_template_sha256=template,
-            prefills_reply=True,  # the template is rendered here: the reply's start is text after it
-            revision=revision,
-            sha256=sha256,
-            **network_facts(self.network),
-        )
+        self.info = loaded_info(loaded, self.backend, str(self.device), self.code, capabilities, self._weights)
 
     # ------------------------------------------------------------------ what the model is
     backend = "hf"
