@@ -114,10 +114,10 @@ class LlmJudge(Stage):
         return open_model(ModelSpec(name, dtype=self.params.dtype, device=device, backend=backend))
 
     def _chat(self, info) -> bool:
-        has_template = info.chat
-        if self.params.prompt == "chat" and not has_template:
+        """Whether the judge is asked in a chat turn (`ModelInfo.chat`: the model takes one)."""
+        if self.params.prompt == "chat" and not info.chat:
             raise UserError(f"{self.name}: prompt = 'chat', but the judge model's tokenizer has no chat template")
-        return self.params.prompt == "chat" or (self.params.prompt == "auto" and has_template)
+        return self.params.prompt == "chat" or (self.params.prompt == "auto" and info.chat)
 
     def run(self, table) -> StageOutput:
         import polars as pl

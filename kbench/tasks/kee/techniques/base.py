@@ -123,12 +123,11 @@ def use_chat(info: ModelInfo, prompt: str) -> bool:
     """--prompt auto|chat|question -> whether prompts are chat turns."""
     from kbench.errors import UserError
 
-    has_template = info.chat
     if prompt == "chat":
         require_chat(info)
     if prompt not in ("auto", "chat", "question"):
         raise UserError(f"unknown --prompt {prompt!r}; choose auto, chat or question")
-    return prompt == "chat" or (prompt == "auto" and has_template)
+    return prompt == "chat" or (prompt == "auto" and info.chat)
 
 
 def clean_answer(text: str) -> str:
