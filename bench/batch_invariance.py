@@ -103,8 +103,8 @@ def main() -> None:
     facts = lama_facts(args.shared_data, args.facts, per_relation=11)
     rows = [{"id": str(i), "prompt_cloze": f["prompt"], "object": f["gold"][1:]} for i, f in enumerate(facts)]
     loaded = load_model("smollm2-135m")
-    prompts = build_prompts(rows, "cloze", loaded.tokenizer, loaded.kind)
-    texts, golds, stop = [p.text for p in prompts], [p.gold for p in prompts], list(prompts[0].stop)
+    prompts = build_prompts(rows, "cloze", loaded.kind)
+    texts, golds, stop = [p.prompt.text for p in prompts], [p.gold for p in prompts], list(prompts[0].stop)
     answers = [[r["object"]] for r in rows]
     print(f"facts: {len(facts)}  threads: {torch.get_num_threads()}", flush=True)
     ModelRunner(loaded).rank_first_token(texts[:4], golds[:4])  # warm-up (allocator, kernels, packing check)

@@ -143,7 +143,7 @@ def throughput() -> int:
     samples = model.sample(prompts[:128], k=20, temperature=0.7, seed=0, max_new_tokens=new_tokens)
     torch.cuda.synchronize()
     kee_s = time.perf_counter() - start
-    tokenizer = model.tokenizer
+    tokenizer = model.inner.tokenizer  # the backend's own, for a token count beside the peer's
     kbench_tokens = sum(len(tokenizer(text)["input_ids"]) for text, _, _ in both)
     del model
     torch.cuda.empty_cache()

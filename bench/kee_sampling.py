@@ -81,7 +81,7 @@ def main() -> None:
     loaded = load_model(args.model, device=args.device)
     runner = ModelRunner(loaded)  # no result cache: every sample is computed
     fits = tempfile.TemporaryDirectory()
-    context = KeeContext(model=runner, fit_dir=Path(fits.name), chat=use_chat(loaded.tokenizer, "auto"))
+    context = KeeContext(model=runner, fit_dir=Path(fits.name), chat=use_chat(runner.info, "auto"))
     prompts = [context.answer_prompt(i.question) for i in items]
     runner.generate(prompts[:4], max_new_tokens=4, stop=ANSWER_STOP)  # warm-up: allocator, kernels
 

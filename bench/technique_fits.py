@@ -69,7 +69,7 @@ def main() -> None:
     pool = [to_item(r) for r in read_rows(split_path(args.dataset, "train", None))[: args.facts]]
     folder = Path(tempfile.mkdtemp())
     model = open_model(ModelSpec(args.model), cache=ResultCache(folder / "results.sqlite"))
-    chat = use_chat(model.tokenizer, "auto")
+    chat = use_chat(model.info, "auto")
     model.generate(["warm up"], 2)  # allocator, kernels
     seconds: dict[str, dict[str, float]] = {}
     for run in ("first", "repeated"):

@@ -179,7 +179,7 @@ def evaluate(
     ctx = RunContext(settings=parsed, dataset=folder, model=main, run_dir=run_dir, models=extra)
     main_process = os.environ.get("RANK", "0") == "0"  # under `accelerate launch`, one process writes the log
     with run_log(run_dir / "log.txt") if main_process else contextlib.nullcontext():
-        LOG.info("evaluate %s: model %s, dataset %s, run folder %s", task, main.name, dataset, run_dir)
+        LOG.info("evaluate %s: model %s, dataset %s, run folder %s", task, main.info.name, dataset, run_dir)
         results = run_engine(runner, ctx)  # the engine shows the progress
     if results is None:
         return None
@@ -218,7 +218,9 @@ def _require_backends(task, settings, models: list) -> None:
         if isinstance(model, str | Path):
             backend = backend_for(str(model))
             name = PREFIX + ",".join(ServedSpec.from_arg(str(model)).describe()["urls"]) if backend == "openai" else str(model)
-            most = SimpleNamespace(name=name, backend=backend, capabilities=BACKENDS.get(backend).capabilities)
+            most = SimpleNamespace(
+                info=SimpleNamespace(name=name, backend=backend, capabilities=BACKENDS.get(backend).capabilities, missing=())
+            )
             for who, needed in task.needs(settings).items():
                 require(most, sorted(needed), who)
 

@@ -88,19 +88,6 @@ def read_documents(files: list[Path], only: dict[str, str]) -> list[str]:
     return docs
 
 
-def token_blocks(tokenizer, docs: list[str], seq_len: int) -> list[list[int]]:
-    eos = tokenizer.eos_token_id
-    ids: list[int] = []
-    for doc in docs:
-        ids.extend(tokenizer(doc, add_special_tokens=False)["input_ids"])
-        if eos is not None:
-            ids.append(eos)
-    blocks = [ids[i : i + seq_len] for i in range(0, len(ids) - seq_len + 1, seq_len)]
-    if not blocks:
-        raise UserError(f"the text has {len(ids)} tokens, fewer than one block of --seq-len {seq_len}")
-    return blocks
-
-
 def _state_dir(out: Path) -> Path:
     return out / STATE_DIR
 
@@ -156,7 +143,7 @@ def read_text(settings: ReadSettings) -> dict:
     )
     done_epochs, folder, progress = _last_epoch(out, key)
     reader.start(settings.lr, resume_from=folder)
-    blocks = token_blocks(reader.tokenizer, read_documents(files, settings.only), settings.seq_len)
+    blocks = reader.token_blocks(read_documents(files, settings.only), settings.seq_len)
     steps_per_epoch = -(-len(blocks) // settings.batch_size)
     total_steps = min(steps_per_epoch * settings.epochs, settings.max_steps or 10**12)
     step, losses = progress.get("step", 0), progress.get("epoch_losses", [])

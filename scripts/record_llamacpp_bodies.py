@@ -104,7 +104,7 @@ def main() -> None:
     served = open_model(ModelSpec(name=f"openai:{proxy.url}/v1", backend="openai", use_cache=False))
     served.generate(PROMPTS, 8, stop=["\n"])
     served.rank_first_token(PROMPTS, GOLDS)
-    ids = served.tokenizer(PROMPTS[0])["input_ids"]
+    ids = served.inner.tokens(PROMPTS[0])["input_ids"]  # with special tokens, as the backend sends them
     for name, (path, body) in named_requests(ids).items():
         answer = post(proxy.url + path, body)
         (args.out / f"llamacpp_{name}.json").write_text(json.dumps(answer, indent=1) + "\n")

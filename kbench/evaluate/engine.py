@@ -169,7 +169,7 @@ class RunDirectory:
 def environment(model: CachedModel) -> dict:
     from kbench.models.provenance import environment as describe
 
-    return describe(model.device)
+    return describe(model.info.device)
 
 
 def check_capabilities(task: Task, ctx: RunContext) -> None:
@@ -183,7 +183,7 @@ def check_capabilities(task: Task, ctx: RunContext) -> None:
 
 def model_block(model: CachedModel) -> dict:
     """The envelope's `model` block: the backend's description plus what it can do."""
-    return {**model.describe(), "backend": model.backend, "capabilities": sorted(c.value for c in model.capabilities)}
+    return {**model.describe(), "backend": model.info.backend, "capabilities": sorted(c.value for c in model.info.capabilities)}
 
 
 def evaluate(task: Task, ctx: RunContext, progress: Callable[[int, int], None] | None = None) -> dict | None:

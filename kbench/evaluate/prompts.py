@@ -1,19 +1,21 @@
 """Prompt forms for probing a fact, shared by the evaluation tasks.
 
-`build_prompts(rows, form, tokenizer, kind, fewshot, train_rows, seed) -> list[Prompt]`, one
-per row (a row is a dict with the columns of `schemas/question.v1.json`):
+`build_prompts(rows, form, kind, fewshot, train_rows, seed) -> list[Probe]`, one per row (a row
+is a dict with the columns of `schemas/question.v1.json`), each holding a `Prompt` value
+(`kbench.models.prompt`) that the model renders:
 
 * `cloze`    - causal LMs continue `prompt_cloze` ("Alan Turing works in the field of");
                masked LMs read `prompt_masked` (the object is "[MASK]").
 * `question` - "Answer the question with a short answer.\\nQuestion: <question>\\nAnswer:".
-* `chat`     - the question as a user turn through the tokenizer's chat template, with the
-               generation prompt appended (instruct models).
+* `chat`     - the question as a user turn (instruct models); the model renders it (its chat
+               template with the generation prompt, or a served chat API's).
 
 `fewshot=k` puts k solved examples before the item, drawn from `train_rows` of the same
 relation first (then any relation), never the item's own subject, with a generator seeded by
-(seed, item id): an item gets the same examples whatever else is evaluated with it.
+(seed, item id): an item gets the same examples whatever else is evaluated with it. In the chat
+form they are earlier user / assistant turns; in the plain forms, lines of text.
 
-Each `Prompt` also says how the gold continues it (`gold`: " " + object after plain text, the
+Each `Probe` also says how the gold continues it (`gold`: " " + object after plain text, the
 bare object after a chat generation prompt) and where a greedy answer stops (`stop`: the form's
 default `STOPS`, or the caller's list). For a masked LM the gold is the token the model predicts
 AT the mask: with byte-level BPE (RoBERTa, ModernBERT) a word after a space is its own token with
@@ -27,9 +29,14 @@ import random
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from kbench.errors import UserError
 from kbench.io import stable_hash
+from kbench.models.prompt import NO_TEMPLATE, Prompt, assistant, user
+
+if TYPE_CHECKING:
+    from kbench.models.interface import ModelInfo
 
 PROMPT_FORMS = ("cloze", "question", "chat")
 INSTRUCTION = "Answer the question with a short answer."
@@ -40,10 +47,16 @@ STOPS = {"cloze": ["\n", ". ", ","], "question": ["\n"], "chat": ["\n"]}
 
 
 @dataclass(frozen=True)
-class Prompt:
-    text: str
-    gold: str  # the gold object as the continuation of `text`
+class Probe:
+    prompt: Prompt
+    gold: str  # the gold object as the continuation of `prompt`
     stop: tuple[str, ...]
+
+
+def require_chat(info: ModelInfo) -> None:
+    """Refuse the chat form for a model that takes no chat prompts (no chat template)."""
+    if not info.chat:
+        raise UserError(NO_TEMPLATE)
 
 
 def _question_text(question: str) -> str:
@@ -81,19 +94,16 @@ def _cloze_sentence(row: dict) -> str:
 def build_prompts(
     rows: Sequence[dict],
     form: str,
-    tokenizer,
     kind: str,
     fewshot: int = 0,
     train_rows: Sequence[dict] = (),
     seed: int = 0,
     stop: Sequence[str] | None = None,
-) -> list[Prompt]:
+) -> list[Probe]:
     if form not in PROMPT_FORMS:
         raise UserError(f"unknown prompt form {form!r}; choose one of {', '.join(PROMPT_FORMS)}")
     if kind == "masked" and form != "cloze":
         raise UserError(f"--prompt {form} needs a causal LM; masked LMs read the cloze prompt with [MASK]")
-    if form == "chat" and not getattr(tokenizer, "chat_template", None):
-        raise UserError("--prompt chat: this model's tokenizer has no chat template; use --prompt question")
     if fewshot < 0:
         raise UserError(f"--fewshot must be >= 0, got {fewshot}")
     if fewshot and not train_rows:
@@ -110,23 +120,19 @@ def build_prompts(
             if kind == "masked":
                 masked = prefix + row["prompt_masked"]
                 lead = " " if " [MASK]" in masked else ""
-                prompts.append(Prompt(masked, lead + row["object"], ()))
+                prompts.append(Probe(Prompt(masked), lead + row["object"], ()))
             else:
-                prompts.append(Prompt(prefix + row["prompt_cloze"], " " + row["object"], stops))
+                prompts.append(Probe(Prompt(prefix + row["prompt_cloze"]), " " + row["object"], stops))
         elif form == "question":
             shots = "".join(f"{_question_text(e['question'])} {e['object']}\n\n" for e in examples)
             text = f"{INSTRUCTION}\n{shots}{_question_text(row['question'])}"
-            prompts.append(Prompt(text, " " + row["object"], stops))
+            prompts.append(Probe(Prompt(text), " " + row["object"], stops))
         else:
-            messages = []
+            turns = []
             for e in examples:
-                messages += [
-                    {"role": "user", "content": f"{INSTRUCTION}\n{e['question']}"},
-                    {"role": "assistant", "content": e["object"]},
-                ]
-            messages.append({"role": "user", "content": f"{INSTRUCTION}\n{row['question']}"})
-            text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
-            prompts.append(Prompt(text, row["object"], stops))
+                turns += [user(f"{INSTRUCTION}\n{e['question']}"), assistant(e["object"])]
+            turns.append(user(f"{INSTRUCTION}\n{row['question']}"))
+            prompts.append(Probe(Prompt.chat(turns), row["object"], stops))
     return prompts
 
 
@@ -139,12 +145,12 @@ def truefalse_prompt(statement: str, passage: str | None, max_words: int) -> str
     return f"{head}Statement: {statement}\nIs this statement true or false?\nAnswer:"
 
 
-def question_turn(tokenizer, body: str, cue: str, chat: bool) -> str:
-    """`body` as one user turn through the tokenizer's chat template (instruct models; the answer
-    starts right after the generation prompt), else plain text ending in the cue ("Answer:")."""
+def question_turn(body: str, cue: str, chat: bool) -> Prompt:
+    """`body` as one user turn (instruct models; the answer starts the reply), else plain text
+    ending in the cue ("Answer:")."""
     if chat:
-        return tokenizer.apply_chat_template([{"role": "user", "content": body}], tokenize=False, add_generation_prompt=True)
-    return f"{body}\n{cue}:"
+        return Prompt.chat([user(body)])
+    return Prompt(f"{body}\n{cue}:")
 
 
 def answer_body(question: str, passage: str | None = None) -> str:

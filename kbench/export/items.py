@@ -18,7 +18,6 @@ records none ("not recorded"), a `UserError` naming the manifest and key when it
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -67,16 +66,6 @@ def dataset_protocol(dataset: Path) -> Protocol | None:
     return read_protocol(document, str(manifest))
 
 
-class _MessageRecorder:
-    """Stands in for a tokenizer so the chat form comes back as its messages (JSON), not as one
-    model's rendering of them: a harness applies the chat template of the model it runs."""
-
-    chat_template = "messages"
-
-    def apply_chat_template(self, messages, **_options) -> str:
-        return json.dumps(messages)
-
-
 def dataset_kind(dataset: Path, config: str | None) -> str:
     import polars as pl
 
@@ -102,11 +91,12 @@ def dataset_kind(dataset: Path, config: str | None) -> str:
 def _extraction_docs(path: Path, dataset: Path, spec: ExportSpec) -> list[dict]:
     rows = seeded_sample(read_rows(path), spec.limit, spec.seed)
     train_rows = read_rows(split_path(dataset, "train", spec.config)) if spec.fewshot else []
-    tokenizer = _MessageRecorder() if spec.prompt == "chat" else None
-    prompts = build_prompts(rows, spec.prompt, tokenizer, "causal", spec.fewshot, train_rows, spec.seed)
+    prompts = build_prompts(rows, spec.prompt, "causal", spec.fewshot, train_rows, spec.seed)
     docs = []
-    for row, prompt in zip(rows, prompts):
-        text = {"messages": json.loads(prompt.text)} if spec.prompt == "chat" else {"prompt": prompt.text}
+    for row, probe in zip(rows, prompts):
+        # the chat form as its messages, not as one model's rendering: a harness applies its model's chat template
+        prompt = probe.prompt
+        text = {"messages": [m.as_dict() for m in prompt.messages]} if prompt.is_chat else {"prompt": prompt.text}
         docs.append(
             {
                 "id": row["id"],
@@ -117,7 +107,7 @@ def _extraction_docs(path: Path, dataset: Path, spec: ExportSpec) -> list[dict]:
                 "answers": list(row["answers"]),
                 "frequency_bin": row.get("frequency_bin"),
                 **text,
-                "stop": list(prompt.stop),
+                "stop": list(probe.stop),
             }
         )
     return docs

@@ -32,10 +32,10 @@ from __future__ import annotations
 import base64
 import contextlib
 from collections.abc import Callable, Sequence
-from typing import Any
 
 from kbench.io import stable_hash
-from kbench.models.interface import BACKENDS, Capability, LanguageModel, ModelSpec, NetworkLayout, require
+from kbench.models.interface import BACKENDS, Capability, LanguageModel, ModelInfo, ModelSpec, NetworkLayout, require
+from kbench.models.prompt import Prompt, prompt_key
 from kbench.models.provenance import cache_versions, source_hash
 from kbench.models.result_cache import ResultCache
 
@@ -50,48 +50,20 @@ class CachedModel:
 
     # ------------------------------------------------------------------ what the model is
     @property
-    def name(self) -> str:
-        return self.inner.name
-
-    @property
-    def identity(self) -> str:
-        return self.inner.identity
-
-    @property
-    def kind(self) -> str:
-        return self.inner.kind
-
-    @property
-    def dtype(self) -> str:
-        return self.inner.dtype
-
-    @property
-    def tokenizer(self) -> Any:
-        return self.inner.tokenizer
-
-    @property
-    def code(self) -> str:
-        return self.inner.code
-
-    @property
-    def backend(self) -> str:
-        return self.inner.backend
-
-    @property
-    def device(self) -> str:
-        return str(self.inner.device)
-
-    @property
-    def capabilities(self) -> frozenset[Capability]:
-        return frozenset(self.inner.capabilities)
-
-    @property
-    def missing_reasons(self) -> dict[str, str]:
-        """{capability: why the model lacks it}, where its backend knows (a served model's probe)."""
-        return dict(getattr(self.inner, "missing_reasons", {}))
+    def info(self) -> ModelInfo:
+        return self.inner.info
 
     def describe(self) -> dict:
         return self.inner.describe()
+
+    def render(self, prompt: Prompt | str) -> str:
+        return self.inner.render(prompt)
+
+    def token_ids(self, texts: Sequence[str]) -> list[list[int]]:
+        return self.inner.token_ids(texts)
+
+    def sequence_start(self) -> tuple[str, str]:
+        return self.inner.sequence_start()
 
     def training_weights(self):
         """The backend's trainable weights (`Capability.TRAIN`: xteval's soft prompts and fine-tuning,
@@ -118,7 +90,12 @@ class CachedModel:
 
     # ------------------------------------------------------------------ the model's methods
     def rank_first_token(
-        self, prompts: Sequence[str], golds: Sequence[str], *, candidate_ids: Sequence[int] | None = None, intervention=None
+        self,
+        prompts: Sequence[Prompt | str],
+        golds: Sequence[str],
+        *,
+        candidate_ids: Sequence[int] | None = None,
+        intervention=None,
     ) -> list[tuple[int, float]]:
         keys = self._rank_keys(prompts, golds, candidate_ids, intervention)
         values = self._one_method(
@@ -129,9 +106,9 @@ class CachedModel:
         return [_rank(r, lp) for r, lp in values]
 
     def score_answers(
-        self, prompts: Sequence[str], answers: Sequence[str], *, intervention=None
+        self, prompts: Sequence[Prompt | str], answers: Sequence[str], *, intervention=None
     ) -> list[tuple[float, list[float]]]:
-        items = [{"prompt": p, "answer": a} for p, a in zip(prompts, answers)]
+        items = [{"prompt": prompt_key(p), "answer": a} for p, a in zip(prompts, answers)]
         keys = self._keys("score_answers", {}, items, intervention)
         values = self._one_method(
             "score_answers", keys, lambda: self.inner.score_answers(prompts, answers, intervention=intervention)
@@ -139,7 +116,7 @@ class CachedModel:
         return [(float(s), [float(x) for x in per]) for s, per in values]
 
     def generate(
-        self, prompts: Sequence[str], max_new_tokens: int = 32, stop: Sequence[str] | None = None, *, intervention=None
+        self, prompts: Sequence[Prompt | str], max_new_tokens: int = 32, stop: Sequence[str] | None = None, *, intervention=None
     ) -> list[str]:
         keys = self._generate_keys(prompts, max_new_tokens, stop, intervention)
         return self._one_method(
@@ -148,7 +125,7 @@ class CachedModel:
 
     def generate_and_rank(
         self,
-        prompts: Sequence[str],
+        prompts: Sequence[Prompt | str],
         golds: Sequence[str],
         max_new_tokens: int = 32,
         stop: Sequence[str] | None = None,
@@ -174,7 +151,7 @@ class CachedModel:
 
     def sample(
         self,
-        prompts: Sequence[str],
+        prompts: Sequence[Prompt | str],
         k: int,
         temperature: float,
         seed: int,
@@ -184,7 +161,7 @@ class CachedModel:
         intervention=None,
     ) -> list[list[str]]:
         params = {"k": k, "temperature": temperature, "seed": seed, "max_new_tokens": max_new_tokens, "stop": list(stop or [])}
-        keys = self._keys("sample", params, [{"prompt": p} for p in prompts], intervention)
+        keys = self._keys("sample", params, [{"prompt": prompt_key(p)} for p in prompts], intervention)
         values = self._one_method(
             "sample",
             keys,
@@ -197,20 +174,24 @@ class CachedModel:
         require(self, [Capability.WHITE_BOX], "the network layout")
         return self.inner.layout()
 
-    def activations(self, texts: Sequence[str], site: str, layers: Sequence[int]):
+    def special_token_ids(self) -> frozenset[int]:
+        require(self, [Capability.WHITE_BOX], "the special token ids")
+        return self.inner.special_token_ids()
+
+    def activations(self, texts: Sequence[Prompt | str], site: str, layers: Sequence[int]):
         require(self, [Capability.WHITE_BOX], "reading activations")
-        keys = self._keys("activations", {"site": site, "layers": list(layers)}, [{"text": t} for t in texts], None)
+        keys = self._keys("activations", {"site": site, "layers": list(layers)}, [{"text": prompt_key(t)} for t in texts], None)
 
         def compute() -> list:
             return [_tensor_value(row) for row in self.inner.activations(texts, site, layers)]
 
         return _stacked([_value_tensor(v) for v in self._one_method("activations", keys, compute)], len(layers))
 
-    def rank_first_token_each(self, prompts: Sequence[str], golds: Sequence[str], interventions: Sequence) -> list:
+    def rank_first_token_each(self, prompts: Sequence[Prompt | str], golds: Sequence[str], interventions: Sequence) -> list:
         """Keyed per intervention and item (method "rank_first_token_each": its values come from a
         KV-cached last step, so they are never mixed with `rank_first_token`'s)."""
         require(self, [Capability.WHITE_BOX], "rank_first_token_each")
-        items = [{"prompt": p, "gold": g} for p, g in zip(prompts, golds)]
+        items = [{"prompt": prompt_key(p), "gold": g} for p, g in zip(prompts, golds)]
         keys = [key for i in interventions for key in self._keys("rank_first_token_each", {}, items, i)]
 
         def compute() -> list:
@@ -234,22 +215,22 @@ class CachedModel:
 
     # ------------------------------------------------------------------ keys and lookups
     def _rank_keys(self, prompts, golds, candidate_ids, intervention) -> list[str]:
-        items = [{"prompt": p, "gold": g} for p, g in zip(prompts, golds)]
+        items = [{"prompt": prompt_key(p), "gold": g} for p, g in zip(prompts, golds)]
         return self._keys("rank_first_token", _candidates(candidate_ids), items, intervention)
 
     def _generate_keys(self, prompts, max_new_tokens, stop, intervention) -> list[str]:
         params = {"max_new_tokens": max_new_tokens, "stop": list(stop or [])}
-        return self._keys("generate", params, [{"prompt": p} for p in prompts], intervention)
+        return self._keys("generate", params, [{"prompt": prompt_key(p)} for p in prompts], intervention)
 
     def _keys(self, method: str, params: dict, items: list[dict], intervention) -> list[str]:
         if intervention is not None and intervention.white_box:
             require(self, [Capability.WHITE_BOX], f"{method} with intervention {intervention.key[:12]}")
         common = {
-            "model": self.inner.identity,
+            "model": self.inner.info.identity,
             "method": method,
             "params": params,
             "intervention": intervention.key if intervention is not None else None,
-            "code": [self.inner.code, self.own_code, self.caller_code],
+            "code": [self.inner.info.code, self.own_code, self.caller_code],
             "versions": cache_versions(),
         }
         return [ResultCache.key(**common, item=item) for item in items]
@@ -272,7 +253,7 @@ class CachedModel:
         values = compute()
         if self.cache is not None:
             for method, method_keys in keys.items():
-                self.cache.put_many(dict(zip(method_keys, values[method])), method, self.inner.name)
+                self.cache.put_many(dict(zip(method_keys, values[method])), method, self.inner.info.name)
         return values
 
 

@@ -13,9 +13,12 @@ Four names, one meaning each:
 A backend knows nothing of the cache. Another backend implements `LanguageModel` (and
 `WhiteBoxModel` if it can) in one module and registers its opener with `@register_backend(name, capabilities)`.
 
-Text contract (all methods): an answer / gold is the exact continuation of its prompt, leading
-space included (" France"); results come back in input order, one per prompt; every method
-batches internally, so callers pass whole lists.
+Text contract (all methods): a prompt is a `Prompt` value or plain text (`kbench.models.prompt`),
+which the backend renders (its chat template, or a server's chat API); an answer / gold is the exact
+continuation of the rendered prompt, leading space included (" France"); results come back in input
+order, one per prompt; every method batches internally, so callers pass whole lists. Nothing outside
+`kbench/models/` touches a tokenizer: what a task needs of tokens is a typed method (`token_ids`,
+`sequence_start`, `special_token_ids`), and what a model is, its frozen `ModelInfo` (`info`).
 
 Interventions are data (`Intervention`: steering vectors, head shifts, a logits recipe), never
 code that reaches into a network: the backend carries them out, and their `key` enters every
@@ -30,6 +33,7 @@ from enum import StrEnum
 from typing import Any, Protocol, runtime_checkable
 
 from kbench.errors import UserError
+from kbench.models.prompt import Prompt
 from kbench.registry import Registry
 
 
@@ -51,17 +55,18 @@ class Capability(StrEnum):
 def require(model, needed, who: str) -> None:
     """Refuse `model` for `who` (a task or technique, e.g. "technique caa") when it lacks one of
     `needed`: one line naming the capability and the backends that have it (exit code 2)."""
-    have = set(getattr(model, "capabilities", ()))
+    info = model.info
+    have = set(info.capabilities)
     if Capability.RANK_EXACT in have:  # an exact rank is known within any top k too
         have.add(Capability.RANK_TOP_K)
     for capability in needed:
         capability = Capability(capability)
         if capability not in have:
             offering = [name for name, backend in BACKENDS.items().items() if capability in backend.capabilities]
-            why = getattr(model, "missing_reasons", {}).get(capability.value)  # a served model's probe says why
+            why = dict(info.missing).get(capability.value)  # a served model's probe says why
             raise UserError(
-                f"{who} needs the capability {capability.value!r}, which model {model.name!r} "
-                f"(backend {getattr(model, 'backend', '?')}) lacks{f': {why}' if why else ''}; "
+                f"{who} needs the capability {capability.value!r}, which model {info.name!r} "
+                f"(backend {info.backend}) lacks{f': {why}' if why else ''}; "
                 f"backends that have it: {', '.join(offering) or 'none'}"
             )
 
@@ -143,23 +148,59 @@ class Intervention:
         return bool(self.edits) or (self.logits is not None and not isinstance(self.logits, SamplingTruncation))
 
 
-@runtime_checkable
-class LanguageModel(Protocol):
+@dataclass(frozen=True)
+class ModelInfo:
+    """What a model is, built once by its backend when it opens the model (`LanguageModel.info`;
+    `CachedModel.info` is the wrapped model's)."""
+
     name: str  # what the user asked for ("smollm2-135m", a path, a hub id)
     identity: str  # a content hash of weights + tokenizer + dtype: equal identities give equal outputs
     kind: str  # "causal" or "masked"
     dtype: str
-    tokenizer: Any  # a transformers tokenizer (prompt building needs chat templates and vocabularies)
-    code: str  # a hash of the source that computes outputs: changed code never reuses cached ones
     backend: str  # the BACKENDS name that opened it ("hf", ...)
-    capabilities: frozenset[Capability]  # what this model can do (a served model: what its server's probe found)
     device: str  # where outputs are computed: "cpu", "cuda:0", ... or "server" for a served model (results' environment)
+    code: str  # a hash of the source that computes outputs: changed code never reuses cached ones
+    capabilities: frozenset[Capability]  # what this model can do (a served model: what its server's probe found)
+    chat: bool = False  # it takes chat prompts (a chat template kbench renders, or a server that applies its own)
+    chat_template_sha256: str | None = None  # the chat template kbench renders with (None: none, or the server's)
+    prefills_reply: bool = False  # a chat prompt's start of the reply can be sent after the rendered turn
+    revision: str | None = None  # the hub revision of the weights, where known
+    sha256: str | None = None  # the weights' sha256 (one file, or the hash of a folder's files' hashes)
+    parameters: int | None = None  # counted from the loaded weights (tied embeddings once); None: out of reach
+    family: str | None = None  # the architecture's model_type ("llama"), where the config says
+    context_length: int | None = None
+    missing: tuple[tuple[str, str], ...] = ()  # (capability, why it is missing), where the backend knows
+
+
+@runtime_checkable
+class LanguageModel(Protocol):
+    """Prompts are `Prompt` values or plain strings (a string is a plain-text prompt); the backend
+    renders them (`kbench.models.prompt`)."""
+
+    info: ModelInfo
 
     def describe(self) -> dict:
         """The envelope's `model` block: name, identity, kind, dtype, weights provenance."""
 
+    def render(self, prompt: Prompt | str) -> str:
+        """The prompt as this model reads it, as items store it: the text the tokenizer reads (a chat
+        prompt through the chat template), or a served chat request's messages as a JSON list."""
+
+    def token_ids(self, texts: Sequence[str]) -> list[list[int]]:
+        """Each text's token ids, tokenised alone without special tokens (LAMA's one-token filter and
+        common vocabulary). A model without a tokenizer raises `UserError` saying how to give one."""
+
+    def sequence_start(self) -> tuple[str, str]:
+        """(the text a whole scored sequence follows, "bos" | "eos" | "none"): the BOS token's text,
+        else the EOS token's, else "" (the choice task's statements)."""
+
     def rank_first_token(
-        self, prompts: Sequence[str], golds: Sequence[str], *, candidate_ids: Sequence[int] | None = None, intervention=None
+        self,
+        prompts: Sequence[Prompt | str],
+        golds: Sequence[str],
+        *,
+        candidate_ids: Sequence[int] | None = None,
+        intervention=None,
     ) -> list[tuple[int, float]]:
         """(rank, logprob) of each gold's first token at the prompt's next position (the mask
         position for masked LMs). rank = 1 + the number of tokens scored strictly higher, over
@@ -170,20 +211,20 @@ class LanguageModel(Protocol):
         neither raises `UserError`: the caller checks `capabilities` first."""
 
     def score_answers(
-        self, prompts: Sequence[str], answers: Sequence[str], *, intervention=None
+        self, prompts: Sequence[Prompt | str], answers: Sequence[str], *, intervention=None
     ) -> list[tuple[float, list[float]]]:
         """(summed log-prob, per-token log-probs) of each answer as the continuation of its
         prompt, teacher-forced. Causal LMs only."""
 
     def generate(
-        self, prompts: Sequence[str], max_new_tokens: int = 32, stop: Sequence[str] | None = None, *, intervention=None
+        self, prompts: Sequence[Prompt | str], max_new_tokens: int = 32, stop: Sequence[str] | None = None, *, intervention=None
     ) -> list[str]:
         """Greedy continuation of each prompt, cut before the first stop string, special tokens
         dropped. Causal LMs only."""
 
     def generate_and_rank(
         self,
-        prompts: Sequence[str],
+        prompts: Sequence[Prompt | str],
         golds: Sequence[str],
         max_new_tokens: int = 32,
         stop: Sequence[str] | None = None,
@@ -195,7 +236,7 @@ class LanguageModel(Protocol):
 
     def sample(
         self,
-        prompts: Sequence[str],
+        prompts: Sequence[Prompt | str],
         k: int,
         temperature: float,
         seed: int,
@@ -229,12 +270,16 @@ class WhiteBoxModel(LanguageModel, Protocol):
     def layout(self) -> NetworkLayout:
         """Layers, heads, head size, hidden size and vocabulary size of the network."""
 
-    def activations(self, texts: Sequence[str], site: str, layers: Sequence[int]):
+    def special_token_ids(self) -> frozenset[int]:
+        """The tokenizer's special token ids (BOS, EOS, chat markers): what a synthetic token
+        sequence must avoid (DeCoRe's copy task)."""
+
+    def activations(self, texts: Sequence[Prompt | str], site: str, layers: Sequence[int]):
         """float32 activations at the last token of each text (tokenised alone, special tokens
         added), a tensor [texts, len(layers), hidden] for site "residual" or [texts, len(layers),
         heads, head_dim] for site "heads"."""
 
-    def rank_first_token_each(self, prompts: Sequence[str], golds: Sequence[str], interventions: Sequence[Intervention]):
+    def rank_first_token_each(self, prompts: Sequence[Prompt | str], golds: Sequence[str], interventions: Sequence[Intervention]):
         """`rank_first_token` under each intervention ([per intervention: [(rank, logprob)]]), for
         interventions that edit only the last position; the backend may share the prompts' prefix."""
 

@@ -44,12 +44,14 @@ from kbench.models.batching import MAX_BATCH, BatchingMethods
 from kbench.models.cpu_allocator import keep_freed_memory
 from kbench.models.decoding import decode
 from kbench.models.encoding import PromptEncoder
+from kbench.models.info import loaded_info, sequence_start
 from kbench.models.interface import Capability, Intervention, register_backend
 from kbench.models.interventions import Realised, realise
 from kbench.models.loading import LoadedModel
 from kbench.models.packing import last_token_logits, pack, packing_works
 from kbench.models.padding import pad_left, pad_right
-from kbench.models.provenance import RUNNER_MODULES, source_hash
+from kbench.models.prompt import Prompt, render_text, render_texts
+from kbench.models.provenance import RUNNER_MODULES, source_hash, weights_provenance
 from kbench.models.ranking import gold_ranks
 from kbench.models.shared_prefix import shares_prefixes
 from kbench.models.tree_packing import answer_logprobs
@@ -73,42 +75,35 @@ class ModelRunner(BatchingMethods, WhiteBoxMethods):
         self.encoder = PromptEncoder(self.tokenizer, loaded.kind)
         if self.device.type == "cpu":
             keep_freed_memory()
+        self._weights = weights_provenance(loaded)
+        capabilities = frozenset(Capability)
+        if loaded.kind == "masked":  # a masked LM ranks at its mask; it neither generates nor scores continuations
+            capabilities -= {Capability.GENERATE, Capability.LOGLIKELIHOOD}
+        self.info = loaded_info(loaded, self.backend, str(self.device), self.code, capabilities, self._weights)
 
-    # ------------------------------------------------------------------ identity
-    @property
-    def name(self) -> str:
-        return self.loaded.name
-
-    @property
-    def identity(self) -> str:
-        return self.loaded.identity
-
-    @property
-    def kind(self) -> str:
-        return self.loaded.kind
-
-    @property
-    def dtype(self) -> str:
-        return self.loaded.dtype
-
+    # ------------------------------------------------------------------ what the model is
     backend = "hf"
 
-    @property
-    def capabilities(self) -> frozenset[Capability]:
-        if self.kind == "masked":  # a masked LM ranks at its mask; it neither generates nor scores continuations
-            return frozenset(Capability) - {Capability.GENERATE, Capability.LOGLIKELIHOOD}
-        return frozenset(Capability)
-
     def describe(self) -> dict:
-        from kbench.models.provenance import weights_provenance
-
         return {
             "name": self.loaded.name,
             "identity": self.loaded.identity,
             "kind": self.loaded.kind,
             "dtype": self.loaded.dtype,
-            "weights": weights_provenance(self.loaded),
+            "weights": self._weights,
         }
+
+    def render(self, prompt: Prompt | str) -> str:
+        return render_text(prompt, self.tokenizer)
+
+    def token_ids(self, texts: Sequence[str]) -> list[list[int]]:
+        return self.tokenizer(list(texts), add_special_tokens=False)["input_ids"] if texts else []
+
+    def sequence_start(self) -> tuple[str, str]:
+        return sequence_start(self.tokenizer)
+
+    def special_token_ids(self) -> frozenset[int]:
+        return frozenset(self.tokenizer.all_special_ids)
 
     def training_weights(self) -> LoadedModel:
         """The loaded weights that xteval's soft prompts / fine-tuning and `kbench read` train."""
@@ -117,7 +112,7 @@ class ModelRunner(BatchingMethods, WhiteBoxMethods):
     # ------------------------------------------------------------------ public methods
     def rank_first_token(
         self,
-        prompts: Sequence[str],
+        prompts: Sequence[Prompt | str],
         golds: Sequence[str],
         *,
         candidate_ids: Sequence[int] | None = None,
@@ -127,6 +122,7 @@ class ModelRunner(BatchingMethods, WhiteBoxMethods):
         for masked LMs). rank = 1 + the number of tokens scored strictly higher, over the full
         vocabulary, or over `candidate_ids` when given (LAMA's restricted vocabulary); logprob is
         the log-softmax over the full vocabulary. One forward pass per batch, logits_to_keep=1."""
+        prompts = render_texts(prompts, self.tokenizer)
         intervention = self._realised(intervention)
         _same_length(prompts, golds)
         encoded = self.encoder.rank_items(prompts, golds)
@@ -140,13 +136,14 @@ class ModelRunner(BatchingMethods, WhiteBoxMethods):
         return [(int(r), float(lp)) for r, lp in values]
 
     def score_answers(
-        self, prompts: Sequence[str], answers: Sequence[str], *, intervention: Intervention | None = None
+        self, prompts: Sequence[Prompt | str], answers: Sequence[str], *, intervention: Intervention | None = None
     ) -> list[tuple[float, list[float]]]:
         """(sum of log-probs, per-token log-probs) of each answer continuing its prompt,
         teacher-forced in one forward pass per batch. Without an intervention, a call whose
         answers share prompts (a template's candidates) writes each prompt once with its answers
         after it, as a token tree in packed rows (`kbench.models.tree_packing`): each answer costs
         its own tokens. The values are those of full passes up to float rounding."""
+        prompts = render_texts(prompts, self.tokenizer)
         intervention = self._realised(intervention)
         self._require_causal("score_answers")
         _same_length(prompts, answers)
@@ -196,7 +193,7 @@ class ModelRunner(BatchingMethods, WhiteBoxMethods):
 
     def generate(
         self,
-        prompts: Sequence[str],
+        prompts: Sequence[Prompt | str],
         max_new_tokens: int = 32,
         stop: Sequence[str] | None = None,
         *,
@@ -205,6 +202,7 @@ class ModelRunner(BatchingMethods, WhiteBoxMethods):
         """Greedy continuation of each prompt (KV-cached), special tokens dropped. A row stops
         at its end-of-sequence token, at `max_new_tokens`, or once its text contains a stop
         string; the text is cut before the first stop string."""
+        prompts = render_texts(prompts, self.tokenizer)
         intervention = self._realised(intervention)
         self._require_causal("generate")
         stop = list(stop or [])
@@ -219,7 +217,7 @@ class ModelRunner(BatchingMethods, WhiteBoxMethods):
 
     def generate_and_rank(
         self,
-        prompts: Sequence[str],
+        prompts: Sequence[Prompt | str],
         golds: Sequence[str],
         max_new_tokens: int = 32,
         stop: Sequence[str] | None = None,
@@ -230,6 +228,7 @@ class ModelRunner(BatchingMethods, WhiteBoxMethods):
         """(greedy text, rank, logprob) per prompt: `generate` and `rank_first_token` in one pass.
         The ranking reads the scores the generation prefill computes anyway, so it costs no
         forward pass of its own. Results are those of the two methods."""
+        prompts = render_texts(prompts, self.tokenizer)
         intervention = self._realised(intervention)
         self._require_causal("generate_and_rank")
         _same_length(prompts, golds)
@@ -255,7 +254,7 @@ class ModelRunner(BatchingMethods, WhiteBoxMethods):
 
     def sample(
         self,
-        prompts: Sequence[str],
+        prompts: Sequence[Prompt | str],
         k: int,
         temperature: float,
         seed: int,
@@ -272,6 +271,7 @@ class ModelRunner(BatchingMethods, WhiteBoxMethods):
         batching or on the other prompts, and the first k samples of a larger k are the same.
         Each step inverts the sample's cumulative distribution at its next uniform (exact
         categorical sampling, vectorised over rows)."""
+        prompts = render_texts(prompts, self.tokenizer)
         intervention = self._realised(intervention)
         self._require_causal("sample")
         if k < 1 or temperature <= 0:
@@ -378,6 +378,6 @@ def open_hf_model(spec) -> ModelRunner:
     return ModelRunner(loaded, batch_size=spec.batch_size)
 
 
-def _same_length(prompts: Sequence[str], others: Sequence[str]) -> None:
+def _same_length(prompts: Sequence[Prompt | str], others: Sequence[str]) -> None:
     if len(prompts) != len(others):
         raise UserError(f"got {len(prompts)} prompts but {len(others)} answers")

@@ -31,7 +31,9 @@ from collections.abc import Sequence
 from kbench.errors import UserError
 from kbench.io import stable_hash
 from kbench.models.encoding import PromptEncoder
-from kbench.models.interface import Capability, register_backend, require
+from kbench.models.info import sequence_start, template_sha256
+from kbench.models.interface import Capability, ModelInfo, register_backend, require
+from kbench.models.prompt import Prompt, render_text, render_texts
 
 PREFIX = "vllm:"
 MODULES = ["kbench.models.vllm", "kbench.models.encoding"]
@@ -79,10 +81,6 @@ def _typed(key: str, text: str, kind):
 
 
 class VllmModel:
-    backend = "vllm"
-    kind = "causal"
-    capabilities = CAPABILITIES
-
     def __init__(self, name: str, options: dict, dtype: str, trust_remote_code: bool):
         from kbench.errors import require as require_package
         from kbench.models.loading import _resolve
@@ -104,26 +102,37 @@ class VllmModel:
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise UserError(f"vLLM cannot load model {name!r}: {first}") from exc
         self._params = vllm.SamplingParams
-        self.name = f"{PREFIX}{name}"
-        self.dtype = dtype
         self.options = options
         self.version = vllm.__version__
         self.origin, self.folder = str(origin), str(source)
         # the weights, the dtype and what changes the engine's float order (GPUs the model is split over)
         shaping = {k: v for k, v in options.items() if k in ("tensor_parallel_size", "pipeline_parallel_size", "quantization")}
-        self.identity = stable_hash(["vllm", weights, dtype, shaping])
-        self.code = source_hash(MODULES)
         from vllm.platforms import current_platform
 
-        self.device = current_platform.device_type
+        template = template_sha256(self.tokenizer)
+        self.info = ModelInfo(
+            name=f"{PREFIX}{name}",
+            identity=stable_hash(["vllm", weights, dtype, shaping]),
+            kind="causal",
+            dtype=dtype,
+            backend="vllm",
+            device=current_platform.device_type,
+            code=source_hash(MODULES),
+            capabilities=CAPABILITIES,
+            chat=template is not None,
+            chat_template_sha256=template,
+            prefills_reply=True,  # the template is rendered here, as in the Hugging Face backend
+            revision=options.get("revision"),
+        )
 
     def describe(self) -> dict:
+        info = self.info
         return {
-            "name": self.name,
-            "identity": self.identity,
-            "kind": self.kind,
-            "dtype": self.dtype,
-            "backend": self.backend,
+            "name": info.name,
+            "identity": info.identity,
+            "kind": info.kind,
+            "dtype": info.dtype,
+            "backend": info.backend,
             "weights": {
                 "source": "vllm",
                 "origin": self.origin,
@@ -134,19 +143,29 @@ class VllmModel:
         }
 
     def __repr__(self) -> str:
-        return f"VllmModel({self.name!r})"
+        return f"VllmModel({self.info.name!r})"
+
+    def render(self, prompt: Prompt | str) -> str:
+        return render_text(prompt, self.tokenizer)
+
+    def token_ids(self, texts: Sequence[str]) -> list[list[int]]:
+        return self.tokenizer(list(texts), add_special_tokens=False)["input_ids"] if texts else []
+
+    def sequence_start(self) -> tuple[str, str]:
+        return sequence_start(self.tokenizer)
 
     # ------------------------------------------------------------------ generation
     def generate(
-        self, prompts: Sequence[str], max_new_tokens: int = 32, stop: Sequence[str] | None = None, *, intervention=None
+        self, prompts: Sequence[Prompt | str], max_new_tokens: int = 32, stop: Sequence[str] | None = None, *, intervention=None
     ) -> list[str]:
+        prompts = render_texts(prompts, self.tokenizer)
         self._plain(intervention)
         params = self._params(temperature=0, max_tokens=max_new_tokens, stop=list(stop or []) or None)
         return [_cut(out.outputs[0].text, stop) for out in self._run(self.encoder.encode(prompts), params)]
 
     def sample(
         self,
-        prompts: Sequence[str],
+        prompts: Sequence[Prompt | str],
         k: int,
         temperature: float,
         seed: int,
@@ -155,6 +174,7 @@ class VllmModel:
         *,
         intervention=None,
     ) -> list[list[str]]:
+        prompts = render_texts(prompts, self.tokenizer)
         self._plain(intervention)
         ids = self.encoder.encode(prompts)
         params = [
@@ -173,8 +193,9 @@ class VllmModel:
 
     # ------------------------------------------------------------------ log-probs and ranks
     def score_answers(
-        self, prompts: Sequence[str], answers: Sequence[str], *, intervention=None
+        self, prompts: Sequence[Prompt | str], answers: Sequence[str], *, intervention=None
     ) -> list[tuple[float, list[float]]]:
+        prompts = render_texts(prompts, self.tokenizer)
         self._plain(intervention)
         _same_length(prompts, answers)
         pairs = self.encoder.continuations(prompts, answers)
@@ -183,8 +204,14 @@ class VllmModel:
         return [(sum(p), p) for p in per]
 
     def rank_first_token(
-        self, prompts: Sequence[str], golds: Sequence[str], *, candidate_ids: Sequence[int] | None = None, intervention=None
+        self,
+        prompts: Sequence[Prompt | str],
+        golds: Sequence[str],
+        *,
+        candidate_ids: Sequence[int] | None = None,
+        intervention=None,
     ) -> list[tuple[int, float]]:
+        prompts = render_texts(prompts, self.tokenizer)
         self._plain(intervention)
         _same_length(prompts, golds)
         items = self.encoder.rank_items(prompts, golds)
@@ -203,7 +230,7 @@ class VllmModel:
 
     def generate_and_rank(
         self,
-        prompts: Sequence[str],
+        prompts: Sequence[Prompt | str],
         golds: Sequence[str],
         max_new_tokens: int = 32,
         stop: Sequence[str] | None = None,
@@ -233,7 +260,7 @@ def _cut(text: str, stop: Sequence[str] | None) -> str:
     return text[: min(cuts)] if cuts else text
 
 
-def _same_length(prompts: Sequence[str], others: Sequence[str]) -> None:
+def _same_length(prompts: Sequence[Prompt | str], others: Sequence[str]) -> None:
     if len(prompts) != len(others):
         raise UserError(f"got {len(prompts)} prompts but {len(others)} answers")
 

@@ -23,6 +23,7 @@ from kbench.models import hooks
 from kbench.models.interface import ACTIVATION_SITES, Intervention, NetworkLayout
 from kbench.models.packing import last_token_logits, pack
 from kbench.models.padding import pad_left
+from kbench.models.prompt import Prompt, render_texts
 from kbench.models.ranking import gold_ranks
 from kbench.models.shared_prefix import common_length, run_levels, shared_tokens, shares_prefixes
 
@@ -30,13 +31,14 @@ _CAPTURE = {"residual": hooks.capture_residual, "heads": hooks.capture_head_inpu
 
 
 class WhiteBoxMethods:
-    """Needs from its host: network, pad_id, device, encoder, torch, packs(), _computed()."""
+    """Needs from its host: network, tokenizer, loaded, pad_id, device, encoder, torch, packs(), _computed()."""
 
     def layout(self) -> NetworkLayout:
         return hooks.head_layout(self.network)
 
-    def activations(self, texts: Sequence[str], site: str, layers: Sequence[int]):
+    def activations(self, texts: Sequence[Prompt | str], site: str, layers: Sequence[int]):
         """[texts, len(layers), ...] float32 activations at each text's last token (see `WhiteBoxModel`)."""
+        texts = render_texts(texts, self.tokenizer)
         if site not in ACTIVATION_SITES:
             raise UserError(f"unknown activation site {site!r}; choose one of {', '.join(ACTIVATION_SITES)}")
         layers = list(layers)
@@ -83,24 +85,25 @@ class WhiteBoxMethods:
         """Whether this call runs its texts' shared prefixes once (`kbench.models.shared_prefix`):
         a causal decoder that can, and texts whose shared prefixes save a quarter of the tokens."""
         return (
-            self.kind == "causal"
+            self.loaded.kind == "causal"
             and len(encoded) > 1
             and all(encoded)
             and shares_prefixes(self.network)
             and shared_tokens(encoded) <= 0.75 * sum(len(e) for e in encoded)
         )
 
-    def rank_first_token_each(self, prompts: Sequence[str], golds: Sequence[str], interventions: Sequence[Intervention]):
+    def rank_first_token_each(self, prompts: Sequence[Prompt | str], golds: Sequence[str], interventions: Sequence[Intervention]):
         """[per intervention: [(rank, logprob) per prompt]], each intervention editing the last
         position only (`last_only` edits, no logits recipe). Such an edit leaves every earlier
         position as it was, so each batch's prefixes (all tokens but the last) run once into a KV
         cache and only the last token is run again under each intervention: a sweep over CAA's
         layers costs one pass plus one token per layer, not one pass per layer."""
+        prompts = render_texts(prompts, self.tokenizer)
         realised = [self._realised(i) for i in interventions]
         if any(i.logits is not None or not all(e.last_only for e in i.edits) for i in interventions):
             raise UserError("rank_first_token_each takes interventions that edit only the last position")
         encoded = self.encoder.rank_items(prompts, golds)
-        if self.kind != "causal" or min((len(e[0]) for e in encoded), default=2) < 2:
+        if self.loaded.kind != "causal" or min((len(e[0]) for e in encoded), default=2) < 2:
             return [self.rank_first_token(prompts, golds, intervention=i) for i in interventions]
 
         def compute(batch: list[int]) -> list:

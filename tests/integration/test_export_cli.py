@@ -52,11 +52,11 @@ def lama_export(built_lama, tmp_path_factory):
 
 def test_lmeval_task_prompts_as_kbench_does(lama_export, built_lama):
     rows = seeded_sample(read_rows(split_path(built_lama, "test", None)), LIMIT, 3)
-    prompts = build_prompts(rows, "cloze", None, "causal")
+    prompts = build_prompts(rows, "cloze", "causal")
     task = lmeval_task(lama_export, "kbench_lama_test_cloze")
     requests = sorted(task.instances, key=lambda r: r.doc_id)
     assert [r.doc["id"] for r in requests] == [row["id"] for row in rows]   # the same seeded sample, same order
-    assert [r.arguments[0] for r in requests] == [p.text for p in prompts]   # no BOS text, description or few-shot
+    assert [r.arguments[0] for r in requests] == [p.prompt.text for p in prompts]   # no BOS text, description or few-shot
     gen = requests[0].arguments[1]
     assert gen["until"] == list(prompts[0].stop) and gen["max_gen_toks"] == 16 and gen["do_sample"] is False
 
@@ -68,10 +68,10 @@ def test_fewshot_question_prompts_as_kbench_does(built_lama, tmp_path):
     assert proc.returncode == 0, proc.stderr
     rows = seeded_sample(read_rows(split_path(built_lama, "test", None)), 5, 7)
     train = read_rows(split_path(built_lama, "train", None))
-    prompts = build_prompts(rows, "question", None, "causal", 2, train, 7)
+    prompts = build_prompts(rows, "question", "causal", 2, train, 7)
     task = lmeval_task(out, "kbench_lama_test_question")
     requests = sorted(task.instances, key=lambda r: r.doc_id)
-    assert [r.arguments[0] for r in requests] == [p.text for p in prompts]
+    assert [r.arguments[0] for r in requests] == [p.prompt.text for p in prompts]
     assert requests[0].arguments[1]["until"] == ["\n"] and requests[0].arguments[0].count("Question:") == 3
 
 

@@ -9,6 +9,7 @@ test_served_faults.py's); the API key kept out of every file and output."""
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -19,8 +20,7 @@ from kbench.errors import UserError
 from kbench.evaluate.prompts import build_prompts
 from kbench.models.interface import Capability, ModelSpec
 from kbench.models.cached import open_model
-from kbench.models.served import chat
-from kbench.models.served.chat import CHAT_MARK
+from kbench.models.prompt import Prompt, user
 from tests.conftest import run_kbench
 from tests.dataset_folders import question_dataset
 from tests.fixtures_models import tiny_causal_dir  # noqa: F401
@@ -68,18 +68,20 @@ def test_chat_probe_and_model_calls_agree_with_in_process(port, chat_folder, mon
     served = open_model(ModelSpec(name=_chat_model(port), backend="openai"), cache=None)
     local = open_model(ModelSpec(name=str(chat_folder)), cache=None)
     block = served.describe()["weights"]
-    assert served.capabilities == {Capability.GENERATE}  # no log-probs or ranks in chat mode
+    assert served.info.capabilities == {Capability.GENERATE}  # no log-probs or ranks in chat mode
+    assert served.info.chat and not served.info.prefills_reply  # the server renders the turn: nothing can follow it
     assert block["api"] == "chat" and block["probe"]["generate"] and block["probe"]["sampling_varies"]
     completions = open_model(ModelSpec(name=_chat_model(port).replace("api=chat", "api=completions"), backend="openai"),
                              cache=None)
-    assert completions.identity != served.identity  # the endpoint is part of what the cache keys on
+    assert completions.info.identity != served.info.identity  # the endpoint is part of what the cache keys on
     rows = [question_row(id=f"q{i}", subject=s, object=o, question=f"What is {s} known for?") for i, (_, s, o) in enumerate(FACTS)]
-    ours, theirs = build_prompts(rows, "chat", served.tokenizer, "causal"), build_prompts(rows, "chat", local.tokenizer, "causal")
-    assert [p.gold for p in ours] == [p.gold for p in theirs]  # the bare object after a generation prompt
-    stop = list(ours[0].stop)
-    answers = served.generate([p.text for p in ours], 6, stop)
-    assert answers == local.generate([p.text for p in theirs], 6, stop) and any(answers)
-    texts = [p.text for p in ours[:2]]
+    probes = build_prompts(rows, "chat", "causal")
+    assert all(p.gold == r["object"] for p, r in zip(probes, rows))  # the bare object after a generation prompt
+    stop, prompts = list(probes[0].stop), [p.prompt for p in probes]
+    answers = served.generate(prompts, 6, stop)  # the same prompt values: the server's template, and the local one
+    assert answers == local.generate(prompts, 6, stop) and any(answers)
+    assert json.loads(served.render(prompts[0])) == [m.as_dict() for m in prompts[0].messages]  # what items store
+    texts = prompts[:2]
     assert served.sample(texts, 3, 0.8, seed=5, max_new_tokens=3) == served.sample(texts, 3, 0.8, 5, 3)  # seeded: repeats
     with pytest.raises(UserError, match="'loglikelihood'"):
         served.score_answers(texts, [" Paris"] * 2)
@@ -93,11 +95,11 @@ def test_a_chat_only_server_opened_for_completions_says_add_api_chat(port, monke
     with pytest.raises(UserError, match=r"answered no completion request .*add ;api=chat to --model"):
         open_model(ModelSpec(name=f"openai:http://127.0.0.1:{port}/v1;model=tiny-chat", backend="openai"), cache=None)
     hosted = open_model(ModelSpec(name=_chat_model(port).replace("tiny", "tiny-chat"), backend="openai"), cache=None)
-    assert hosted.capabilities == {Capability.GENERATE}
+    assert hosted.info.capabilities == {Capability.GENERATE}
     assert hosted.describe()["weights"]["probe"]["token_limit"] == "max_completion_tokens"  # max_tokens was refused
     tiny = open_model(ModelSpec(name=_chat_model(port), backend="openai"), cache=None)
     assert tiny.describe()["weights"]["probe"]["token_limit"] == "max_tokens"
-    prompts = [chat.render([{"role": "user", "content": f"Where is {s}?"}]) for _, s, _ in FACTS[:3]]
+    prompts = [Prompt.chat([user(f"Where is {s}?")]) for _, s, _ in FACTS[:3]]
     assert hosted.generate(prompts, 5, ["\n"]) == tiny.generate(prompts, 5, ["\n"])  # the same budget under its other name
 
 
@@ -132,7 +134,8 @@ def test_extraction_chat_stopped_resumed_agrees_with_in_process(port, chat_folde
     assert a.height == b.height == len(FACTS)
     assert a.select("id", "prediction", "correct", "exact").equals(b.select("id", "prediction", "correct", "exact"))
     assert any(a["prediction"])  # the comparison is of answers, not of empty strings
-    assert all(p.startswith(CHAT_MARK) for p in a["prompt"])  # the record holds the messages, not one rendering
+    # the record holds the messages as a JSON list, not one server's rendering
+    assert all(json.loads(p)[0]["role"] == "user" for p in a["prompt"])
     assert a["gold_rank"].is_null().all()  # chat mode ranks nothing: unknown, never guessed
     _no_secret(out, stopped.stdout + stopped.stderr + served.stdout + served.stderr)
 

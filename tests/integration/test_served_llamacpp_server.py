@@ -61,8 +61,8 @@ def test_probe_verdicts(served):
     assert probe["generate"] and probe["token_id_prompts"] and probe["sampling_varies"]
     assert probe["echo"] == "ignored" and not probe["echo_prompt_logprobs"] and not probe["prompt_logprobs"]
     assert probe["top_logprobs"] == 20 and probe["token_id_keys"] and probe["prompt_only"] is False
-    assert served.capabilities == {Capability.GENERATE, Capability.RANK_TOP_K}
-    assert "llama.cpp's server does not implement echo" in served.missing_reasons["loglikelihood"]
+    assert served.info.capabilities == {Capability.GENERATE, Capability.RANK_TOP_K}
+    assert "llama.cpp's server does not implement echo" in dict(served.info.missing)["loglikelihood"]
     assert served.generate(["The capital of France is"], 0) == [""]  # never sent: the server would generate one
 
 

@@ -30,7 +30,7 @@ def test_llamacpp_like_echo_is_detected_and_refused(server, tiny_causal_dir, api
     served = open_model(ModelSpec(name=f"openai:{server};model=tiny-llamacpp;tokenizer={tiny_causal_dir}",
                                   backend="openai"), cache=None)
     assert served.describe()["weights"]["probe"]["echo"] == "text_only"  # the prompt text, not its log-probs
-    assert served.capabilities == {Capability.GENERATE}
+    assert served.info.capabilities == {Capability.GENERATE}
     with pytest.raises(UserError, match="'loglikelihood'.*without its log-probs.*backends that have it: hf, openai"):
         served.score_answers(["Paris is the capital of"], [" France"])
     with pytest.raises(UserError, match="'rank_top_k'"):

@@ -54,11 +54,11 @@ def served(server):
 
 def test_probe_finds_generation_only(served):
     block = served.describe()["weights"]
-    assert served.capabilities == {Capability.GENERATE}
+    assert served.info.capabilities == {Capability.GENERATE}
     assert block["probe"]["generate"] and block["tokenizer"] is None  # no /tokenize: text prompts
     assert not any(block["probe"][k] for k in ("echo_prompt_logprobs", "prompt_logprobs", "top_logprobs"))
     with pytest.raises(UserError, match="has no tokenizer .*;tokenizer=FOLDER"):
-        served.tokenizer(" Paris", add_special_tokens=False)  # e.g. the LAMA single-token filter
+        served.token_ids([" Paris"])  # e.g. the LAMA single-token filter
     with pytest.raises(UserError, match="'loglikelihood'"):
         served.score_answers(["The capital of France is"], [" Paris"])
     with pytest.raises(UserError, match="technique caa needs the capability 'white_box'.*backends that have it: hf$"):
@@ -72,8 +72,8 @@ def local():
 
 def test_greedy_extraction_answers_agree_with_in_process(served, local):
     rows = [question_row(id=f"q{i}", relation=r, subject=s, object=o, answers=[o]) for i, (r, s, o) in enumerate(FACTS)]
-    prompts = build_prompts(rows, "question", local.tokenizer, "causal", 0, [], 0)
-    texts, stop = [p.text for p in prompts], list(prompts[0].stop)
+    prompts = build_prompts(rows, "question", "causal", 0, [], 0)
+    texts, stop = [p.prompt for p in prompts], list(prompts[0].stop)
     remote, here = served.generate(texts, 8, stop=stop), local.generate(texts, 8, stop=stop)
     assert remote == here  # measured: 4/4 (the server tokenises the same text with the same tokenizer, fp32)
     ranked = served.generate_and_rank(texts[:1], [" Paris"], 8, stop=stop)
@@ -82,12 +82,13 @@ def test_greedy_extraction_answers_agree_with_in_process(served, local):
 
 def test_chat_form_through_chat_completions_agrees_with_in_process(server, local):
     chat = open_model(ModelSpec(name=f"openai:{server[1]};api=chat;concurrency=2", backend="openai"), cache=None)
-    assert chat.capabilities == {Capability.GENERATE} and chat.describe()["weights"]["api"] == "chat"
+    assert chat.info.capabilities == {Capability.GENERATE} and chat.describe()["weights"]["api"] == "chat"
+    assert chat.info.chat and not chat.info.prefills_reply  # the server renders the turn: nothing can follow it
     rows = [question_row(id=f"q{i}", relation=r, subject=s, object=o, answers=[o]) for i, (r, s, o) in enumerate(FACTS)]
-    ours, theirs = (build_prompts(rows, "chat", m.tokenizer, "causal", 0, [], 0) for m in (chat, local))
-    stop = list(ours[0].stop)
-    remote = chat.generate([p.text for p in ours], 8, stop=stop)  # the server's template, tokenizer and stop handling
-    here = local.generate([p.text for p in theirs], 8, stop=stop)
+    probes = build_prompts(rows, "chat", "causal", 0, [], 0)
+    prompts, stop = [p.prompt for p in probes], list(probes[0].stop)
+    remote = chat.generate(prompts, 8, stop=stop)  # the server's template, tokenizer and stop handling
+    here = local.generate(prompts, 8, stop=stop)  # the same prompt values, through the local chat template
     print("api=chat vs in-process chat form:", remote, here)
     assert remote == here and any(remote)
 

@@ -93,12 +93,12 @@ def test_probe_verdicts_on_real_vllm(served, server):
         "prompt_lists": True,  # a list of prompts answered one choice each: items share requests
         "sampling_varies": True,  # temperature and seed are honoured
     }
-    assert served.capabilities == {Capability.GENERATE, Capability.LOGLIKELIHOOD, Capability.RANK_EXACT, Capability.RANK_TOP_K}
+    assert served.info.capabilities == {Capability.GENERATE, Capability.LOGLIKELIHOOD, Capability.RANK_EXACT, Capability.RANK_TOP_K}
     assert block["weights"]["tokenizer"] == "server" and block["weights"]["server_model"]["max_model_len"] == 2048
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("KBENCH_API_KEY", SECRET)
         other = open_model(ModelSpec(name=model_arg(server[1], ";revision=r2"), backend="openai"), cache=None)
-    assert other.identity != served.identity  # the revision tag names the weights
+    assert other.info.identity != served.info.identity  # the revision tag names the weights
     assert SECRET not in repr(served.inner) + json.dumps(block)
 
 
@@ -108,7 +108,7 @@ def test_model_calls_agree_with_in_process(served, local):
         assert s_sum == pytest.approx(l_sum, abs=LOGPROB_TOLERANCE) and len(s_per) == len(l_per)
     exact = local.rank_first_token(prompts, golds)
     assert [r for r, _ in served.rank_first_token(prompts, golds)] == [r for r, _ in exact]
-    candidates = sorted({local.tokenizer(g, add_special_tokens=False)["input_ids"][0] for g in golds})
+    candidates = sorted({ids[0] for ids in local.token_ids(golds)})
     among = local.rank_first_token(prompts, golds, candidate_ids=candidates)
     assert [r for r, _ in served.rank_first_token(prompts, golds, candidate_ids=candidates)] == [r for r, _ in among]
     assert served.generate(prompts, 6, stop=["\n"]) == local.generate(prompts, 6, stop=["\n"])

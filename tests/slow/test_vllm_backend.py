@@ -40,7 +40,7 @@ for task, dataset, out, settings in json.loads(sys.argv[2]):
 prompts = ["The capital of France is", "Dante was born in"]
 draws = [model.sample(prompts, 3, 0.8, seed=5, max_new_tokens=4) for _ in range(2)]
 with open(sys.argv[3], "w") as out:  # a file: kbench and vLLM print to stdout too
-    json.dump({"samples": draws, "describe": model.describe(), "device": model.device}, out)
+    json.dump({"samples": draws, "describe": model.describe(), "device": model.info.device}, out)
 """
 
 

@@ -6,6 +6,7 @@ backend that knows nothing of the cache."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import importlib
 import sqlite3
 import sys
@@ -19,7 +20,7 @@ from kbench.models.interface import Capability, LanguageModel
 from kbench.models.loading import load_model
 from kbench.models.provenance import _direct_imports, code_hash
 from kbench.models.result_cache import ResultCache
-from kbench.models.interface import Intervention, SamplingTruncation, Steering
+from kbench.models.interface import Intervention, ModelInfo, SamplingTruncation, Steering
 from kbench.models.runner import ModelRunner
 from tests.fixtures_models import TEST_DEVICE, tiny_causal_dir  # noqa: F401
 from tests.unit.test_runner import GOLDS, PROMPTS, count_forwards
@@ -49,15 +50,23 @@ class CountingBackend:
     """A second backend, in plain Python: answers are functions of the text, and every call it
     receives is recorded. The wrapper must cache it exactly as it caches the HF runner."""
 
-    name, identity, kind, dtype, tokenizer, code = "toy", "sha256:toy", "causal", "float32", None, "toy-code-1"
-    backend, device = "toy", "cpu"
-    capabilities = frozenset({Capability.GENERATE, Capability.LOGLIKELIHOOD, Capability.RANK_EXACT})
+    info = ModelInfo(name="toy", identity="sha256:toy", kind="causal", dtype="float32", backend="toy", device="cpu",
+                     code="toy-code-1", capabilities=frozenset({Capability.GENERATE, Capability.LOGLIKELIHOOD, Capability.RANK_EXACT}))
 
     def __init__(self):
         self.calls: list[tuple[str, int]] = []
 
     def describe(self) -> dict:
-        return {"name": self.name, "identity": self.identity, "kind": self.kind, "dtype": self.dtype}
+        return {"name": self.info.name, "identity": self.info.identity, "kind": self.info.kind, "dtype": self.info.dtype}
+
+    def render(self, prompt):
+        return prompt
+
+    def token_ids(self, texts):
+        return [[ord(c) for c in t] for t in texts]
+
+    def sequence_start(self):
+        return "", "none"
 
     def rank_first_token(self, prompts, golds, *, candidate_ids=None, intervention=None):
         self.calls.append(("rank_first_token", len(prompts)))
@@ -97,10 +106,10 @@ def test_any_language_model_is_cached_without_knowing_of_the_cache(tmp_path):
     assert backend.calls[-2:] == [("sample", len(PROMPTS)), ("sample", len(PROMPTS) + 1)]
     with again.produced_by("technique-v2"):                                    # other producing code: other keys
         again.score_answers(PROMPTS, GOLDS)
-    backend.code = "toy-code-2"                                                # a fixed backend: other keys
+    backend.info = dataclasses.replace(backend.info, code="toy-code-2")        # a fixed backend: other keys
     again.score_answers(PROMPTS, GOLDS)
     assert [c for c, _ in backend.calls[-2:]] == ["score_answers", "score_answers"]
-    assert again.describe() == backend.describe() and again.kind == "causal"   # the rest is the model's own
+    assert again.describe() == backend.describe() and again.info is backend.info  # the rest is the model's own
 
 
 def test_cache_hits_recompute_nothing(causal, tmp_path):

@@ -11,9 +11,10 @@ import pytest
 from kbench.errors import UserError
 from kbench.evaluate.engine import evaluate, validate
 from kbench.tasks.extraction.task import Extraction, ExtractionSettings
-from kbench.evaluate.prompts import build_prompts
+from kbench.evaluate.prompts import build_prompts, require_chat
 from kbench.evaluate.task import RunContext
 from kbench.models.loading import load_model
+from kbench.models.prompt import Prompt
 from kbench.models.runner import ModelRunner
 from tests.fixtures_models import tiny_causal_dir, tiny_masked_dir  # noqa: F401
 
@@ -157,24 +158,30 @@ def test_limit_is_a_seeded_sample(causal, dataset, tmp_path):
 def test_prompt_forms_and_fewshot(causal, dataset):
     rows = pl.read_parquet(dataset / "data/default/test.parquet").to_dicts()
     train = pl.read_parquet(dataset / "data/default/train.parquet").to_dicts()
-    tok = causal.tokenizer
-    cloze = build_prompts(rows[:1], "cloze", tok, "causal")[0]
-    assert (cloze.text, cloze.gold) == ("The capital of France is", " Paris")
-    question = build_prompts(rows[:1], "question", tok, "causal")[0]
-    assert question.text.endswith("Question: What is the P36 of France?\nAnswer:")
-    shots = build_prompts(rows[:1], "cloze", tok, "causal", fewshot=2, train_rows=train, seed=3)[0]
-    examples = shots.text.splitlines()[:-1]
+    cloze = build_prompts(rows[:1], "cloze", "causal")[0]
+    assert (cloze.prompt, cloze.gold) == (Prompt("The capital of France is"), " Paris")
+    question = build_prompts(rows[:1], "question", "causal")[0]
+    assert question.prompt.text.endswith("Question: What is the P36 of France?\nAnswer:")
+    shots = build_prompts(rows[:1], "cloze", "causal", fewshot=2, train_rows=train, seed=3)[0]
+    examples = shots.prompt.text.splitlines()[:-1]
     assert len(examples) == 2 and all(e.startswith("The capital of") and "France" not in e for e in examples)
-    assert shots == build_prompts(rows[:3], "cloze", tok, "causal", fewshot=2, train_rows=train, seed=3)[0]
+    assert shots == build_prompts(rows[:3], "cloze", "causal", fewshot=2, train_rows=train, seed=3)[0]
+    chat = build_prompts(rows[:1], "chat", "causal", fewshot=1, train_rows=train)[0]
+    assert [m.role for m in chat.prompt.messages] == ["user", "assistant", "user"] and chat.gold == "Paris"
+    plain = ModelRunner(causal)
     with pytest.raises(UserError, match="chat template"):
-        build_prompts(rows[:1], "chat", tok, "causal")
+        require_chat(plain.info)
+    with pytest.raises(UserError, match="chat template"):
+        plain.render(chat.prompt)
+    tok = causal.tokenizer
     tok.chat_template = "{% for m in messages %}<{{ m.role }}>{{ m.content }}\n{% endfor %}<assistant>"
     try:
-        chat = build_prompts(rows[:1], "chat", tok, "causal", fewshot=1, train_rows=train)[0]
+        instruct = ModelRunner(causal)
+        text = instruct.render(chat.prompt)
     finally:
         tok.chat_template = None
-    assert chat.text.startswith("<user>") and chat.text.endswith("<assistant>") and chat.gold == "Paris"
-    assert chat.text.count("<assistant>") == 2
+    assert instruct.info.chat and instruct.info.prefills_reply and instruct.info.chat_template_sha256
+    assert text.startswith("<user>") and text.endswith("<assistant>") and text.count("<assistant>") == 2
 
 
 def test_lama_protocol_on_a_masked_lm(tiny_masked_dir, dataset, tmp_path):

@@ -26,8 +26,9 @@ ROOT = Path(__file__).resolve().parents[2]
 LAYERS: list[tuple[str, ...]] = [
     ("kbench", "kbench.errors", "kbench.io", "kbench.registry", "kbench.protocol"),
     ("kbench.paths", "kbench.progress", "kbench.logs", "kbench.dataset"),
-    # the prompt forms are values: the judges of a build, LEFT's BoolQ prior and the tasks build them
-    ("kbench.metrics", "kbench.evaluate.prompts"),
+    # prompts are values (`Prompt`, the forms that build them): the judges of a build, LEFT's BoolQ prior and
+    # the tasks build them, the backends render them
+    ("kbench.metrics", "kbench.models.prompt", "kbench.evaluate.prompts"),
     ("kbench.models",),
     ("kbench.sources",),
     ("kbench.construct",),

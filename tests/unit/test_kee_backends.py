@@ -13,7 +13,8 @@ from kbench.errors import UserError
 from kbench.evaluate.engine import evaluate
 from kbench.tasks.kee.task import KeeSettings, KnowledgeElicitation
 from kbench.evaluate.task import RunContext
-from kbench.models.interface import Capability, LanguageModel
+from kbench.models.interface import Capability, LanguageModel, ModelInfo
+from kbench.models.prompt import as_prompt
 from tests.question_rows import question_row
 
 FACTS = [("Paris", "France"), ("Berlin", "Germany"), ("Rome", "Italy"), ("Madrid", "Spain")]
@@ -22,19 +23,28 @@ FACTS = [("Paris", "France"), ("Berlin", "Germany"), ("Rome", "Italy"), ("Madrid
 class EchoBackend:
     """Generates only: the answer is the capital it finds in the prompt's question, else "Ulm"."""
 
-    name, identity, kind, dtype, tokenizer, code = "echo", "sha256:echo", "causal", "float32", None, "echo-1"
-    backend, device = "echo", "cpu"
-    capabilities = frozenset({Capability.GENERATE})
+    info = ModelInfo(name="echo", identity="sha256:echo", kind="causal", dtype="float32", backend="echo", device="cpu",
+                     code="echo-1", capabilities=frozenset({Capability.GENERATE}))
 
     def __init__(self):
         self.calls: list[str] = []
 
     def describe(self) -> dict:
-        return {"name": self.name, "identity": self.identity, "kind": self.kind, "dtype": self.dtype, "weights": {"source": "test"}}
+        info = self.info
+        return {"name": info.name, "identity": info.identity, "kind": info.kind, "dtype": info.dtype, "weights": {"source": "test"}}
 
-    def _answer(self, prompt: str) -> str:
+    def render(self, prompt) -> str:
+        return as_prompt(prompt).text  # plain text only: no chat template (`info.chat` is false)
+
+    def token_ids(self, texts):
+        raise AssertionError("KEE never asks for token ids")
+
+    sequence_start = token_ids
+
+    def _answer(self, prompt) -> str:
         capital = {country: city for city, country in FACTS}
-        return next((f" {capital[c]}\n" for c in capital if c in prompt and c != "Spain"), " Ulm\n")
+        text = self.render(prompt)
+        return next((f" {capital[c]}\n" for c in capital if c in text and c != "Spain"), " Ulm\n")
 
     def generate(self, prompts, max_new_tokens=32, stop=None, *, intervention=None):
         self.calls.append("generate")

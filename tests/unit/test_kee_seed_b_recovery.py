@@ -45,7 +45,7 @@ def runs(tiny_causal_dir, tmp_path_factory):  # noqa: F811
     root = tmp_path_factory.mktemp("seed-b")
     loaded = load_model(str(tiny_causal_dir))
     model = CachedModel(ModelRunner(loaded), ResultCache(root / "cache.sqlite"))
-    context = KeeContext(model=model, fit_dir=root / "fits", chat=use_chat(loaded.tokenizer, "auto"))
+    context = KeeContext(model=model, fit_dir=root / "fits", chat=use_chat(model.info, "auto"))
     prompts = [context.answer_prompt(q) for q in QUESTIONS]
     greedy = [clean_answer(t) for t in model.generate(prompts, MAX_ANSWER_TOKENS, ANSWER_STOP)]
     drawn = model.sample(prompts, k=K, temperature=0.7, seed=0, max_new_tokens=MAX_ANSWER_TOKENS, stop=ANSWER_STOP)

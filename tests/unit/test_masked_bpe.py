@@ -28,9 +28,9 @@ def roberta(tiny_roberta_dir):
 def test_the_gold_is_the_space_marked_token(roberta):
     tok = roberta.tokenizer
     assert tok.convert_tokens_to_ids("ĠParis") != tok.unk_token_id, "the tiny vocabulary must hold ĠParis"
-    prompt = build_prompts(ROWS[:1], "cloze", tok, "masked")[0]
+    prompt = build_prompts(ROWS[:1], "cloze", "masked")[0]
     assert prompt.gold == " Paris"
-    (ids, position, gold_id) = ModelRunner(roberta).encoder.rank_items([prompt.text], [prompt.gold])[0]
+    (ids, position, gold_id) = ModelRunner(roberta).encoder.rank_items([prompt.prompt.text], [prompt.gold])[0]
     assert gold_id == tok.convert_tokens_to_ids("ĠParis") != tok.convert_tokens_to_ids("Paris")
     assert ids[position] == tok.mask_token_id
 
@@ -39,9 +39,9 @@ def test_rank_is_read_at_the_mask_for_the_marked_token(roberta):
     import torch
 
     tok = roberta.tokenizer
-    prompt = build_prompts(ROWS[:1], "cloze", tok, "masked")[0]
-    (rank, logprob), = ModelRunner(roberta).rank_first_token([prompt.text], [prompt.gold])
-    encoded = tok(prompt.text.replace("[MASK]", tok.mask_token), return_tensors="pt")
+    prompt = build_prompts(ROWS[:1], "cloze", "masked")[0]
+    (rank, logprob), = ModelRunner(roberta).rank_first_token([prompt.prompt], [prompt.gold])
+    encoded = tok(prompt.prompt.text.replace("[MASK]", tok.mask_token), return_tensors="pt")
     with torch.no_grad():
         logits = roberta.model(**encoded).logits[0]
     at_mask = logits[encoded["input_ids"][0].tolist().index(tok.mask_token_id)]
@@ -52,10 +52,10 @@ def test_rank_is_read_at_the_mask_for_the_marked_token(roberta):
 
 def test_single_token_filter_and_candidates_use_the_marked_form(roberta, tmp_path):
     tok = roberta.tokenizer
-    prompts = build_prompts(ROWS, "cloze", tok, "masked")
+    prompts = build_prompts(ROWS, "cloze", "masked")
     vocab = tmp_path / "common_vocab.txt"
     vocab.write_text("Paris\nFlorence\nJapan\nBerlin\n")
-    kept, _, drops, candidates, _ = lama_filter(ROWS, prompts, tok, str(vocab))
+    kept, _, drops, candidates, _ = lama_filter(ROWS, prompts, ModelRunner(roberta), str(vocab))
     single = [r["object"] for r in ROWS if len(tok(" " + r["object"], add_special_tokens=False)["input_ids"]) == 1]
     assert [r["object"] for r in kept] == single and drops["multi_token_object"] == len(ROWS) - len(single)
     assert tok.convert_tokens_to_ids("ĠParis") in candidates and tok.convert_tokens_to_ids("ĠBerlin") in candidates

@@ -121,7 +121,8 @@ def test_qa_chat_prompt_is_a_deviation(causal, evolving, tmp_path):
     tokenizer = causal.tokenizer
     tokenizer.chat_template = "{% for m in messages %}<{{ m.role }}>{{ m.content }}\n{% endfor %}<assistant>"
     try:
-        block = _block(KnowledgeUpdateQA(), causal, evolving, tmp_path / "qa", QASettings(max_new_tokens=2, prompt="chat"))
+        instruct = ModelRunner(causal.loaded)  # a model reads its chat template when it is opened (`ModelInfo`)
+        block = _block(KnowledgeUpdateQA(), instruct, evolving, tmp_path / "qa", QASettings(max_new_tokens=2, prompt="chat"))
     finally:
         tokenizer.chat_template = None
     assert _ids(block) == ["prompt-form"] and "chat template" in block["deviations"][0]["kbench"]

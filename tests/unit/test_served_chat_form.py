@@ -1,6 +1,6 @@
-"""`api=chat`: the spec option, the chat form's marked message line (round trip, refusal of plain
-prompts naming --prompt chat) and the reading of chat answers (a vLLM-shaped body, see
-tests/fixtures/served/SOURCE.md; null content)."""
+"""`api=chat`: the spec option, chat `Prompt` values as the messages a chat request posts (refusal of
+plain prompts naming --prompt chat, and of a prefilled reply), their canonical form, and the reading
+of chat answers (a vLLM-shaped body, see tests/fixtures/served/SOURCE.md; null content)."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ import pytest
 
 from kbench.errors import UserError
 from kbench.evaluate.prompts import build_prompts, question_turn
+from kbench.models.prompt import Message, Prompt, assistant, user
 from kbench.models.served import chat, parse
 from kbench.models.served.spec import ServedSpec
-from kbench.models.served.tokenizer import NoTokenizer
 from tests.question_rows import question_row
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "served"
@@ -27,26 +27,27 @@ def test_api_option_is_parsed_recorded_and_checked():
         ServedSpec.from_arg("openai:http://h;api=chats")
 
 
-def test_messages_round_trip_deterministically():
-    messages = [{"role": "user", "content": "Réponds.\nQuelle est la capitale ?"}, {"role": "assistant", "content": "Paris"},
-                {"content": "And Germany?", "role": "user"}]
-    line = chat.render(messages)
-    assert line.startswith(chat.CHAT_MARK) and "\n" not in line  # one line: newlines inside contents are escaped
-    assert chat.messages_of(line) == [{"role": m["role"], "content": m["content"]} for m in messages]
-    assert chat.render(chat.messages_of(line)) == line  # the cache key does not depend on key order or spacing
+def test_a_chat_prompt_is_a_value_with_a_canonical_form():
+    turns = [user("Réponds.\nQuelle est la capitale ?"), assistant("Paris"), user("And Germany?")]
+    prompt = Prompt.chat(turns)
+    assert prompt == Prompt.chat(list(turns)) and hash(prompt) == hash(Prompt.chat(list(turns)))  # frozen, hashable
+    assert chat.messages_of(prompt) == [m.as_dict() for m in turns]
+    assert json.loads(prompt.messages_json()) == [m.as_dict() for m in turns] and "\n" not in prompt.messages_json()
+    assert prompt.key == {"messages": [m.as_dict() for m in turns], "reply": ""}  # what the result cache keys on
+    assert Prompt("France is in").key == "France is in"  # plain text keeps the key it had as a string
+    with pytest.raises(ValueError, match="role"):
+        Message("robot", "x")
 
 
 def test_the_task_prompt_builders_hand_their_messages_through():
-    tokenizer = chat.ChatTokenizer(NoTokenizer("m"))
     row = question_row(id="q0", relation="P36", subject="France", object="Paris", answers=["Paris"])
-    [prompt] = build_prompts([row], "chat", tokenizer, "causal")
-    assert chat.messages_of(prompt.text) == [{"role": "user", "content": f"Answer the question with a short answer.\n{row['question']}"}]
-    assert prompt.gold == "Paris"  # bare after the generation prompt, as with a local template
-    assert chat.messages_of(question_turn(tokenizer, "Recite.", "Answer", chat=True))[0]["content"] == "Recite."
+    [probe] = build_prompts([row], "chat", "causal")
+    assert chat.messages_of(probe.prompt) == [{"role": "user", "content": f"Answer the question with a short answer.\n{row['question']}"}]
+    assert probe.gold == "Paris"  # bare after the generation prompt, as with a local template
+    assert chat.messages_of(question_turn("Recite.", "Answer", chat=True))[0]["content"] == "Recite."
 
 
-@pytest.mark.parametrize("prompt", ["France is in", "Answer the question.\nQuestion: Where?\nAnswer:",
-                                    chat.CHAT_MARK + '[{"role": "robot", "content": "x"}]'])
+@pytest.mark.parametrize("prompt", ["France is in", Prompt("Answer the question.\nQuestion: Where?\nAnswer:")])
 def test_plain_prompts_are_refused_naming_the_flag(prompt):
     with pytest.raises(UserError, match="api=chat takes the chat prompt form: use --prompt chat"):
         chat.messages_of(prompt)
@@ -54,16 +55,7 @@ def test_plain_prompts_are_refused_naming_the_flag(prompt):
 
 def test_a_prefilled_reply_after_the_turn_is_refused():
     with pytest.raises(UserError, match="adds 'Verdict:' after the chat turn.*api=completions with ;tokenizer=FOLDER"):
-        chat.messages_of(chat.render([{"role": "user", "content": "Is it true?"}]) + "Verdict:")
-
-
-def test_chat_tokenizer_renders_only_a_generation_prompt_and_keeps_the_token_surface():
-    tokenizer = chat.ChatTokenizer(NoTokenizer("m"))
-    assert tokenizer.chat_template and tokenizer.bos_token_id is None
-    with pytest.raises(UserError, match="server applies the chat template"):
-        tokenizer.apply_chat_template([{"role": "user", "content": "x"}], tokenize=True)
-    with pytest.raises(UserError, match="has no tokenizer"):
-        tokenizer(" Paris", add_special_tokens=False)  # tokens still come from the wrapped tokenizer
+        chat.messages_of(Prompt.chat([user("Is it true?")]).then("Verdict:"))
 
 
 def test_chat_answer_text_and_null_content():

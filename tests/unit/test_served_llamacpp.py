@@ -57,9 +57,9 @@ def test_probe_verdicts_on_llamacpp(recorded):
         "token_id_keys": True, "prompt_only": False, "sampling_varies": True,
         "vocabulary_logprobs": 0, "prompt_lists": False,  # not in the recording (above): not offered
     }
-    assert served.capabilities == {Capability.GENERATE, Capability.RANK_TOP_K}
-    assert set(served.missing_reasons) == {"loglikelihood", "rank_exact"}
-    assert served.describe()["weights"]["missing"] == served.missing_reasons
+    assert served.info.capabilities == {Capability.GENERATE, Capability.RANK_TOP_K}
+    assert {c for c, _ in served.info.missing} == {"loglikelihood", "rank_exact"}
+    assert served.describe()["weights"]["missing"] == dict(served.info.missing)
 
 
 def test_prompt_logprobs_refused_naming_the_missing_echo(recorded):
@@ -99,7 +99,7 @@ def test_fewer_top_logprobs_than_asked_is_named_by_the_probe():
     with Replay(_cut_top_logprobs(RECORDING["exchanges"], 3)) as replay:
         served = open_served(replay)
     assert served.probe["top_logprobs"] == 0 and served.probe["top_logprobs_returned"] == {"20": 3, "5": 3}
-    assert Capability.RANK_TOP_K not in served.capabilities
+    assert Capability.RANK_TOP_K not in served.info.capabilities
     said = r"fewer top log-probs than asked \(asked for 20, got 3; asked for 5, got 3\)"
     with pytest.raises(UserError, match=rf"'rank_top_k'.*{said}"):
         served.rank_first_token(PROMPTS, GOLDS)

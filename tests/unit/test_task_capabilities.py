@@ -16,7 +16,8 @@ from kbench.errors import UserError
 from kbench.evaluate.engine import validate
 from kbench.tasks.extraction.task import UNDEFINED
 from kbench.metrics.uncertainty import format_estimate
-from kbench.models.interface import Capability
+from kbench.models.interface import Capability, ModelInfo
+from kbench.models.prompt import as_prompt
 from tests.conftest import run_kbench
 from tests.dataset_folders import question_dataset
 from tests.fixtures_models import tiny_causal_dir, tiny_masked_dir  # noqa: F401
@@ -28,26 +29,32 @@ ANSWERS = {"France": " Paris.", "Germany": " Bonn", "Dante": " Florence\n", "Toy
 class GenerationOnly:
     """A backend that only generates (the `LanguageModel` attributes, no torch, no ranks)."""
 
-    kind = "causal"
-    dtype = "float32"
-    code = "standin-v1"
-    backend = "standin"
-    device = "cpu"
     capabilities = frozenset({Capability.GENERATE})
 
     def __init__(self, tokenizer):
         self.tokenizer = tokenizer
-        self.name = "standin:generation-only"
-        self.identity = "standin:generation-only"
+        self.info = ModelInfo(name="standin:generation-only", identity="standin:generation-only", kind="causal",
+                              dtype="float32", backend="standin", device="cpu", code="standin-v1",
+                              capabilities=self.capabilities)
         self.calls: list[str] = []
 
     def describe(self) -> dict:
-        return {"name": self.name, "identity": self.identity, "kind": self.kind, "dtype": self.dtype, "weights": {}}
+        info = self.info
+        return {"name": info.name, "identity": info.identity, "kind": info.kind, "dtype": info.dtype, "weights": {}}
 
-    def generate(self, prompts: Sequence[str], max_new_tokens: int = 32, stop: Sequence[str] | None = None, *, intervention=None):
+    def render(self, prompt) -> str:
+        return as_prompt(prompt).text  # plain text only: no chat template
+
+    def token_ids(self, texts: Sequence[str]) -> list[list[int]]:
+        return [self.tokenizer(t, add_special_tokens=False)["input_ids"] for t in texts]
+
+    def sequence_start(self) -> tuple[str, str]:
+        return "", "none"
+
+    def generate(self, prompts, max_new_tokens: int = 32, stop: Sequence[str] | None = None, *, intervention=None):
         self.calls.append("generate")
         out = []
-        for prompt in prompts:
+        for prompt in map(self.render, prompts):
             text = next(answer for subject, answer in ANSWERS.items() if subject in prompt)
             for s in stop or ():
                 text = text.split(s)[0]
@@ -69,7 +76,7 @@ class TopKRanks(GenerationOnly):
     def rank_first_token(self, prompts, golds, *, candidate_ids=None, intervention=None):
         assert candidate_ids is None  # a top-k backend refuses candidates; the task never asks
         self.calls.append("rank_first_token")
-        return [next(rank for subject, rank in self.RANKS.items() if subject in p) for p in prompts]
+        return [next(rank for subject, rank in self.RANKS.items() if subject in p) for p in map(self.render, prompts)]
 
     def generate_and_rank(self, prompts, golds, max_new_tokens=32, stop=None, *, candidate_ids=None, intervention=None):
         texts = self.generate(prompts, max_new_tokens, stop)

@@ -97,7 +97,7 @@ def test_strongest_attention_is_the_argmax_of_eager_attention_and_is_cached(caus
 
 def test_a_backend_without_white_box_refuses_white_box_calls():
     model = CachedModel(CountingBackend(), None)
-    assert Capability.WHITE_BOX not in model.capabilities
+    assert Capability.WHITE_BOX not in model.info.capabilities
     with pytest.raises(UserError, match="needs the capability 'white_box'.*backends that have it: hf"):
         model.layout()
     with pytest.raises(UserError, match="white_box"):

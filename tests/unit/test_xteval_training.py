@@ -11,6 +11,7 @@ from kbench.tasks.xteval.documents import DocumentGenerator, Triple
 from kbench.models.training.probes import answer_targets, run_probes, soft_probe
 from kbench.tasks.xteval.training.softprompt import SoftPromptConfig, load_or_train, target_pairs, train_relation
 from kbench.models.loading import load_model
+from kbench.models.training import Trainer
 from tests.fixtures_models import tiny_causal_dir, tiny_masked_dir  # noqa: F401
 
 PAIRS = [("Paris", "France"), ("Berlin", "Germany"), ("Rome", "Italy"), ("Madrid", "Spain"),
@@ -27,7 +28,7 @@ def test_info_nce_matches_hand_computation():
 
 @pytest.mark.parametrize("fixture", ["tiny_causal_dir", "tiny_masked_dir"])
 def test_soft_prompt_training_lowers_loss_and_touches_only_the_vectors(fixture, request, caplog):
-    loaded = load_model(str(request.getfixturevalue(fixture)))
+    loaded = Trainer(load_model(str(request.getfixturevalue(fixture))))  # what `Trainer.run` hands the routine
     before = {k: v.clone() for k, v in loaded.model.state_dict().items()}
     cfg = SoftPromptConfig(lr=0.05, epochs=3, batch_size=6, warmup_ratio=0.0)
     pairs = target_pairs(loaded, PAIRS, "first-token")
@@ -44,7 +45,7 @@ def test_soft_prompt_training_lowers_loss_and_touches_only_the_vectors(fixture, 
 
 
 def test_soft_prompts_are_saved_reused_and_checked(tiny_causal_dir, tmp_path):  # noqa: F811
-    loaded = load_model(str(tiny_causal_dir))
+    loaded = Trainer(load_model(str(tiny_causal_dir)))
     cfg = SoftPromptConfig(lr=0.05, epochs=1, batch_size=6)
     calls = []
 
@@ -80,7 +81,7 @@ def test_soft_probes_put_the_gold_where_it_is_read(tiny_causal_dir, tiny_masked_
 
 @pytest.mark.parametrize("fixture", ["tiny_causal_dir", "tiny_masked_dir"])
 def test_finetune_lowers_infonce_and_leaves_the_loaded_model_alone(fixture, request, caplog):
-    loaded = load_model(str(request.getfixturevalue(fixture)))
+    loaded = Trainer(load_model(str(request.getfixturevalue(fixture))))
     before = {k: v.clone() for k, v in loaded.model.state_dict().items()}
     facts = [Triple(h, "P17", t) for h, t in PAIRS] + [Triple("Marie Curie", "P19", "Warsaw"),
                                                        Triple("Albert Einstein", "P19", "Ulm")]
@@ -100,8 +101,7 @@ def test_finetune_lowers_infonce_and_leaves_the_loaded_model_alone(fixture, requ
 
 
 def test_cross_encoder_head_reads_last_real_token(tiny_causal_dir):  # noqa: F811
-    loaded = load_model(str(tiny_causal_dir))
-    enc = CrossEncoder(loaded, seed=0)
+    enc = CrossEncoder(Trainer(load_model(str(tiny_causal_dir))), seed=0)
     cfg = FinetuneConfig()
     alone = enc.score_pairs("Paris is in", ["France"], cfg)
     padded = enc.score_pairs("Paris is in", ["France", "a much longer document about Germany and Italy"], cfg)
@@ -137,7 +137,11 @@ def test_template_init_picks_the_words_around_the_head(tiny_causal_dir):  # noqa
     tok = load_model(str(tiny_causal_dir)).tokenizer
     before = tok("the capital of", add_special_tokens=False)["input_ids"]
     is_ids = tok(" is", add_special_tokens=False)["input_ids"]
-    ids = template_init(tok, "the capital of [X] is [Y] .", 2, 3)
+
+    def token_ids(text: str) -> list[int]:  # what `Trainer.token_ids` gives the routine
+        return tok(text, add_special_tokens=False)["input_ids"]
+
+    ids = template_init(token_ids, "the capital of [X] is [Y] .", 2, 3)
     assert ids == before[-2:] + is_ids + [None] * (3 - len(is_ids))
-    assert template_init(tok, "[X] is [Y] .", 3, 1) == [None, None, None] + is_ids[:1]
-    assert template_init(tok, "[Y] participated in the [X] .", 3, 3) == [None] * 6   # object first: no init
+    assert template_init(token_ids, "[X] is [Y] .", 3, 1) == [None, None, None] + is_ids[:1]
+    assert template_init(token_ids, "[Y] participated in the [X] .", 3, 3) == [None] * 6   # object first: no init

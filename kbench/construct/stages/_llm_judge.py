@@ -46,7 +46,7 @@ class JudgeParams(StageParams):
     model: Optional[str] = None  # off unless set here or with `kbench build --judge-model`
     backend: Optional[str] = None  # None: as `--model` decides it (`openai:...` is served, anything else in-process)
     dtype: str = "float32"
-    #: "auto": the tokenizer's chat template when it has one (instruct models), else plain text.
+    #: "auto": a chat turn when the model takes one (a chat template: instruct models), else plain text.
     prompt: Literal["auto", "chat", "plain"] = "auto"
     max_new_tokens: int = Field(40, ge=1, le=256)
     unparseable: Literal["drop", "keep"] = "drop"
@@ -113,16 +113,17 @@ class LlmJudge(Stage):
         backend = self.params.backend or backend_for(name)
         return open_model(ModelSpec(name, dtype=self.params.dtype, device=device, backend=backend))
 
-    def _chat(self, tokenizer) -> bool:
-        has_template = bool(getattr(tokenizer, "chat_template", None))
-        if self.params.prompt == "chat" and not has_template:
+    def _chat(self, info) -> bool:
+        """Whether the judge is asked in a chat turn (`ModelInfo.chat`: the model takes one)."""
+        if self.params.prompt == "chat" and not info.chat:
             raise UserError(f"{self.name}: prompt = 'chat', but the judge model's tokenizer has no chat template")
-        return self.params.prompt == "chat" or (self.params.prompt == "auto" and has_template)
+        return self.params.prompt == "chat" or (self.params.prompt == "auto" and info.chat)
 
     def run(self, table) -> StageOutput:
         import polars as pl
 
         from kbench.evaluate.prompts import question_turn
+        from kbench.models.prompt import Prompt
         from kbench.progress import progress
 
         if judge_model_name(self.params, self.ctx) is None:
@@ -132,17 +133,17 @@ class LlmJudge(Stage):
         if missing:
             raise UserError(f"{self.name} needs the column(s) {', '.join(missing)}; put it after the stages that add them")
         model = self._open()
-        chat = self._chat(model.tokenizer)
+        chat = self._chat(model.info)
         # the reply starts after the cue, also in a chat turn: small instruct models then give the verdict word first;
         # a server that renders the turn itself takes no text after it, so there the cue closes the user turn
-        prefill = chat and getattr(model.tokenizer, "prefills_reply", True)
+        prefill = chat and model.info.prefills_reply
         in_turn = f"\n{CUE}:" if chat and not prefill else ""
         after = CUE + ":" if prefill else ""
         rows = df.iter_rows(named=True)
-        prompts = [question_turn(model.tokenizer, self.question(row) + in_turn, CUE, chat) + after for row in rows]
+        prompts = [question_turn(self.question(row) + in_turn, CUE, chat).then(after) for row in rows]
         distinct = list(dict.fromkeys(prompts))
-        replies: dict[str, str] = {}
-        with progress(f"{self.name}: asking {model.name}", len(distinct), unit="prompts") as advance:
+        replies: dict[Prompt, str] = {}
+        with progress(f"{self.name}: asking {model.info.name}", len(distinct), unit="prompts") as advance:
             for start in range(0, len(distinct), BATCH):
                 batch = distinct[start : start + BATCH]
                 replies.update(zip(batch, model.generate(batch, self.params.max_new_tokens, ["\n\n"])))
@@ -163,9 +164,9 @@ class LlmJudge(Stage):
         details = {
             "ran": True,
             "judge": {
-                "model": model.name,
-                "identity": model.identity,
-                "backend": model.backend,
+                "model": model.info.name,
+                "identity": model.info.identity,
+                "backend": model.info.backend,
                 "prompt_form": "chat" if chat else "plain",
                 "cue": "after the turn" if prefill else ("ends the user turn" if chat else "ends the prompt"),
                 "decoding": "greedy",

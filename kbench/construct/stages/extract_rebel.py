@@ -33,7 +33,6 @@ from functools import cached_property
 from pathlib import Path
 
 from kbench.construct.stage import Stage, StageOutput, StageParams, register_stage
-from kbench.errors import UserError, require
 from kbench.io import sha256_file, stable_hash, write_parquet
 
 
@@ -110,39 +109,17 @@ class ExtractRebel(Stage):
         return self.ctx.options.get("device") or self.params.device
 
     @cached_property
-    def _model(self):
-        """(tokenizer, model, device), loaded on the first part that is not cached, then kept."""
-        torch = require("torch", "REBEL extraction", extra="models")
-        transformers = require("transformers", "REBEL extraction", extra="models")
+    def _writer(self):
+        """The REBEL model, loaded on the first part that is not cached, then kept."""
+        from kbench.models.seq2seq import Seq2SeqWriter
+
         local = self._local_model()
         source = str(local) if local else self.params.model
-        kwargs = {"revision": self.params.revision, "trust_remote_code": self.params.trust_remote_code}
-        try:
-            tokenizer = transformers.AutoTokenizer.from_pretrained(source, **kwargs)
-            model = transformers.AutoModelForSeq2SeqLM.from_pretrained(source, **kwargs)
-        except OSError as exc:
-            raise UserError(f"cannot load the REBEL model {source!r}: {exc}") from exc
-        device = self.model_device()
-        if device == "auto":
-            device = "cuda" if torch.cuda.is_available() else "cpu"
-        return tokenizer, model.to(device).eval(), device
+        return Seq2SeqWriter.load(source, self.params.revision, self.params.trust_remote_code, self.model_device())
 
     def _generate(self, sentences: list[str]) -> list[str]:
-        import torch
-
-        tokenizer, model, device = self._model
-        inputs = tokenizer(
-            sentences, max_length=self.params.max_input_tokens, truncation=True, padding=True, return_tensors="pt"
-        ).to(device)
-        with torch.inference_mode():
-            out = model.generate(
-                **inputs,
-                max_new_tokens=self.params.max_new_tokens,
-                num_beams=self.params.num_beams,
-                length_penalty=0.0,
-                do_sample=False,
-            )
-        return tokenizer.batch_decode(out, skip_special_tokens=False)
+        p = self.params
+        return self._writer.generate(sentences, p.max_input_tokens, p.max_new_tokens, p.num_beams)
 
     def run(self, table) -> StageOutput:
         import polars as pl

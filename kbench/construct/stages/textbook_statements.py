@@ -125,14 +125,15 @@ _MAX_NOUN_WORDS = 4
 
 
 @lru_cache(maxsize=1)
-def _tokenizer():
+def _make_doc():
+    """spaCy's rule-based word splitting (`blank("en")`, no model download): text -> a Doc of words."""
     spacy = require("spacy", "textbook statements", "text")
-    return spacy.blank("en").tokenizer
+    return spacy.blank("en").make_doc
 
 
 def words(text: str) -> list[str]:
-    """Lowercased word tokens (spaCy rule-based tokenizer), punctuation dropped."""
-    return [t.lower_ for t in _tokenizer()(text) if not (t.is_punct or t.is_space)]
+    """Lowercased word tokens (spaCy's rule-based word splitting), punctuation dropped."""
+    return [t.lower_ for t in _make_doc()(text) if not (t.is_punct or t.is_space)]
 
 
 def word_overlap(a: str, b: str) -> float:
@@ -175,7 +176,7 @@ def fill_blanks(question: str, option: str) -> str | None:
 def subject_question(question: str, option: str) -> str | None:
     if _is_sentence(option) or not question.rstrip().endswith("?"):
         return None
-    tokens = list(_tokenizer()(question.rstrip().rstrip("?")))
+    tokens = list(_make_doc()(question.rstrip().rstrip("?")))
     lowered = [t.lower_ for t in tokens]
     lead = next((w for w in _WH_LEADS if tuple(lowered[: len(w)]) == w), None)
     if lead is None:

@@ -1,8 +1,8 @@
 """`ServedModel`: the `LanguageModel` of a model behind OpenAI-compatible servers (backend "openai").
 
     model = open_model(ModelSpec(name="openai:http://127.0.0.1:8000/v1", backend="openai"))
-    model.capabilities   -> what the probe proved, e.g. {generate} for `transformers serve`,
-                            {generate, loglikelihood, rank_exact, rank_top_k} for vLLM
+    model.info.capabilities -> what the probe proved, e.g. {generate} for `transformers serve`,
+                               {generate, loglikelihood, rank_exact, rank_top_k} for vLLM
 
 Every method sends one `/v1/completions` request per item (at most `concurrency` in flight,
 answers in input order), greedy at temperature 0; where the probe proved that a list of prompts is
@@ -23,9 +23,11 @@ answered one choice per prompt (vLLM), items asking the same parameters share a 
   next position (`logprobs: -1`, vLLM under `--max-logprobs -1`), where the probe proved them;
   elsewhere it is refused (a top k does not hold every candidate's score).
 
-With `api=chat` (`chat.py`) prompts are the chat form's marked message lines and `generate` /
-`sample` post them as `messages` to `/v1/chat/completions` (the server's chat template, its
-tokenizer); nothing else is offered there. Any other prompt is refused naming `--prompt chat`.
+Prompts are `Prompt` values (`kbench.models.prompt`): plain text is sent as written; a chat prompt is
+rendered through the local tokenizer's chat template (`;tokenizer=FOLDER`). With `api=chat`
+(`chat.py`) `generate` / `sample` post a chat prompt's messages to `/v1/chat/completions` (the
+server's chat template, its tokenizer); nothing else is offered there. Any other prompt is refused
+naming `--prompt chat`.
 
 A model whose server proved a capability missing raises `UserError` naming it, as `require` does.
 """
@@ -39,7 +41,9 @@ from collections.abc import Sequence
 from kbench.errors import UserError
 from kbench.io import stable_hash
 from kbench.models.encoding import PromptEncoder
-from kbench.models.interface import Capability, register_backend, require
+from kbench.models.info import sequence_start, template_sha256
+from kbench.models.interface import Capability, ModelInfo, register_backend, require
+from kbench.models.prompt import Prompt, as_prompt, render_text
 from kbench.models.provenance import source_hash
 from kbench.models.served import chat, parse
 from kbench.models.served.client import ServedClient
@@ -59,10 +63,6 @@ PROMPTS_PER_REQUEST = 32  # items in one request, where the probe proved prompt 
 
 
 class ServedModel:
-    backend = "openai"
-    device = "server"  # outputs come from the server; the envelope's environment names it so
-    kind = "causal"
-
     def __init__(self, spec: ServedSpec, client: ServedClient):
         self.spec = spec
         self.client = client
@@ -76,18 +76,28 @@ class ServedModel:
             )
         self.server_model = {k: entry[k] for k in IDENTIFYING_FIELDS if k in entry}
         self.chat = spec.api == "chat"
-        tokens, self.tokenizer_source = self._tokenizer()  # the token ids kbench computes itself
-        self.encoder = PromptEncoder(tokens, "causal") if tokens else None
-        self.tokenizer = chat.ChatTokenizer(tokens) if self.chat else tokens
-        self.probe = probe_server(client, self.model_id, tokens or None, spec.api)
-        self.capabilities = capabilities(self.probe)
-        self.missing_reasons = missing_reasons(self.probe)  # named by `require` when a task is refused
-        if Capability.GENERATE not in self.capabilities:
+        self.tokens, self.tokenizer_source = self._tokenizer()  # the token ids kbench computes itself
+        self.encoder = PromptEncoder(self.tokens, "causal") if self.tokens else None
+        self.probe = probe_server(client, self.model_id, self.tokens or None, spec.api)
+        found = capabilities(self.probe)
+        if Capability.GENERATE not in found:
             raise UserError(self._no_generation())
-        self.name = f"openai:{self.model_id}"
-        self.dtype = "served"  # the server's business; part of what `revision` names
-        self.identity = stable_hash(["openai", self.server_model, spec.revision, self.tokenizer_source, spec.api])
-        self.code = source_hash(MODULES)
+        template = None if self.chat else template_sha256(self.tokens)
+        self.info = ModelInfo(
+            name=f"openai:{self.model_id}",
+            identity=stable_hash(["openai", self.server_model, spec.revision, self.tokenizer_source, spec.api]),
+            kind="causal",
+            dtype="served",  # the server's business; part of what `revision` names
+            backend="openai",
+            device="server",  # outputs come from the server; the envelope's environment names it so
+            code=source_hash(MODULES),
+            capabilities=found,
+            chat=self.chat or template is not None,
+            chat_template_sha256=template,
+            prefills_reply=template is not None,  # a server-rendered turn takes no text after it
+            revision=spec.revision or None,
+            missing=tuple(sorted(missing_reasons(self.probe).items())),  # named by `require` when a task is refused
+        )
         self._warned_greedy_samples = False
 
     def _tokenizer(self):
@@ -107,12 +117,13 @@ class ServedModel:
         return f"served model {self.model_id!r}: the server answered no completion request (/v1/completions){hint}"
 
     def describe(self) -> dict:
+        info = self.info
         return {
-            "name": self.name,
-            "identity": self.identity,
-            "kind": self.kind,
-            "dtype": self.dtype,
-            "backend": self.backend,
+            "name": info.name,
+            "identity": info.identity,
+            "kind": info.kind,
+            "dtype": info.dtype,
+            "backend": info.backend,
             "weights": {  # what the envelope's `weights` provenance is for a served model: the server's word
                 "source": "openai-compatible server",
                 **self.spec.describe(),
@@ -120,17 +131,29 @@ class ServedModel:
                 "server_model": self.server_model,
                 "tokenizer": self.tokenizer_source,
                 "probe": self.probe,
-                "capabilities": sorted(c.value for c in self.capabilities),
-                "missing": self.missing_reasons,
+                "capabilities": sorted(c.value for c in info.capabilities),
+                "missing": dict(info.missing),
             },
         }
 
     def __repr__(self) -> str:
         return f"ServedModel({self.model_id!r} at {[redact_url(u) for u in self.spec.urls]})"
 
+    def render(self, prompt: Prompt | str) -> str:
+        if self.chat:
+            chat.messages_of(prompt)  # refuses what a chat request cannot carry
+            return as_prompt(prompt).messages_json()
+        return render_text(prompt, self.tokens)
+
+    def token_ids(self, texts: Sequence[str]) -> list[list[int]]:
+        return self.tokens(list(texts), add_special_tokens=False)["input_ids"] if texts else []
+
+    def sequence_start(self) -> tuple[str, str]:
+        return sequence_start(self.tokens)
+
     # ------------------------------------------------------------------ generation
     def generate(
-        self, prompts: Sequence[str], max_new_tokens: int = 32, stop: Sequence[str] | None = None, *, intervention=None
+        self, prompts: Sequence[Prompt | str], max_new_tokens: int = 32, stop: Sequence[str] | None = None, *, intervention=None
     ) -> list[str]:
         self._plain(intervention)
         if max_new_tokens == 0:  # not asked: llama.cpp's server generates a token for `max_tokens: 0`
@@ -140,7 +163,7 @@ class ServedModel:
 
     def sample(
         self,
-        prompts: Sequence[str],
+        prompts: Sequence[Prompt | str],
         k: int,
         temperature: float,
         seed: int,
@@ -159,17 +182,17 @@ class ServedModel:
                 "sampled techniques and KEE's shallow/deep partition get greedy answers (probe recorded in results.json)"
             )
         base = {"max_tokens": max_new_tokens, "stop": list(stop or []) or None, "temperature": temperature, "top_p": 1.0}
-        params = [[{**base, "seed": int(stable_hash([seed, text, j])[:8], 16)} for j in range(k)] for text in prompts]
+        params = [[{**base, "seed": int(stable_hash([seed, self.render(p), j])[:8], 16)} for j in range(k)] for p in prompts]
         return self._generated(prompts, params, stop)
 
     # ------------------------------------------------------------------ log-probs and ranks
     def score_answers(
-        self, prompts: Sequence[str], answers: Sequence[str], *, intervention=None
+        self, prompts: Sequence[Prompt | str], answers: Sequence[str], *, intervention=None
     ) -> list[tuple[float, list[float]]]:
         self._plain(intervention)
         require(self, [Capability.LOGLIKELIHOOD], "score_answers (continuation log-likelihood)")
         _same_length(prompts, answers)
-        pairs = self.encoder.continuations(prompts, answers)
+        pairs = self.encoder.continuations(self._texts(prompts), answers)
         if self.probe["prompt_logprobs"]:
             answered = self._post([self._body(c + a, prompt_logprobs=0) for c, a in pairs])
 
@@ -186,14 +209,19 @@ class ServedModel:
         return [(sum(p), p) for p in per]
 
     def rank_first_token(
-        self, prompts: Sequence[str], golds: Sequence[str], *, candidate_ids: Sequence[int] | None = None, intervention=None
+        self,
+        prompts: Sequence[Prompt | str],
+        golds: Sequence[str],
+        *,
+        candidate_ids: Sequence[int] | None = None,
+        intervention=None,
     ) -> list[tuple[int | None, float | None]]:
         self._plain(intervention)
         require(self, [Capability.RANK_TOP_K], "rank_first_token (first-token ranks)")
         _same_length(prompts, golds)
         if candidate_ids is not None:
             return self._rank_among(prompts, golds, candidate_ids)
-        items = self.encoder.rank_items(prompts, golds)
+        items = self.encoder.rank_items(self._texts(prompts), golds)
         if self.probe["prompt_logprob_ranks"]:
             answered = self._post([self._body([*ids, gold], prompt_logprobs=0) for ids, _, gold in items])
             out = []
@@ -205,7 +233,7 @@ class ServedModel:
         answered = self._post([self._body(ids, logprobs=k, return_tokens_as_token_ids=True) for ids, _, _ in items])
         return [_rank_in_top(self._top_k(a, k), gold) for (_, _, gold), a in zip(items, answered)]
 
-    def _rank_among(self, prompts: Sequence[str], golds: Sequence[str], candidate_ids: Sequence[int]):
+    def _rank_among(self, prompts: Sequence[Prompt | str], golds: Sequence[str], candidate_ids: Sequence[int]):
         """Ranks over `candidate_ids` from the next position's log-prob of every token (`logprobs: -1`)."""
         if not self.probe.get("vocabulary_logprobs"):
             raise UserError(
@@ -213,7 +241,7 @@ class ServedModel:
                 "candidate's score, which this server does not return for `logprobs: -1` (vLLM does when started "
                 "with --max-logprobs -1); rank over the full vocabulary instead"
             )
-        items = self.encoder.rank_items(prompts, golds)
+        items = self.encoder.rank_items(self._texts(prompts), golds)
         bodies = [self._body(ids, logprobs=-1, return_tokens_as_token_ids=True) for ids, _, _ in items]
         out = []
         for (_, _, gold), answer in zip(items, self._post(bodies)):
@@ -226,7 +254,7 @@ class ServedModel:
 
     def generate_and_rank(
         self,
-        prompts: Sequence[str],
+        prompts: Sequence[Prompt | str],
         golds: Sequence[str],
         max_new_tokens: int = 32,
         stop: Sequence[str] | None = None,
@@ -237,13 +265,13 @@ class ServedModel:
         """Two requests per item (a server cannot rank and generate in one): the rank is None
         ("unknown") on a server that ranks nothing, so a generation-only server still answers."""
         texts = self.generate(prompts, max_new_tokens, stop, intervention=intervention)
-        if Capability.RANK_TOP_K not in self.capabilities:
+        if Capability.RANK_TOP_K not in self.info.capabilities:
             return [(t, None, None) for t in texts]
         ranks = self.rank_first_token(prompts, golds, candidate_ids=candidate_ids, intervention=intervention)
         return [(t, r, lp) for t, (r, lp) in zip(texts, ranks)]
 
     # ------------------------------------------------------------------ requests
-    def _generated(self, prompts: Sequence[str], params: Sequence[Sequence[dict]], stop) -> list[list[str]]:
+    def _generated(self, prompts: Sequence[Prompt | str], params: Sequence[Sequence[dict]], stop) -> list[list[str]]:
         """One generation request per params dict of each prompt (all in flight together), the
         texts cut at the stop strings: `/v1/chat/completions` with the prompt's messages in chat
         mode (every prompt checked before any request), else `/v1/completions`."""
@@ -261,10 +289,16 @@ class ServedModel:
         texts = iter(parse.cut_at_stop(self._read(read, a), stop) for a in answers)
         return [[next(texts) for _ in qs] for qs in params]
 
-    def _prompts(self, prompts: Sequence[str]) -> list:
+    def _prompts(self, prompts: Sequence[Prompt | str]) -> list:
+        """What a completion request sends: token ids where the server takes them, else the text."""
+        texts = self._texts(prompts)
         if self.encoder is not None and self.probe["token_id_prompts"]:
-            return self.encoder.encode(prompts)
-        return list(prompts)
+            return self.encoder.encode(texts)
+        return texts
+
+    def _texts(self, prompts: Sequence[Prompt | str]) -> list[str]:
+        """The text of each prompt for a completion request (a chat prompt through the local template)."""
+        return [render_text(p, self.tokens) for p in prompts]
 
     def _body(self, prompt, **params) -> dict:
         body = {"model": self.model_id, "prompt": prompt, "max_tokens": 1, "temperature": 0}
@@ -336,7 +370,7 @@ def _only_model(listed: list[dict], client: ServedClient) -> str:
     return str(listed[0]["id"])
 
 
-def _same_length(prompts: Sequence[str], others: Sequence[str]) -> None:
+def _same_length(prompts: Sequence[Prompt | str], others: Sequence[str]) -> None:
     if len(prompts) != len(others):
         raise UserError(f"got {len(prompts)} prompts but {len(others)} answers")
 

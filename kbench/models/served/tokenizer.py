@@ -101,7 +101,7 @@ class NoTokenizer:
             "add ;tokenizer=FOLDER to --model (a local copy of the model's tokenizer)"
         )
 
-    decode = apply_chat_template = __call__
+    decode = __call__
 
     def __bool__(self) -> bool:
         return False

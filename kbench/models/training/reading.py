@@ -1,6 +1,7 @@
 """`kbench read`'s training side: continued pre-training of one causal LM, with checkpoints.
 
-    reader = Reader(settings.model)                # the base model (identity, kind, tokenizer)
+    reader = Reader(settings.model)                # the base model (identity, kind)
+    blocks = reader.token_blocks(docs, seq_len)    # the text as token-id blocks of seq_len
     reader.start(lr, resume_from=folder)           # AdamW; the weights and moments of a saved epoch
     step, loss = reader.train_epoch(blocks, order_seed, batch_size, step, total_steps, advance)
     folder = reader.save_epoch(tmp_folder)         # model + tokenizer (save_pretrained) + AdamW moments
@@ -14,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from kbench.errors import UserError
 from kbench.io import atomic_path
 from kbench.models.loading import load_model
 
@@ -25,7 +27,6 @@ class Reader:
         self._weights = load_model(model)
         self.identity = self._weights.identity  # the base model's, whatever epoch is resumed
         self.kind = self._weights.kind
-        self.tokenizer = self._weights.tokenizer
         self._optimizer = None
 
     def start(self, lr: float, resume_from: Path | None = None) -> None:
@@ -34,12 +35,26 @@ class Reader:
 
         if resume_from is not None:
             self._weights = load_model(str(resume_from))
-            self.tokenizer = self._weights.tokenizer
         model = self._weights.model
         model.train()
         self._optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
         if resume_from is not None:
             _load_optimizer(self._optimizer, model, resume_from / OPTIMIZER_FILE)
+
+    def token_blocks(self, docs: list[str], seq_len: int) -> list[list[int]]:
+        """The documents' token ids, each followed by EOS (where the tokenizer has one), cut into
+        blocks of `seq_len` (the tail that fills no block is dropped)."""
+        tokenizer = self._weights.tokenizer
+        eos = tokenizer.eos_token_id
+        ids: list[int] = []
+        for doc in docs:
+            ids.extend(tokenizer(doc, add_special_tokens=False)["input_ids"])
+            if eos is not None:
+                ids.append(eos)
+        blocks = [ids[i : i + seq_len] for i in range(0, len(ids) - seq_len + 1, seq_len)]
+        if not blocks:
+            raise UserError(f"the text has {len(ids)} tokens, fewer than one block of --seq-len {seq_len}")
+        return blocks
 
     def train_epoch(
         self,
@@ -74,7 +89,7 @@ class Reader:
     def save_epoch(self, folder: Path) -> None:
         """The model, its tokenizer and the AdamW moments into `folder`."""
         self._weights.model.save_pretrained(folder, safe_serialization=True)
-        self.tokenizer.save_pretrained(folder)
+        self._weights.tokenizer.save_pretrained(folder)
         _save_optimizer(self._optimizer, self._weights.model, folder / OPTIMIZER_FILE)
 
 

@@ -19,17 +19,6 @@ from __future__ import annotations
 from kbench.tasks.choice.statements import Statement, fill
 
 
-def start_text(tokenizer) -> tuple[str, str]:
-    """(the text every statement follows, what it is): the BOS token, which lm-pub-quiz puts
-    before each statement (adding it where the tokeniser does not), else the EOS token (GPT-2's
-    document separator), else nothing (a tokeniser that adds its BOS id itself)."""
-    for kind in ("bos", "eos"):
-        text = getattr(tokenizer, f"{kind}_token", None)
-        if isinstance(text, str) and text:
-            return text, kind
-    return "", "none"
-
-
 def score_candidates(
     model, start: str, rows: list[dict], space: tuple[str, ...], score: str, reduction: str
 ) -> list[list[float]]:

@@ -24,7 +24,7 @@ from kbench.tasks.choice import answers
 from kbench.tasks.choice.metrics import predicted_index, rank_of, summary
 from kbench.tasks.choice.protocol import choice_protocol
 from kbench.tasks.choice.report import prior_bias_section
-from kbench.tasks.choice.scoring import score_candidates, start_text
+from kbench.tasks.choice.scoring import score_candidates
 
 UNIT_ITEMS = 32  # items per journalled unit; the model batches every candidate of a unit together
 
@@ -53,7 +53,7 @@ class ChoiceSettings(TaskSettings):
 class ChoicePlan:
     spaces: dict[str, tuple[str, ...]]  # relation -> candidates, the order of every score vector
     start: str  # the text every statement follows (the model's BOS token)
-    start_kind: str  # "bos", "eos" or "none" (`scoring.start_text`)
+    start_kind: str  # "bos", "eos" or "none" (`LanguageModel.sequence_start`)
     spaces_from_file: bool
     sources: list[str]  # the rows' `source` values, for the protocol record
 
@@ -84,7 +84,7 @@ class Choice(Task):
             spaces, where = answers.from_rows(split.rows), str(split.path)  # the whole split, before the sample
         rows = seeded_sample(split.rows, s.limit, s.seed)
         answers.check_items(rows, spaces, where, str(split.path))
-        start, start_kind = start_text(ctx.model.tokenizer)
+        start, start_kind = ctx.model.sequence_start()
         groups = _by_relation(rows)
         units = [u for rel, members in groups.items() for u in chunks(members, UNIT_ITEMS, f"{rel}-", {"relation": rel})]
         used = {rel: spaces[rel] for rel in groups}

@@ -52,7 +52,7 @@ from pydantic import Field
 from kbench.dataset import open_split, seeded_sample
 from kbench.errors import UserError
 from kbench.evaluate import departures
-from kbench.evaluate.prompts import Prompt, build_prompts
+from kbench.evaluate.prompts import Probe, build_prompts, require_chat
 from kbench.evaluate.task import TASKS, Plan, RunContext, Summary, Task, TaskSettings, Unit, chunks
 from kbench.io import write_parquet
 from kbench.metrics import uncertainty as u
@@ -98,9 +98,9 @@ class ExtractionSettings(TaskSettings):
     )
 
 
-def _single_token(tokenizer, text: str) -> int | None:
-    ids = tokenizer(text, add_special_tokens=False)["input_ids"]
-    return ids[0] if len(ids) == 1 else None
+def _single_tokens(model, texts: list[str]) -> list[int | None]:
+    """Each text's token id where it is one token, else None."""
+    return [ids[0] if len(ids) == 1 else None for ids in model.token_ids(texts)]
 
 
 def vocabulary_deviation(common_vocab: str | None, vocab: set[str] | None, drops: dict) -> Deviation | None:
@@ -124,7 +124,7 @@ def vocabulary_deviation(common_vocab: str | None, vocab: set[str] | None, drops
     return None
 
 
-def lama_filter(rows: list[dict], prompts: list[Prompt], tokenizer, common_vocab: str | None):
+def lama_filter(rows: list[dict], prompts: list[Probe], model, common_vocab: str | None):
     """Keep items whose gold is a single token (and in the common vocabulary); return the kept
     (rows, prompts), the drop counts, the candidate token ids (None = full vocabulary) and the
     deviation of the candidate set from LAMA's common vocabulary (None when it is LAMA's)."""
@@ -136,10 +136,11 @@ def lama_filter(rows: list[dict], prompts: list[Prompt], tokenizer, common_vocab
         vocab = {w.strip() for w in path.read_text(encoding="utf-8").splitlines() if w.strip()}
     kept_rows, kept_prompts = [], []
     drops = {"multi_token_object": 0, "not_in_common_vocab": 0}
-    for row, prompt in zip(rows, prompts):
+    gold_tokens = _single_tokens(model, [p.gold for p in prompts])
+    for row, prompt, gold_token in zip(rows, prompts, gold_tokens):
         if vocab is not None and row["object"] not in vocab:
             drops["not_in_common_vocab"] += 1
-        elif _single_token(tokenizer, prompt.gold) is None:
+        elif gold_token is None:
             drops["multi_token_object"] += 1
         else:
             kept_rows.append(row)
@@ -148,7 +149,8 @@ def lama_filter(rows: list[dict], prompts: list[Prompt], tokenizer, common_vocab
     if vocab is not None and prompts:
         # a word is a candidate in the form the gold takes at this position (leading space / Ġ marker)
         lead = prompts[0].gold[: len(prompts[0].gold) - len(rows[0]["object"])]
-        candidates = sorted({t for w in vocab if (t := _single_token(tokenizer, lead + w)) is not None})
+        words = sorted(vocab)
+        candidates = sorted({t for t in _single_tokens(model, [lead + w for w in words]) if t is not None})
     return kept_rows, kept_prompts, drops, candidates, vocabulary_deviation(common_vocab, vocab, drops)
 
 
@@ -183,9 +185,9 @@ CASE_SENSITIVE = Deviation(
 
 def rank_knowledge(model) -> str:
     """What the model's backend knows of first-token ranks: "exact", "top_k" or "none"."""
-    if Capability.RANK_EXACT in model.capabilities:
+    if Capability.RANK_EXACT in model.info.capabilities:
         return "exact"
-    return "top_k" if Capability.RANK_TOP_K in model.capabilities else "none"
+    return "top_k" if Capability.RANK_TOP_K in model.info.capabilities else "none"
 
 
 @dataclass(frozen=True)
@@ -257,7 +259,9 @@ class Extraction(Task):
         split = open_split(ctx.dataset, s.split, s.config, schema="question.v1.json")
         rows = seeded_sample(split.rows, s.limit, s.seed)
         train_rows = open_split(ctx.dataset, "train", split.config, schema="question.v1.json").rows if s.fewshot else []
-        prompts = build_prompts(rows, s.prompt, model.tokenizer, model.kind, s.fewshot, train_rows, s.seed, stop=s.stop)
+        if s.prompt == "chat":
+            require_chat(model.info)
+        prompts = build_prompts(rows, s.prompt, model.info.kind, s.fewshot, train_rows, s.seed, stop=s.stop)
         deviations = [
             departures.sample_limit(len(rows), len(split.rows), s.limit, s.seed, EVERY_NUMBER),
             prompt_deviation(s.protocol, s.prompt),
@@ -270,7 +274,7 @@ class Extraction(Task):
         ]
         drops, candidates = {}, None
         if s.protocol == "lama":
-            rows, prompts, drops, candidates, vocabulary = lama_filter(rows, prompts, model.tokenizer, s.common_vocab)
+            rows, prompts, drops, candidates, vocabulary = lama_filter(rows, prompts, model, s.common_vocab)
             deviations.append(vocabulary)
         elif s.case_sensitive:
             deviations.append(CASE_SENSITIVE)
@@ -289,7 +293,7 @@ class Extraction(Task):
     def score(self, ctx: RunContext, state: ExtractionPlan, unit: Unit) -> list[dict]:
         s: ExtractionSettings = ctx.settings
         rows, prompts = [r for r, _ in unit.items], [p for _, p in unit.items]
-        texts, golds = [p.text for p in prompts], [p.gold for p in prompts]
+        texts, golds = [p.prompt for p in prompts], [p.gold for p in prompts]
         if s.protocol == "lama":
             predictions, ranks = [None] * len(rows), ctx.model.rank_first_token(texts, golds, candidate_ids=state.candidates)
         elif state.ranks == "none":  # a generation-only backend: answers without ranks
@@ -317,7 +321,7 @@ class Extraction(Task):
                     "object": row["object"],
                     "answers": list(row["answers"]),
                     "frequency_bin": row.get("frequency_bin"),
-                    "prompt": prompt.text,
+                    "prompt": ctx.model.render(prompt.prompt),
                     "prediction": prediction,
                     "correct": bool(correct),
                     "exact": bool(exact),

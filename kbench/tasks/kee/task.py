@@ -309,7 +309,7 @@ class KnowledgeElicitation(Task):
 
     def plan(self, ctx: RunContext) -> Plan:
         s: KeeSettings = ctx.settings
-        if ctx.model.kind != "causal":
+        if ctx.model.info.kind != "causal":
             raise UserError("kee generates answers and needs a causal LM")
         # checked before any unit runs
         technique_params = resolve(
@@ -333,7 +333,7 @@ class KnowledgeElicitation(Task):
             fit_dir=ctx.run_dir / "fits",
             train_items=train_items,
             seed=s.seed,
-            chat=use_chat(ctx.model.tokenizer, s.prompt),
+            chat=use_chat(ctx.model.info, s.prompt),
             evaluated_items=items,
         )
         units = [unit for name in s.techniques for unit in chunks(items, UNIT_ITEMS, f"{name}/", {"technique": name})]

@@ -36,7 +36,7 @@ from pydantic import Field
 from kbench.dataset import has_split, open_split, seeded_sample
 from kbench.errors import UserError
 from kbench.evaluate import departures
-from kbench.evaluate.prompts import Prompt, build_prompts
+from kbench.evaluate.prompts import Probe, build_prompts, require_chat
 from kbench.evaluate.task import TASKS, Plan, RunContext, Summary, Task, TaskSettings, Unit, chunks
 from kbench.metrics import uncertainty as u
 from kbench.models.interface import Capability
@@ -66,11 +66,11 @@ class QASettings(TaskSettings):
     max_new_tokens: int = Field(default=16, ge=1, description="Tokens generated per question.")
 
 
-def build_qa_prompts(items: list[dict], settings: QASettings, tokenizer, examples: list[dict]) -> list[Prompt]:
+def build_qa_prompts(items: list[dict], settings: QASettings, examples: list[dict]) -> list[Probe]:
     """Prompts in the shared forms; a row's `object` is its current answer (answer2)."""
     as_questions = [{**r, "object": r["answer"], "subject": r.get("subject") or r["question"]} for r in items]
     pool = [{**r, "object": r["answer"], "subject": r.get("subject") or r["question"]} for r in examples]
-    return build_prompts(as_questions, settings.prompt, tokenizer, "causal", settings.fewshot, pool, settings.seed)
+    return build_prompts(as_questions, settings.prompt, "causal", settings.fewshot, pool, settings.seed)
 
 
 def read_items(dataset: Path, config: str | None, split: str) -> tuple[list[dict], list[dict]]:
@@ -90,9 +90,9 @@ def read_items(dataset: Path, config: str | None, split: str) -> tuple[list[dict
     return rows, files
 
 
-def _item_rows(model, items: list[dict], built: list[Prompt], settings: QASettings) -> list[dict]:
+def _item_rows(model, items: list[dict], built: list[Probe], settings: QASettings) -> list[dict]:
     em, f1 = get_scorer(settings.metric)
-    prompts = [p.text for p in built]
+    prompts = [p.prompt for p in built]
     predictions = [p.strip() for p in model.generate(prompts, settings.max_new_tokens, stop=list(built[0].stop))]
     edited = [i for i, r in enumerate(items) if r["category"] == "edited"]
     # how an answer continues its prompt: " " + answer after plain text, the bare answer after a chat turn
@@ -109,7 +109,7 @@ def _item_rows(model, items: list[dict], built: list[Prompt], settings: QASettin
             "relation_label": row.get("relation_label", ""),
             "category": row["category"],
             "question": row["question"],
-            "prompt": prompts[i],
+            "prompt": model.render(prompts[i]),
             "prediction": prediction,
             "answer": row["answer"],
             "answer1": row["answer1"],
@@ -178,7 +178,9 @@ class KnowledgeUpdateQA(Task):
         everything, files = read_items(ctx.dataset, s.config, s.split)
         items = seeded_sample(everything, s.limit, s.seed)
         examples = [r for r in everything if r["category"] == "unchanged"] if s.fewshot else []
-        prompts = build_qa_prompts(items, s, ctx.model.tokenizer, examples)
+        if s.prompt == "chat":
+            require_chat(ctx.model.info)
+        prompts = build_qa_prompts(items, s, examples)
         deviations = departures.present(
             departures.sample_limit(len(items), len(everything), s.limit, s.seed, EVERY_NUMBER),
             departures.prompt_form(

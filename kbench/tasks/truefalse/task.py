@@ -274,7 +274,7 @@ class TrueFalse(Task):
         s: TrueFalseSettings = ctx.settings
         split = open_split(ctx.dataset, s.split, s.config, schema="statement.v1.json", hint=HINT)
         pairs = first_pairs(split.rows, s.limit)
-        depends = {"base_model": ctx.models["base"].identity} if "base" in ctx.models else {}
+        depends = {"base_model": ctx.models["base"].info.identity} if "base" in ctx.models else {}
         # the state: the passage finder (it fills its embedding indexes as chapters come up)
         contexts = Contexts(s, ctx.dataset, default_cache_dir())
         return Plan(units=chunks(pairs, UNIT_PAIRS), dataset=split.describe(), depends_on=depends, state=contexts)

@@ -24,7 +24,6 @@ from pathlib import Path
 
 from kbench.errors import InputError
 from kbench.models.training import Trainer
-from kbench.models.training.probes import answer_targets, prompt_probes, soft_probe
 from kbench.tasks.xteval.training.softprompt import SoftPromptConfig, load_or_train
 
 
@@ -39,7 +38,7 @@ def readable_rows(trainer: Trainer, rows: Sequence[dict], criterion: str) -> tup
     """(row, gold ids) of the facts the top-1 criterion can read, and the ids of the others."""
     readable, unreadable = [], []
     for r in rows:
-        targets = answer_targets(trainer.tokenizer, trainer.kind, str(r["object"]), criterion)
+        targets = trainer.answer_targets(str(r["object"]), criterion)
         if targets is None:
             unreadable.append(str(r["id"]))
         else:
@@ -51,9 +50,7 @@ def discrete_known(trainer: Trainer, rows: Sequence[dict], criterion: str, batch
     """D^theta with the dataset's cloze prompts (one template per fact, as `evaluate extraction`)."""
     readable, unreadable = readable_rows(trainer, rows, criterion)
     column = "prompt_masked" if trainer.kind == "masked" else "prompt_cloze"
-    probes = prompt_probes(
-        trainer.tokenizer, trainer.kind, [str(r[column]) for r, _ in readable], [targets for _, targets in readable]
-    )
+    probes = trainer.prompt_probes([str(r[column]) for r, _ in readable], [targets for _, targets in readable])
     hits = trainer.probe_hits(probes, batch_size)
     return Extraction([str(r["id"]) for (r, _), hit in zip(readable, hits) if hit], unreadable)
 
@@ -98,10 +95,7 @@ def soft_known(
         if vectors is None:
             untrained += [str(r["id"]) for r, _ in group]
             continue
-        probes = [
-            soft_probe(trainer.tokenizer, trainer.kind, str(r["subject"]), targets, cfg.n_before, cfg.n_after)
-            for r, targets in group
-        ]
+        probes = [trainer.soft_probe(str(r["subject"]), targets, cfg.n_before, cfg.n_after) for r, targets in group]
         hits = trainer.probe_hits(probes, batch_size, vectors)
         known += [str(r["id"]) for (r, _), hit in zip(group, hits) if hit]
     return Extraction(known, unreadable, untrained)

@@ -253,7 +253,7 @@ class Xteval(Task):
             "extraction": {
                 "method": "known-facts file" if s.known_facts else s.extraction,
                 "criterion": self._criterion(ctx),
-                "top1": d_theta_criterion(ctx.model.kind, s.top1, s.known_facts),
+                "top1": d_theta_criterion(ctx.model.info.kind, s.top1, s.known_facts),
                 "seeds": log,
                 "not_probed": "leave D (acc_D = n_known / n_probed): unreadable = a masked LM cannot read the "
                 "tail at one mask; untrained = no soft-prompt train/dev facts for the relation",
@@ -271,7 +271,7 @@ class Xteval(Task):
             **differences,
         }
         not_probed = {"facts": len(state.rows), "unreadable": log[0]["n_unreadable"], "untrained": log[0]["n_untrained"]}
-        protocol = xteval_protocol(s, ctx.model.kind, state.seeds, not_probed)
+        protocol = xteval_protocol(s, ctx.model.info.kind, state.seeds, not_probed)
         return Summary(headline=headline, metrics=metrics, protocol=protocol)
 
     def compare_runs(self, runs: list, items: list[list[dict]]):
@@ -303,7 +303,7 @@ class Xteval(Task):
             if s.extraction == "soft"
             else "discrete prompts (the dataset's cloze prompt)"
         )
-        if ctx.model.kind == "masked":
+        if ctx.model.info.kind == "masked":
             return f"{prompts}: the single-token tail is the argmax at the mask"
         if s.top1 == "first-token":
             return f"{prompts}: the tail's first token is the argmax (first-token rank 1)"

@@ -32,10 +32,11 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict
 
-from kbench.evaluate.prompts import answer_body, question_turn
+from kbench.evaluate.prompts import answer_body, question_turn, require_chat
 from kbench.metrics.matching import normalize_for_matching
 from kbench.models.cached import CachedModel
-from kbench.models.interface import Capability, Intervention, LanguageModel
+from kbench.models.interface import Capability, Intervention, LanguageModel, ModelInfo
+from kbench.models.prompt import Prompt
 from kbench.protocol import Deviation
 
 MAX_ANSWER_TOKENS = 16
@@ -70,10 +71,9 @@ class TechniqueOutput:
 class KeeContext:
     """What a technique runs with, and the one place prompts are worded.
 
-    `chat`: wrap every instruction in the tokenizer's chat template as a user turn (instruct
-    models; the answer then starts right after the generation prompt and the gold continues it
-    bare). Otherwise plain text ending in a cue ("Answer:") and the gold continues it as
-    " " + gold."""
+    `chat`: every instruction is a user turn, which the model renders (instruct models; the answer
+    then starts the reply and the gold continues it bare). Otherwise plain text ending in a cue
+    ("Answer:") and the gold continues it as " " + gold."""
 
     model: CachedModel  # the model interface behind the result cache (a bare LanguageModel is wrapped, no store)
     fit_dir: Path  # where fitted artefacts of this run live
@@ -86,20 +86,20 @@ class KeeContext:
         if not isinstance(self.model, CachedModel):
             self.model = CachedModel(self.model, None)
 
-    def task_prompt(self, instruction: str, question: str, cue: str) -> str:
+    def task_prompt(self, instruction: str, question: str, cue: str) -> Prompt:
         """A stage prompt (recite a passage, write a background document) for `question`."""
-        return question_turn(self.model.tokenizer, f"{instruction}\nQuestion: {question}", cue, self.chat)
+        return question_turn(f"{instruction}\nQuestion: {question}", cue, self.chat)
 
-    def answer_prompt(self, question: str, passage: str | None = None) -> str:
+    def answer_prompt(self, question: str, passage: str | None = None) -> Prompt:
         """The final answer prompt (worded in `kbench.evaluate.prompts`)."""
-        return question_turn(self.model.tokenizer, answer_body(question, passage), "Answer", self.chat)
+        return question_turn(answer_body(question, passage), "Answer", self.chat)
 
     @property
     def ranks_exactly(self) -> bool:
-        return Capability.RANK_EXACT in self.model.capabilities
+        return Capability.RANK_EXACT in self.model.info.capabilities
 
     def answers_and_ranks(
-        self, prompts: Sequence[str], golds: Sequence[str], intervention: Intervention | None = None
+        self, prompts: Sequence[Prompt], golds: Sequence[str], intervention: Intervention | None = None
     ) -> list[tuple[str, int | None, float | None]]:
         """(greedy answer, gold rank, gold logprob) per prompt: one prefill serves both
         (`generate_and_rank`); rank and logprob None where the model has no exact ranks."""
@@ -108,7 +108,7 @@ class KeeContext:
         texts = self.model.generate(prompts, MAX_ANSWER_TOKENS, ANSWER_STOP, intervention=intervention)
         return [(text, None, None) for text in texts]
 
-    def ranks(self, prompts: Sequence[str], golds: Sequence[str]) -> list[tuple[int | None, float | None]]:
+    def ranks(self, prompts: Sequence[Prompt], golds: Sequence[str]) -> list[tuple[int | None, float | None]]:
         """(gold rank, gold logprob) per prompt; None where the model has no exact ranks."""
         if self.ranks_exactly:
             return self.model.rank_first_token(prompts, golds)
@@ -119,16 +119,15 @@ class KeeContext:
         return item.gold if self.chat else " " + item.gold
 
 
-def use_chat(tokenizer, prompt: str) -> bool:
-    """--prompt auto|chat|question -> whether prompts go through the chat template."""
+def use_chat(info: ModelInfo, prompt: str) -> bool:
+    """--prompt auto|chat|question -> whether prompts are chat turns."""
     from kbench.errors import UserError
 
-    has_template = bool(getattr(tokenizer, "chat_template", None))
-    if prompt == "chat" and not has_template:
-        raise UserError("--prompt chat: this model's tokenizer has no chat template; use --prompt question")
+    if prompt == "chat":
+        require_chat(info)
     if prompt not in ("auto", "chat", "question"):
         raise UserError(f"unknown --prompt {prompt!r}; choose auto, chat or question")
-    return prompt == "chat" or (prompt == "auto" and has_template)
+    return prompt == "chat" or (prompt == "auto" and info.chat)
 
 
 def clean_answer(text: str) -> str:
@@ -194,7 +193,11 @@ class Technique:
 
 
 def greedy_answers(
-    context: KeeContext, prompts: Sequence[str], items: Sequence[KeeItem], intervention=None, detail: Sequence[dict] | None = None
+    context: KeeContext,
+    prompts: Sequence[Prompt],
+    items: Sequence[KeeItem],
+    intervention=None,
+    detail: Sequence[dict] | None = None,
 ) -> list[TechniqueOutput]:
     """Greedy answers plus the gold first-token rank on the same prompts, under one intervention
     (`KeeContext.answers_and_ranks`)."""

@@ -111,7 +111,7 @@ class CAA(Technique):
 
         p, model = self.p, context.model
         store = FitStore(context.fit_dir)
-        key = {"format": 2, "model": model.identity, **self.params(), "pool": sorted(i.id for i in pool)}
+        key = {"format": 2, "model": model.info.identity, **self.params(), "pool": sorted(i.id for i in pool)}
         found = store.load("caa", key)
         if found is not None:
             return found[0]["vector"], found[1]["record"]
@@ -146,8 +146,8 @@ class CAA(Technique):
         return vectors[layer], record
 
     @staticmethod
-    def vectors(context, true: Sequence[str], false: Sequence[str], advance=lambda n: None):
-        """(layers, hidden) steering vectors from true / false statement texts."""
+    def vectors(context, true: Sequence, false: Sequence, advance=lambda n: None):
+        """(layers, hidden) steering vectors from true / false statements (answer prompts continued, `contrast_texts`)."""
         layers = list(range(context.model.layout().num_layers))
         activations = []
         for texts in (true, false):

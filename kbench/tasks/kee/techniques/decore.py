@@ -67,7 +67,7 @@ def retrieval_scores(model, trials: int = 8, needle: int = 16, filler: int = 48,
     copy steps whose strongest attention points at the needle token being copied."""
     import torch
 
-    avoid = set(model.tokenizer.all_special_ids)
+    avoid = set(model.special_token_ids())
     sequences, queries, sources = copy_task(model.layout().vocab_size, trials, needle, filler, seed, avoid)
     hits = None
     for start in range(0, len(sequences), SEQUENCES_PER_CALL):
@@ -145,7 +145,7 @@ class DeCoRe(Technique):
         """The fit record: masked heads, their scores and how they were found (cached)."""
         p, model = self.p, context.model
         store = FitStore(context.fit_dir)
-        key = {"format": 2, "model": model.identity, **self.params()}
+        key = {"format": 2, "model": model.info.identity, **self.params()}
         found = store.load("decore", key)
         if found is not None:
             return found[1]["record"]

@@ -69,8 +69,8 @@ def contrast_texts(
         wrong = wrong_answer(item, pool if pool is not None else items)
         if wrong is not None:
             prompt = context.answer_prompt(item.question)
-            true.append(prompt + context.gold(item))
-            false.append(prompt + context.gold(KeeItem(item.id, item.question, (wrong,))))
+            true.append(prompt.then(context.gold(item)))
+            false.append(prompt.then(context.gold(KeeItem(item.id, item.question, (wrong,)))))
     return true, false
 
 

@@ -218,7 +218,7 @@ class ITI(Technique):
         k = heads_to_shift(layout.num_layers * layout.num_heads, p.heads, p.scale_heads)
         store = FitStore(context.fit_dir)
         texts, data_key, no_select = self.contrasts(context, pool, probing)
-        key = {"format": 2, "model": model.identity, **self.params(), **data_key}
+        key = {"format": 2, "model": model.info.identity, **self.params(), **data_key}
         found = store.load("iti", key)
         if found is not None:
             tensors, meta = found

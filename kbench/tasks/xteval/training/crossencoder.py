@@ -2,7 +2,7 @@
 
 sim(q, d) = head(M(q ; d)): a fresh scalar `value head` reads the first token ([CLS]) of an
 encoder or the last real token of a decoder. Every weight of the language model is fine-tuned
-(a deep copy, so the loaded model stays as it was for the next seed).
+(a deep copy, so the trainer model stays as it was for the next seed).
 
 Training: per query, 1 gold document and `negatives_per_type` documents of each of
 (h,r,.), (.,r,t), (h,.,t), resampled every epoch; InfoNCE over those candidates; AdamW, no
@@ -14,7 +14,7 @@ process trains on its own shard of the queries and DDP all-reduces the gradients
 change. Tested on CPU (tests/integration/test_xteval_e2e.py) with
 `ACCELERATE_USE_CPU=1 accelerate launch --multi_gpu --num_processes 2 -m kbench evaluate xteval ...`
 (DDP over gloo; `accelerate launch --cpu` itself always starts a single process).
-Run through `kbench.models.training.Trainer.run`, which hands over the network.
+Run through `kbench.models.training.Trainer.run`, which hands over itself (the network and its tokenisation).
 """
 
 from __future__ import annotations
@@ -85,24 +85,14 @@ class ScoringModel(torch.nn.Module):
 
 
 class CrossEncoder:
-    """The tokenizer-side of the cross-encoder plus its `ScoringModel` (`self.model`)."""
+    """The cross-encoder: its batches (`Trainer.encode_pairs`) and its `ScoringModel` (`self.model`)."""
 
-    def __init__(self, loaded, seed: int):
-        self.kind = loaded.kind
-        self.tokenizer = loaded.tokenizer
-        body = copy.deepcopy(loaded.model.base_model)
+    def __init__(self, trainer, seed: int):
+        self.kind = trainer.kind
+        self.encode = trainer.encode_pairs  # (queries, documents, max_length) -> a tokenised batch
+        body = copy.deepcopy(trainer.model.base_model)
         body.requires_grad_(True)
-        self.model = ScoringModel(body, loaded.kind, seed)
-
-    def encode(self, queries: Sequence[str], documents: Sequence[str], max_length: int):
-        if self.kind == "masked":  # [CLS] q [SEP] d [SEP]
-            return self.tokenizer(
-                list(queries), list(documents), padding=True, truncation=True, max_length=max_length, return_tensors="pt"
-            )
-        texts = [f"{q}\n{d}" for q, d in zip(queries, documents)]
-        return self.tokenizer(
-            texts, padding=True, truncation=True, max_length=max_length, return_tensors="pt", padding_side="right"
-        )
+        self.model = ScoringModel(body, trainer.kind, seed)
 
     @staticmethod
     def scores(model, batch):
@@ -164,7 +154,7 @@ def _top1_accuracy(encoder: CrossEncoder, rows: Sequence[Candidates], cfg: Finet
 
 
 def finetune(
-    loaded, train_facts: Sequence[Triple], generator: DocumentGenerator, cfg: FinetuneConfig, seed: int
+    trainer, train_facts: Sequence[Triple], generator: DocumentGenerator, cfg: FinetuneConfig, seed: int
 ) -> tuple[CrossEncoder, dict]:
     """Fine-tune a fresh cross-encoder; returns it holding the best epoch's weights, and a log."""
     from accelerate import Accelerator
@@ -185,7 +175,7 @@ def finetune(
 
     torch.manual_seed(seed)
     accelerator = Accelerator()
-    encoder = CrossEncoder(loaded, seed)
+    encoder = CrossEncoder(trainer, seed)
     shard = fit_facts[accelerator.process_index :: accelerator.num_processes]
     if accelerator.num_processes > 1:  # equal step counts on every process, or DDP would hang
         shard = shard[: len(fit_facts) // accelerator.num_processes]

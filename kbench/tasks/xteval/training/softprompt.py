@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from kbench.errors import UserError
 from kbench.io import atomic_path, stable_hash
-from kbench.models.training.probes import answer_targets, run_probes, soft_probe
+from kbench.models.training.probes import run_probes
 from kbench.progress import progress
 
 LOG = logging.getLogger(__name__)
@@ -52,48 +52,45 @@ class SoftPromptConfig(BaseModel):
     )
 
 
-def target_pairs(loaded, pairs, criterion: str, exclude_heads: frozenset[str] = frozenset()) -> list[tuple[str, list[int]]]:
+def target_pairs(trainer, pairs, criterion: str, exclude_heads: frozenset[str] = frozenset()) -> list[tuple[str, list[int]]]:
     """(head, gold ids) for each usable (subject, object) pair: not a head of D, readable at top-1."""
     out = []
     for head, tail in pairs:
         if head in exclude_heads:
             continue
-        targets = answer_targets(loaded.tokenizer, loaded.kind, tail, criterion)
+        targets = trainer.answer_targets(tail, criterion)
         if targets is not None:
             out.append((head, targets))
     return out
 
 
-def _accuracy(loaded, pairs, vectors, cfg: SoftPromptConfig) -> float:
+def _accuracy(trainer, pairs, vectors, cfg: SoftPromptConfig) -> float:
     import torch
 
     hits = 0
     with torch.no_grad():
         for start in range(0, len(pairs), cfg.batch_size):
-            probes = [
-                soft_probe(loaded.tokenizer, loaded.kind, h, t, cfg.n_before, cfg.n_after)
-                for h, t in pairs[start : start + cfg.batch_size]
-            ]
-            hits += int(run_probes(loaded.model, probes, loaded.tokenizer.pad_token_id, vectors)[1].sum())
+            probes = [trainer.soft_probe(h, t, cfg.n_before, cfg.n_after) for h, t in pairs[start : start + cfg.batch_size]]
+            hits += int(run_probes(trainer.model, probes, trainer.pad_id, vectors)[1].sum())
     return hits / max(1, len(pairs))
 
 
-def template_init(tokenizer, template: str, n_before: int, n_after: int) -> list[int | None]:
+def template_init(token_ids: Callable[[str], list[int]], template: str, n_before: int, n_after: int) -> list[int | None]:
     """Token ids to start each soft slot from: the last `n_before` tokens of the template text
     before [X] and the first `n_after` tokens between [X] and [Y]; None where the text is short."""
     if "[X]" not in template or "[Y]" not in template or template.index("[X]") > template.index("[Y]"):
         return [None] * (n_before + n_after)
     before_text, rest = template.split("[X]", 1)
     middle = rest.split("[Y]", 1)[0]
-    before = tokenizer(before_text.rstrip(), add_special_tokens=False)["input_ids"] if before_text.strip() else []
-    after = tokenizer(" " + middle.strip(), add_special_tokens=False)["input_ids"] if middle.strip() else []
+    before = token_ids(before_text.rstrip()) if before_text.strip() else []
+    after = token_ids(" " + middle.strip()) if middle.strip() else []
     before_ids = [None] * max(0, n_before - len(before)) + before[-n_before:] if n_before else []
     after_ids = (after[:n_after] + [None] * max(0, n_after - len(after))) if n_after else []
     return before_ids + after_ids
 
 
 def train_relation(
-    loaded,
+    trainer,
     train_pairs,
     dev_pairs,
     cfg: SoftPromptConfig,
@@ -107,7 +104,7 @@ def train_relation(
     from accelerate import Accelerator
     from transformers import get_polynomial_decay_schedule_with_warmup
 
-    model = loaded.model
+    model = trainer.model
     model.requires_grad_(False)
     model.eval()  # frozen: no dropout, no weight updates
     embeddings = model.get_input_embeddings().weight
@@ -117,7 +114,7 @@ def train_relation(
     generator = torch.Generator().manual_seed(seed)
     init = torch.randn(n_soft, embeddings.shape[1], generator=generator) * float(embeddings.detach().float().std())
     if cfg.init == "template" and template:
-        for slot, token in enumerate(template_init(loaded.tokenizer, template, cfg.n_before, cfg.n_after)):
+        for slot, token in enumerate(template_init(trainer.token_ids, template, cfg.n_before, cfg.n_after)):
             if token is not None:
                 init[slot] = embeddings[token].detach().float().cpu()
 
@@ -156,8 +153,8 @@ def train_relation(
             epoch_loss = 0.0
             for start in range(0, len(order), cfg.batch_size):
                 chunk = order[start : start + cfg.batch_size]
-                probes = [soft_probe(loaded.tokenizer, loaded.kind, h, t, cfg.n_before, cfg.n_after) for h, t in chunk]
-                loss = run_probes(model, probes, loaded.tokenizer.pad_token_id, prompt())[0].mean()
+                probes = [trainer.soft_probe(h, t, cfg.n_before, cfg.n_after) for h, t in chunk]
+                loss = run_probes(model, probes, trainer.pad_id, prompt())[0].mean()
                 optimizer.zero_grad()
                 accelerator.backward(loss)
                 optimizer.step()
@@ -166,7 +163,7 @@ def train_relation(
                 advance(1)
             losses.append(epoch_loss / max(1, len(order)))
             vectors = accelerator.unwrap_model(prompt).vectors.detach()
-            dev_acc = _accuracy(loaded, dev_pairs, vectors, cfg)
+            dev_acc = _accuracy(trainer, dev_pairs, vectors, cfg)
             if dev_acc > best[0]:
                 best = (dev_acc, epoch)
                 best_vectors = vectors.to("cpu", copy=True)
@@ -174,9 +171,9 @@ def train_relation(
     return best_vectors, {"dev_accuracy": best[0], "best_epoch": best[1], "train_loss": losses}
 
 
-def _metadata(loaded, relation: str, cfg: SoftPromptConfig, seed: int, criterion: str) -> dict[str, str]:
+def _metadata(trainer, relation: str, cfg: SoftPromptConfig, seed: int, criterion: str) -> dict[str, str]:
     return {
-        "model_identity": loaded.identity,
+        "model_identity": trainer.identity,
         "relation": relation,
         "seed": str(seed),
         "criterion": criterion,
@@ -187,7 +184,7 @@ def _metadata(loaded, relation: str, cfg: SoftPromptConfig, seed: int, criterion
 
 
 def load_or_train(
-    loaded,
+    trainer,
     relation: str,
     pairs: Callable[[str], tuple[list, list]],
     save_dir: Path,
@@ -206,19 +203,19 @@ def load_or_train(
     from safetensors.torch import save_file
 
     path = Path(save_dir) / f"{relation}.safetensors"
-    wanted = _metadata(loaded, relation, cfg, seed, criterion)
+    wanted = _metadata(trainer, relation, cfg, seed, criterion)
     if path.exists():
         with safe_open(str(path), framework="pt") as fh:
             meta = fh.metadata() or {}
             if all(meta.get(k) == v for k, v in wanted.items()):
-                return fh.get_tensor("vectors").to(loaded.model.device)
+                return fh.get_tensor("vectors").to(trainer.model.device)
         raise UserError(f"{path} holds soft prompts for another model, seed, criterion or config; use another directory")
     train_raw, dev_raw = pairs(relation)
-    train_pairs = target_pairs(loaded, train_raw, criterion, exclude_heads)
-    dev_pairs = target_pairs(loaded, dev_raw, criterion, exclude_heads)
+    train_pairs = target_pairs(trainer, train_raw, criterion, exclude_heads)
+    dev_pairs = target_pairs(trainer, dev_raw, criterion, exclude_heads)
     if not train_pairs or not dev_pairs:
         return None  # nothing to train on: the caller leaves the relation's facts out of D
-    vectors, log = train_relation(loaded, train_pairs, dev_pairs, cfg, seed, template, f"soft prompts {relation}")
+    vectors, log = train_relation(trainer, train_pairs, dev_pairs, cfg, seed, template, f"soft prompts {relation}")
     if write:
         with atomic_path(path) as tmp:
             save_file(
@@ -232,4 +229,4 @@ def load_or_train(
                     "n_dev": str(len(dev_pairs)),
                 },
             )
-    return vectors.to(loaded.model.device)
+    return vectors.to(trainer.model.device)
