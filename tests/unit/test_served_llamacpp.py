@@ -34,18 +34,14 @@ GOLDS = [" Paris", " Berlin", " Florence", " Japan"]  # scripts/record_llamacpp_
 
 def open_served(replay: Replay) -> ServedModel:
     spec = ServedSpec.from_arg(f"openai:{replay.url}")
-    return ServedModel(spec, ServedClient(spec.urls, None, concurrency=2, retries=0))
+    return ServedModel(spec, ServedClient(spec.urls, None, concurrency=spec.concurrency, retries=0))  # as recorded
 
 
 @pytest.fixture
 def recorded():
     with Replay(RECORDING["exchanges"]) as replay:
         yield replay
-    # The probe's two newer requests (`logprobs: -1`, a list of prompts) came after the recording: they get
-    # the replay's 404, read as "not offered"; rerun scripts/record_llamacpp_bodies.py to record llama.cpp's answers.
-    unrecorded = [r for r in replay.unmatched if not (r[2].get("logprobs") == -1 or isinstance(r[2].get("prompt"), list)
-                                                         and r[2]["prompt"] and isinstance(r[2]["prompt"][0], list))]
-    assert not unrecorded, f"requests the recording never saw: {unrecorded[:3]}"
+    assert not replay.unmatched, f"requests the recording never saw: {replay.unmatched[:3]}"
 
 
 def test_probe_verdicts_on_llamacpp(recorded):
@@ -55,7 +51,7 @@ def test_probe_verdicts_on_llamacpp(recorded):
         "generate": True, "tokenizer": True, "token_id_prompts": True, "echo": "ignored", "echo_prompt_logprobs": False,
         "prompt_logprobs": False, "prompt_logprob_ranks": False, "top_logprobs": 20, "top_logprobs_returned": {"20": 20},
         "token_id_keys": True, "prompt_only": False, "sampling_varies": True,
-        "vocabulary_logprobs": 0, "prompt_lists": False,  # not in the recording (above): not offered
+        "vocabulary_logprobs": 0, "prompt_lists": True,  # `logprobs: -1` answered with no log-probs; a prompt list, one choice each
     }
     assert served.info.capabilities == {Capability.GENERATE, Capability.RANK_TOP_K}
     assert {c for c, _ in served.info.missing} == {"loglikelihood", "rank_exact"}
