@@ -5,7 +5,6 @@ backend that knows nothing of the cache."""
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import importlib
 import sqlite3
@@ -17,29 +16,23 @@ import torch
 from kbench.tasks.kee.techniques.base import KeeContext, KeeItem
 from kbench.models.cached import CachedModel
 from kbench.models.interface import Capability, LanguageModel
-from kbench.models.loading import load_model
 from kbench.models.provenance import _direct_imports, code_hash
 from kbench.models.result_cache import ResultCache
 from kbench.models.interface import Intervention, ModelInfo, SamplingTruncation, Steering
 from kbench.models.runner import ModelRunner
-from tests.fixtures_models import TEST_DEVICE, tiny_causal_dir  # noqa: F401
+from tests.fixtures_models import tiny_causal, TEST_DEVICE, tiny_causal_dir  # noqa: F401
 from tests.unit.test_runner import GOLDS, PROMPTS, count_forwards
-
-
-@pytest.fixture(scope="module")
-def causal(tiny_causal_dir):  # noqa: F811
-    return load_model(str(tiny_causal_dir), device=TEST_DEVICE)
 
 
 def cached(cache, loaded, **runner_options) -> CachedModel:
     return CachedModel(ModelRunner(loaded, **runner_options), cache)
 
 
-def test_generate_and_rank_is_cached_as_the_two_methods(causal, tmp_path):
+def test_generate_and_rank_is_cached_as_the_two_methods(tiny_causal, tmp_path):
     cache = ResultCache(tmp_path / "results.sqlite")
-    both = cached(cache, causal).generate_and_rank(PROMPTS, GOLDS, max_new_tokens=5, stop=["\n"])
-    with count_forwards(causal) as shapes:
-        model = cached(cache, causal)
+    both = cached(cache, tiny_causal).generate_and_rank(PROMPTS, GOLDS, max_new_tokens=5, stop=["\n"])
+    with count_forwards(tiny_causal) as shapes:
+        model = cached(cache, tiny_causal)
         assert model.rank_first_token(PROMPTS, GOLDS) == [(r, lp) for _, r, lp in both]
         assert model.generate(PROMPTS, max_new_tokens=5, stop=["\n"]) == [t for t, _, _ in both]
         assert model.generate_and_rank(PROMPTS, GOLDS, max_new_tokens=5, stop=["\n"]) == both
@@ -50,7 +43,7 @@ class CountingBackend:
     """A second backend, in plain Python: answers are functions of the text, and every call it
     receives is recorded. The wrapper must cache it exactly as it caches the HF runner."""
 
-    info = ModelInfo(name="toy", identity="sha256:toy", kind="causal", dtype="float32", backend="toy", device="cpu",
+    info = ModelInfo(name="toy", identity="sha256:toy", kind="tiny_causal", dtype="float32", backend="toy", device="cpu",
                      code="toy-code-1", capabilities=frozenset({Capability.GENERATE, Capability.LOGLIKELIHOOD, Capability.RANK_EXACT}))
 
     def __init__(self):
@@ -112,19 +105,19 @@ def test_any_language_model_is_cached_without_knowing_of_the_cache(tmp_path):
     assert again.describe() == backend.describe() and again.info is backend.info  # the rest is the model's own
 
 
-def test_cache_hits_recompute_nothing(causal, tmp_path):
+def test_cache_hits_recompute_nothing(tiny_causal, tmp_path):
     cache = ResultCache(tmp_path / "results.sqlite")
-    runner = cached(cache, causal)
+    runner = cached(cache, tiny_causal)
     first = runner.rank_first_token(PROMPTS, GOLDS)
     assert (cache.hits, cache.misses) == (0, len(PROMPTS))
-    with count_forwards(causal) as shapes:
-        second = cached(cache, causal, batch_size=1).rank_first_token(PROMPTS, GOLDS)
+    with count_forwards(tiny_causal) as shapes:
+        second = cached(cache, tiny_causal, batch_size=1).rank_first_token(PROMPTS, GOLDS)
     assert shapes == [] and second == first
     assert cache.hits == len(PROMPTS)
     assert runner.cache_stats() == {"hits": 0, "computed": 5, "by_method": {"rank_first_token": {"hits": 0, "computed": 5}}}
-    with count_forwards(causal) as shapes:  # one new prompt: the whole call is computed, as on an empty cache
+    with count_forwards(tiny_causal) as shapes:  # one new prompt: the whole call is computed, as on an empty cache
         runner.rank_first_token(PROMPTS + ["Berlin is the capital of"], GOLDS + [" Germany"])
-    assert sum(tokens for _, _, tokens in shapes) == sum(len(causal.tokenizer(p)["input_ids"]) for p in PROMPTS) + 6
+    assert sum(tokens for _, _, tokens in shapes) == sum(len(tiny_causal.tokenizer(p)["input_ids"]) for p in PROMPTS) + 6
 
 
 MORE_PROMPTS = PROMPTS + ["Berlin is the capital of", "Toyota is a company from", "Dante was born in"]
@@ -132,7 +125,7 @@ MORE_GOLDS = GOLDS + [" Germany", " Japan", " Florence"]
 
 
 @pytest.mark.parametrize("method", ["rank_first_token", "generate_and_rank"])
-def test_partly_cached_call_is_bit_identical_to_a_cold_call(causal, tmp_path, method):
+def test_partly_cached_call_is_bit_identical_to_a_cold_call(tiny_causal, tmp_path, method):
     """Half the items were cached by other calls, computed in other batches (one prompt per
     pass), so their last bits differ from the full call's: the call ignores them and returns
     exactly what it returns on an empty cache, so a resumed evaluation equals an uninterrupted one."""
@@ -141,51 +134,51 @@ def test_partly_cached_call_is_bit_identical_to_a_cold_call(causal, tmp_path, me
             return runner.rank_first_token(prompts, golds)
         return runner.generate_and_rank(prompts, golds, max_new_tokens=3)
 
-    cold = call(ModelRunner(causal), MORE_PROMPTS, MORE_GOLDS)
-    alone = call(ModelRunner(causal, batch_size=1), MORE_PROMPTS, MORE_GOLDS)
+    cold = call(ModelRunner(tiny_causal), MORE_PROMPTS, MORE_GOLDS)
+    alone = call(ModelRunner(tiny_causal, batch_size=1), MORE_PROMPTS, MORE_GOLDS)
     assert alone != cold, "one prompt per pass must change some last bits, or this test shows nothing"
     cache = ResultCache(tmp_path / "results.sqlite")
-    call(cached(cache, causal, batch_size=1), MORE_PROMPTS[1::2], MORE_GOLDS[1::2])
-    resumed = cached(cache, causal)
+    call(cached(cache, tiny_causal, batch_size=1), MORE_PROMPTS[1::2], MORE_GOLDS[1::2])
+    resumed = cached(cache, tiny_causal)
     assert call(resumed, MORE_PROMPTS, MORE_GOLDS) == cold
     assert resumed.cache_stats()["computed"] == len(MORE_PROMPTS)
-    again = cached(cache, causal)   # now every item is cached: the stored values are the full call's
-    with count_forwards(causal) as shapes:
+    again = cached(cache, tiny_causal)   # now every item is cached: the stored values are the full call's
+    with count_forwards(tiny_causal) as shapes:
         assert call(again, MORE_PROMPTS, MORE_GOLDS) == cold
     assert shapes == [] and again.cache_stats()["hits"] == len(MORE_PROMPTS)
 
 
-def test_batches_are_a_function_of_the_call_alone(causal, tmp_path):
+def test_batches_are_a_function_of_the_call_alone(tiny_causal, tmp_path):
     """On CPU the forward passes of a call (their shapes and contents) do not depend on the
     cache's state or on earlier calls of the runner."""
     def passes(runner):
-        with count_forwards(causal) as shapes:
+        with count_forwards(tiny_causal) as shapes:
             runner.generate_and_rank(MORE_PROMPTS, MORE_GOLDS, max_new_tokens=3)
         return shapes
 
     cache = ResultCache(tmp_path / "results.sqlite")
-    fresh = passes(ModelRunner(causal))
-    used = cached(cache, causal)
+    fresh = passes(ModelRunner(tiny_causal))
+    used = cached(cache, tiny_causal)
     used.generate_and_rank(MORE_PROMPTS[:4], MORE_GOLDS[:4], max_new_tokens=3)
     used.rank_first_token(MORE_PROMPTS, MORE_GOLDS)
     assert passes(used) == fresh
 
 
-def test_tampered_cache_row_is_recomputed(causal, tmp_path):
+def test_tampered_cache_row_is_recomputed(tiny_causal, tmp_path):
     path = tmp_path / "results.sqlite"
-    runner = cached(ResultCache(path), causal)
+    runner = cached(ResultCache(path), tiny_causal)
     truth = runner.rank_first_token(PROMPTS[:1], GOLDS[:1])
     with sqlite3.connect(path) as db:
         db.execute("UPDATE results SET value = '[1, 0.0]'")
     cache = ResultCache(path)
     with pytest.warns(UserWarning, match="checksum"):
-        again = cached(cache, causal).rank_first_token(PROMPTS[:1], GOLDS[:1])
+        again = cached(cache, tiny_causal).rank_first_token(PROMPTS[:1], GOLDS[:1])
     assert again == truth and cache.misses == 1
 
 
-def test_interventions_change_outputs_and_cache_keys(causal, tmp_path):
+def test_interventions_change_outputs_and_cache_keys(tiny_causal, tmp_path):
     cache = ResultCache(tmp_path / "results.sqlite")
-    runner = cached(cache, causal)
+    runner = cached(cache, tiny_causal)
     runner.rank_first_token(PROMPTS, GOLDS)
     layout = runner.layout()
     golds = [" France"] * len(PROMPTS)
@@ -239,25 +232,25 @@ def _run(module, loaded, cache, tmp_path):
     return [(o.answer, o.gold_rank) for o in outputs], runner.cache_stats()
 
 
-def test_changed_technique_code_is_recomputed_and_unchanged_code_reused(causal, tmp_path, monkeypatch):
+def test_changed_technique_code_is_recomputed_and_unchanged_code_reused(tiny_causal, tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(tmp_path))
     cache = ResultCache(tmp_path / "results.sqlite")
     module = _write_technique(tmp_path, None)
-    plain, stats = _run(module, causal, cache, tmp_path)
+    plain, stats = _run(module, tiny_causal, cache, tmp_path)
     assert stats["computed"] == len(ITEMS) and stats["hits"] == 0
 
-    again, stats = _run(module, causal, cache, tmp_path)             # unchanged code: served from the cache
+    again, stats = _run(module, tiny_causal, cache, tmp_path)             # unchanged code: served from the cache
     assert again == plain and stats == {"hits": 3, "computed": 0,
                                         "by_method": {"generate_and_rank": {"hits": 3, "computed": 0}}}
 
     module = _write_technique(tmp_path, 1)                           # the fix: same Intervention key
-    fixed, stats = _run(module, causal, cache, tmp_path)
+    fixed, stats = _run(module, tiny_causal, cache, tmp_path)
     assert stats["computed"] == len(ITEMS) and stats["hits"] == 0
     assert fixed != plain and {rank for _, rank in fixed} <= {1, 2}    # top-1 truncation: a gold ranks 1 or 2
 
 
-def test_without_a_store_every_call_is_computed_and_counted(causal):
-    runner = cached(None, causal)
+def test_without_a_store_every_call_is_computed_and_counted(tiny_causal):
+    runner = cached(None, tiny_causal)
     for _ in range(2):
         runner.rank_first_token(["Paris is the capital of"], [" France"])
     assert runner.cache_stats()["computed"] == 2 and runner.cache_stats()["hits"] == 0

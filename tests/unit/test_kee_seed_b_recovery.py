@@ -14,11 +14,7 @@ import pytest
 import kbench
 from kbench.tasks.kee.techniques.base import ANSWER_STOP, MAX_ANSWER_TOKENS, KeeContext, clean_answer, majority_vote, use_chat
 from kbench.metrics.matching import maple_correct, normalize_for_matching
-from kbench.models.cached import CachedModel
-from kbench.models.loading import load_model
-from kbench.models.result_cache import ResultCache
-from kbench.models.runner import ModelRunner
-from tests.fixtures_models import tiny_causal_dir  # noqa: F401
+from tests.fixtures_models import cached_model, tiny_causal, tiny_causal_dir  # noqa: F401
 from tests.question_rows import question_row
 
 K = 12  # more than the vote's 10 samples: samples past the vote count too
@@ -41,10 +37,9 @@ def _gold_reached_only_outside_the_vote(samples: list[str], greedy: str) -> str 
 
 
 @pytest.fixture(scope="module")
-def runs(tiny_causal_dir, tmp_path_factory):  # noqa: F811
+def runs(tiny_causal, tmp_path_factory):  # noqa: F811
     root = tmp_path_factory.mktemp("seed-b")
-    loaded = load_model(str(tiny_causal_dir))
-    model = CachedModel(ModelRunner(loaded), ResultCache(root / "cache.sqlite"))
+    model = cached_model(tiny_causal, root / "cache.sqlite")
     context = KeeContext(model=model, fit_dir=root / "fits", chat=use_chat(model.info, "auto"))
     prompts = [context.answer_prompt(q) for q in QUESTIONS]
     greedy = [clean_answer(t) for t in model.generate(prompts, MAX_ANSWER_TOKENS, ANSWER_STOP)]

@@ -10,20 +10,14 @@ import torch
 from kbench.errors import UserError
 from kbench.models.cached import CachedModel
 from kbench.models.interface import Capability, Intervention, Steering
-from kbench.models.loading import load_model
 from kbench.models.padding import pad_left, pad_right, token_grid, unpad_left
 from kbench.models.result_cache import ResultCache
 from kbench.models.runner import ModelRunner
-from tests.fixtures_models import tiny_causal_dir  # noqa: F401
+from tests.fixtures_models import tiny_causal, tiny_causal_dir  # noqa: F401
 from tests.unit.test_cached_model import CountingBackend
 from tests.unit.test_runner import count_forwards
 
 TEXTS = ["Question: capital of France?\nAnswer: Paris", "Question: Ulm?\nAnswer: Germany", "Answer: Rome"]
-
-
-@pytest.fixture(scope="module")
-def causal(tiny_causal_dir):  # noqa: F811
-    return load_model(str(tiny_causal_dir))
 
 
 def _last_states(loaded, text):
@@ -32,38 +26,38 @@ def _last_states(loaded, text):
         return torch.stack(loaded.model(ids, output_hidden_states=True).hidden_states[1:])[:, 0, -1]  # (layers, hidden)
 
 
-def test_residual_activations_match_transformers_and_a_repeat_is_served_from_the_cache(causal, tmp_path):
+def test_residual_activations_match_transformers_and_a_repeat_is_served_from_the_cache(tiny_causal, tmp_path):
     cache = ResultCache(tmp_path / "results.sqlite")
-    model = CachedModel(ModelRunner(causal), cache)
+    model = CachedModel(ModelRunner(tiny_causal), cache)
     layout = model.layout()
-    assert (layout.num_layers, layout.num_heads, layout.vocab_size) == (4, 4, causal.model.config.vocab_size)
+    assert (layout.num_layers, layout.num_heads, layout.vocab_size) == (4, 4, tiny_causal.model.config.vocab_size)
     got = model.activations(TEXTS, "residual", [0, 2])
     assert got.shape == (3, 2, layout.hidden_size) and got.dtype == torch.float32
     for text, row in zip(TEXTS, got):
-        assert torch.allclose(row, _last_states(causal, text)[[0, 2]], atol=1e-5)
-    with count_forwards(causal) as shapes:
-        again = CachedModel(ModelRunner(causal), cache).activations(TEXTS, "residual", [0, 2])
+        assert torch.allclose(row, _last_states(tiny_causal, text)[[0, 2]], atol=1e-5)
+    with count_forwards(tiny_causal) as shapes:
+        again = CachedModel(ModelRunner(tiny_causal), cache).activations(TEXTS, "residual", [0, 2])
     assert shapes == [] and torch.equal(again, got)               # the same bits, no forward pass
     other = model.activations(TEXTS, "residual", [1])             # other layers: other keys
-    assert torch.allclose(other[:, 0], torch.stack([_last_states(causal, t)[1] for t in TEXTS]), atol=1e-5)
+    assert torch.allclose(other[:, 0], torch.stack([_last_states(tiny_causal, t)[1] for t in TEXTS]), atol=1e-5)
 
 
-def test_head_activations_are_the_output_projection_inputs(causal):
+def test_head_activations_are_the_output_projection_inputs(tiny_causal):
     from kbench.models import hooks
 
-    model = ModelRunner(causal)
+    model = ModelRunner(tiny_causal)
     got = model.activations(TEXTS[:2], "heads", [1, 3])
     for text, row in zip(TEXTS[:2], got):
-        ids = causal.tokenizer(text, return_tensors="pt")["input_ids"]
-        with torch.no_grad(), hooks.capture_head_inputs(causal.model, [1, 3]) as seen:
-            causal.model(ids)
+        ids = tiny_causal.tokenizer(text, return_tensors="pt")["input_ids"]
+        with torch.no_grad(), hooks.capture_head_inputs(tiny_causal.model, [1, 3]) as seen:
+            tiny_causal.model(ids)
         assert torch.allclose(row, torch.stack([seen[1][0, -1], seen[3][0, -1]]), atol=1e-5)
 
 
-def test_rank_under_each_last_position_edit_is_rank_first_token_under_it(causal, tmp_path):
+def test_rank_under_each_last_position_edit_is_rank_first_token_under_it(tiny_causal, tmp_path):
     from tests.unit.test_runner import GOLDS, PROMPTS
 
-    model = CachedModel(ModelRunner(causal), ResultCache(tmp_path / "results.sqlite"))
+    model = CachedModel(ModelRunner(tiny_causal), ResultCache(tmp_path / "results.sqlite"))
     hidden = model.layout().hidden_size
     edits = [Intervention(f"steer-{layer}", edits=(Steering(layer, torch.linspace(-2, 2, hidden)),)) for layer in range(4)]
     each = model.rank_first_token_each(PROMPTS, GOLDS, edits)
@@ -72,26 +66,26 @@ def test_rank_under_each_last_position_edit_is_rank_first_token_under_it(causal,
         assert [r for r, _ in ranks] == [r for r, _ in alone]
         assert [lp for _, lp in ranks] == pytest.approx([lp for _, lp in alone], abs=1e-4)
     assert each[0] != each[3]
-    with count_forwards(causal) as shapes:
-        assert CachedModel(ModelRunner(causal), model.cache).rank_first_token_each(PROMPTS, GOLDS, edits) == each
+    with count_forwards(tiny_causal) as shapes:
+        assert CachedModel(ModelRunner(tiny_causal), model.cache).rank_first_token_each(PROMPTS, GOLDS, edits) == each
     assert shapes == []
 
 
-def test_strongest_attention_is_the_argmax_of_eager_attention_and_is_cached(causal, tmp_path):
+def test_strongest_attention_is_the_argmax_of_eager_attention_and_is_cached(tiny_causal, tmp_path):
     cache = ResultCache(tmp_path / "results.sqlite")
     sequence = [5, 17, 33, 8, 5, 17, 33, 8]
-    got = CachedModel(ModelRunner(causal), cache).strongest_attention([sequence], [5, 7])
-    previous = causal.model.config._attn_implementation
-    causal.model.set_attn_implementation("eager")
+    got = CachedModel(ModelRunner(tiny_causal), cache).strongest_attention([sequence], [5, 7])
+    previous = tiny_causal.model.config._attn_implementation
+    tiny_causal.model.set_attn_implementation("eager")
     try:
         with torch.no_grad():
-            attentions = causal.model(torch.tensor([sequence]), output_attentions=True).attentions
+            attentions = tiny_causal.model(torch.tensor([sequence]), output_attentions=True).attentions
     finally:
-        causal.model.set_attn_implementation(previous)
+        tiny_causal.model.set_attn_implementation(previous)
     expected = torch.stack([a[0][:, [5, 7]].argmax(-1) for a in attentions])
     assert torch.equal(got[0], expected)
-    with count_forwards(causal) as shapes:
-        assert torch.equal(CachedModel(ModelRunner(causal), cache).strongest_attention([sequence], [5, 7]), got)
+    with count_forwards(tiny_causal) as shapes:
+        assert torch.equal(CachedModel(ModelRunner(tiny_causal), cache).strongest_attention([sequence], [5, 7]), got)
     assert shapes == []
 
 
