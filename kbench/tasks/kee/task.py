@@ -29,7 +29,6 @@ Undefined ratios (empty denominators) have value null. Fitted vectors/probes are
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -42,19 +41,17 @@ from kbench.errors import UserError
 from kbench.evaluate.departures import sample_limit
 from kbench.evaluate.task import TASKS, Plan, RunContext, Summary, Task, TaskSettings, Unit, chunks
 from kbench.metrics import uncertainty as u
-from kbench.metrics.matching import exact_match, maple_correct
 from kbench.models.interface import Capability
 from kbench.models.provenance import code_hash
 from kbench.protocol import Deviation, Protocol
 from kbench.tasks.kee import metrics
 from kbench.tasks.kee.protocol import kee_protocol
+from kbench.tasks.kee.rows import PARTITION, SEED_A, output_rows, partition_rows, to_item
 from kbench.tasks.kee.techniques import TECHNIQUES, get_technique, known_techniques
-from kbench.tasks.kee.techniques.base import ANSWER_STOP, MAX_ANSWER_TOKENS, KeeContext, KeeItem, clean_answer, use_chat
+from kbench.tasks.kee.techniques.base import KeeContext, KeeItem, use_chat
 from kbench.tasks.kee.techniques.settings import fit_records, resolve, technique_overrides
 from kbench.tasks.kee.techniques.temperature import sampling_intervention
 
-SEED_A = 42
-PARTITION = "partition"
 FITTING_SPLITS = ("train", "dev")
 UNIT_ITEMS = 64
 ALL_TECHNIQUES = ("baseline", "temp0.7", "temp1.2", "recite", "genread", "caa", "iti", "decore", "activation_decoding")
@@ -106,19 +103,6 @@ def parse_techniques(text: str) -> tuple[str, ...]:
     return ("baseline", *dict.fromkeys(n for n in names if n != "baseline"))
 
 
-def to_item(row: dict) -> KeeItem:
-    answers = [a for a in (row.get("answers") or []) if a] or [row["object"]]
-    if row["object"] in answers:
-        answers.remove(row["object"])
-    return KeeItem(
-        id=str(row["id"]),
-        question=row["question"],
-        answers=(row["object"], *answers),
-        relation=row.get("relation") or "",
-        frequency_bin=row.get("frequency_bin"),
-    )
-
-
 def recovery_samples(settings: KeeSettings) -> int:
     """Seed-B samples a temperature baseline keeps for SGR / DGR: K new samples at every K of the
     sweep (MAPLE), or none when SGR / DGR read the majority vote."""
@@ -128,21 +112,6 @@ def recovery_samples(settings: KeeSettings) -> int:
 def _technique_params(name: str, settings: KeeSettings) -> dict:
     s = settings
     return technique_overrides(name, s.recite_runs, s.top_k, s.top_p, s.technique_params, recovery_samples(s))
-
-
-def _row(stage: str, item: KeeItem, **values) -> dict:
-    """One item row of a stage (technique or partition temperature); every row has every column."""
-    return {
-        "id": f"{stage}::{item.id}",
-        "technique": stage,
-        "item_id": item.id,
-        "relation": item.relation,
-        "frequency_bin": item.frequency_bin,
-        "question": item.question,
-        "answers": list(item.answers),
-        **{k: None for k in ("answer", "correct", "exact", "gold_rank", "gold_logprob", "sample_correct")},
-        **values,
-    }
 
 
 def run_protocol(
@@ -156,46 +125,6 @@ def run_protocol(
     deviations = {n: technique.deviations(fitted.get(n, [])) for n, technique in params.items()}
     resolved = {n: technique.params() for n, technique in params.items()}
     return kee_protocol(s, chat, pool, resolved, deviations, fitted), deviations
-
-
-def _output_rows(name: str, items: Sequence[KeeItem], outputs, case_sensitive: bool) -> list[dict]:
-    return [
-        _row(
-            name,
-            item,
-            answer=out.answer,
-            correct=maple_correct(out.answer, item.answers, case_sensitive=case_sensitive),
-            exact=exact_match(out.answer, item.answers, case_sensitive=case_sensitive),
-            gold_rank=None if out.gold_rank is None else int(out.gold_rank),
-            gold_logprob=None if out.gold_logprob is None else float(out.gold_logprob),
-            sample_correct=None
-            if out.recovery_samples is None
-            else [maple_correct(a, item.answers, case_sensitive=case_sensitive) for a in out.recovery_samples],
-            detail=json.dumps(out.detail, ensure_ascii=False, sort_keys=True),
-        )
-        for item, out in zip(items, outputs)
-    ]
-
-
-def _partition_rows(
-    context: KeeContext, items: Sequence[KeeItem], temperature: float, n_samples: int, case_sensitive: bool, intervention=None
-) -> list[dict]:
-    samples = context.model.sample(
-        [context.answer_prompt(i.question) for i in items],
-        k=n_samples,
-        temperature=temperature,
-        seed=SEED_A,
-        max_new_tokens=MAX_ANSWER_TOKENS,
-        stop=ANSWER_STOP,
-        intervention=intervention,
-    )  # the sampling scheme's truncation
-    name = f"{PARTITION}@{temperature}"
-    rows = []
-    for item, texts in zip(items, samples):
-        answers = [clean_answer(t) for t in texts]
-        correct = [maple_correct(a, item.answers, case_sensitive=case_sensitive) for a in answers]
-        rows.append(_row(name, item, sample_correct=correct, detail=json.dumps({"samples": answers}, ensure_ascii=False)))
-    return rows
 
 
 def _summary(
@@ -354,7 +283,7 @@ class KnowledgeElicitation(Task):
         s: KeeSettings = ctx.settings
         if "partition_temperature" in unit.meta:
             temperature = unit.meta["partition_temperature"]
-            return _partition_rows(
+            return partition_rows(
                 state.context,
                 unit.items,
                 temperature,
@@ -368,7 +297,7 @@ class KnowledgeElicitation(Task):
         # gets the old technique's outputs back
         with state.context.model.produced_by(code_hash(type(technique).__module__)):
             outputs = technique.run(state.context, unit.items)
-        return _output_rows(name, unit.items, outputs, s.case_sensitive)
+        return output_rows(name, unit.items, outputs, s.case_sensitive)
 
     def aggregate(self, ctx: RunContext, state: KeePlan, rows: list[dict]) -> Summary:
         s: KeeSettings = ctx.settings
