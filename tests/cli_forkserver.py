@@ -25,6 +25,7 @@ import json
 import os
 import runpy
 import select
+import shutil
 import signal
 import socket
 import subprocess
@@ -111,7 +112,8 @@ def _start() -> tuple[subprocess.Popen, str, dict[str, str]]:
             if process.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"the CLI fork server did not start (exit {process.poll()})")
             time.sleep(0.05)
-        atexit.register(process.kill)
+        atexit.register(shutil.rmtree, folder, ignore_errors=True)
+        atexit.register(process.kill)  # atexit runs last-registered first: the server goes, then its folder
         _server = (process, path, _import_time_env(env))
     return _server
 

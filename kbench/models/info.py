@@ -5,10 +5,12 @@ sequence starts with."""
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from typing import Any
 
 from kbench.io import stable_hash
 from kbench.models.interface import Capability, ModelInfo
+from kbench.models.prompt import Prompt, render_text
 
 
 def loaded_info(loaded, backend: str, device: str, code: str, capabilities: frozenset[Capability], weights: dict) -> ModelInfo:
@@ -52,6 +54,22 @@ def sequence_start(tokenizer) -> tuple[str, str]:
         if isinstance(text, str) and text:
             return text, kind
     return "", "none"
+
+
+class LocalTokenizerMethods:
+    """The prompt and token methods of a backend whose tokenizer is in this process (`self.tokenizer`):
+    the Hugging Face and in-process vLLM backends."""
+
+    tokenizer: Any
+
+    def render(self, prompt: Prompt | str) -> str:
+        return render_text(prompt, self.tokenizer)
+
+    def token_ids(self, texts: Sequence[str]) -> list[list[int]]:
+        return self.tokenizer(list(texts), add_special_tokens=False)["input_ids"] if texts else []
+
+    def sequence_start(self) -> tuple[str, str]:
+        return sequence_start(self.tokenizer)
 
 
 def weights_hashes(weights: dict[str, Any]) -> tuple[str | None, str | None]:

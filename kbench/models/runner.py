@@ -44,13 +44,13 @@ from kbench.models.batching import MAX_BATCH, BatchingMethods
 from kbench.models.cpu_allocator import keep_freed_memory
 from kbench.models.decoding import decode
 from kbench.models.encoding import PromptEncoder
-from kbench.models.info import loaded_info, sequence_start
+from kbench.models.info import LocalTokenizerMethods, loaded_info
 from kbench.models.interface import Capability, Intervention, register_backend
 from kbench.models.interventions import Realised, realise
 from kbench.models.loading import LoadedModel
 from kbench.models.packing import last_token_logits, pack, packing_works
 from kbench.models.padding import pad_left, pad_right
-from kbench.models.prompt import Prompt, render_text, render_texts
+from kbench.models.prompt import Prompt, render_texts
 from kbench.models.provenance import RUNNER_MODULES, source_hash, weights_provenance
 from kbench.models.ranking import gold_ranks
 from kbench.models.shared_prefix import shares_prefixes
@@ -59,7 +59,7 @@ from kbench.models.tree_packing import build as build_tree
 from kbench.models.whitebox import WhiteBoxMethods
 
 
-class ModelRunner(BatchingMethods, WhiteBoxMethods):
+class ModelRunner(LocalTokenizerMethods, BatchingMethods, WhiteBoxMethods):
     def __init__(self, loaded: LoadedModel, batch_size: int | None = None):
         import torch
 
@@ -92,15 +92,6 @@ class ModelRunner(BatchingMethods, WhiteBoxMethods):
             "dtype": self.loaded.dtype,
             "weights": self._weights,
         }
-
-    def render(self, prompt: Prompt | str) -> str:
-        return render_text(prompt, self.tokenizer)
-
-    def token_ids(self, texts: Sequence[str]) -> list[list[int]]:
-        return self.tokenizer(list(texts), add_special_tokens=False)["input_ids"] if texts else []
-
-    def sequence_start(self) -> tuple[str, str]:
-        return sequence_start(self.tokenizer)
 
     def special_token_ids(self) -> frozenset[int]:
         return frozenset(self.tokenizer.all_special_ids)

@@ -31,9 +31,9 @@ from collections.abc import Sequence
 from kbench.errors import UserError
 from kbench.io import stable_hash
 from kbench.models.encoding import PromptEncoder
-from kbench.models.info import sequence_start, template_sha256
+from kbench.models.info import LocalTokenizerMethods, template_sha256
 from kbench.models.interface import Capability, ModelInfo, register_backend, require
-from kbench.models.prompt import Prompt, render_text, render_texts
+from kbench.models.prompt import Prompt, render_texts
 
 PREFIX = "vllm:"
 MODULES = ["kbench.models.vllm", "kbench.models.encoding"]
@@ -80,7 +80,7 @@ def _typed(key: str, text: str, kind):
         raise UserError(f"--model: vLLM option {key}={text!r} is not a {kind.__name__}") from None
 
 
-class VllmModel:
+class VllmModel(LocalTokenizerMethods):
     def __init__(self, name: str, options: dict, dtype: str, trust_remote_code: bool):
         from kbench.errors import require as require_package
         from kbench.models.loading import _resolve
@@ -144,15 +144,6 @@ class VllmModel:
 
     def __repr__(self) -> str:
         return f"VllmModel({self.info.name!r})"
-
-    def render(self, prompt: Prompt | str) -> str:
-        return render_text(prompt, self.tokenizer)
-
-    def token_ids(self, texts: Sequence[str]) -> list[list[int]]:
-        return self.tokenizer(list(texts), add_special_tokens=False)["input_ids"] if texts else []
-
-    def sequence_start(self) -> tuple[str, str]:
-        return sequence_start(self.tokenizer)
 
     # ------------------------------------------------------------------ generation
     def generate(
