@@ -6,6 +6,7 @@ import os
 import shutil
 import subprocess
 import sys
+from importlib.metadata import version
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,7 @@ RAY_FILES = {"test_build_ray.py", "test_executor_ray.py", "test_suite_ray.py"}
 VLLM_FILES = {"test_served_vllm.py", "test_vllm_backend.py"}
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads these marks
 def pytest_collection_modifyitems(config, items):
     """Under pytest-xdist `--dist loadgroup`, each file is one group (its module fixtures, a served model or
     a built dataset, start once, on one worker); the Ray files are one group between them, the vLLM files another."""
@@ -28,6 +30,18 @@ def pytest_collection_modifyitems(config, items):
         file = item.nodeid.split("::")[0]
         group = "ray" if item.path.name in RAY_FILES else "vllm" if item.path.name in VLLM_FILES else file
         item.add_marker(pytest.mark.xdist_group(group))
+
+
+def pytest_configure(config):
+    """Stop before any test when xdist cannot take the groups: it marks a grouped test through its node id
+    (`...@group`), which pytest 9.2 no longer lets it change (pytest-xdist#1386). Without the groups every
+    module fixture (a served model, an XTEVAL run) would start once per worker, silently."""
+    if getattr(config.option, "dist", "no") != "loadgroup":
+        return
+    installed = {name: tuple(int(p) for p in version(name).split(".")[:2]) for name in ("pytest", "pytest-xdist")}
+    if installed["pytest"] >= (9, 2) and installed["pytest-xdist"] <= (3, 8):
+        raise pytest.UsageError("pytest-xdist --dist loadgroup does not group tests on pytest >= 9.2 (pytest-xdist#1386); "
+                                "install the pytest that pyproject.toml's test extra pins")
 
 
 @pytest.fixture(scope="session")
