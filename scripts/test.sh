@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The test suite: unit, integration, reliability and slow (real SmolLM2) tiers. Sets itself up.
 # One pytest-xdist worker per core (at most 4), each file on one worker (module fixtures such as a
-# served model start once; tests/conftest.py groups the two Ray files together), and each worker's
-# torch on its share of the cores, so two workers on 2 cores do not oversubscribe them.
+# served model start once; tests/conftest.py groups the Ray files together, the vLLM files together, and
+# puts the longest groups first), and each worker's torch on its share of the cores, so two workers on
+# 2 cores do not oversubscribe them.
 # KBENCH_TEST_WORKERS=1 runs everything in one process.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,7 +14,7 @@ workers="${KBENCH_TEST_WORKERS:-$(( cores < 4 ? cores : 4 ))}"
 if [ "$workers" -gt 1 ]; then
   threads=$(( cores / workers > 0 ? cores / workers : 1 ))
   export OMP_NUM_THREADS="$threads" MKL_NUM_THREADS="$threads"
-  parallel=(-n "$workers" --dist loadgroup)
+  parallel=(-n "$workers" --dist loadgroup --no-loadscope-reorder)
 else
   parallel=(-p no:xdist)
 fi

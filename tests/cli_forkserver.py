@@ -6,8 +6,9 @@ was most of CI's time on 2 cores. This server imports them once (and nothing els
 so no thread pool exists to be copied half-locked into a fork) and forks a child per call. The child
 is a CLI run as a user starts it: its own argv (`python -m kbench ...`), working directory,
 environment, stdin from /dev/null, stdout and stderr to files, its own process group (a time-out
-kills what it started), the interpreter's normal exit (atexit handlers, flushes), and its exit code
-or signal as `subprocess` reports it.
+kills what it started), the interpreter's normal exit (non-daemon threads joined, atexit handlers,
+flushes) but for the module teardown (~1.7 s in a fork of this server, for nothing a run writes), and its
+exit code or signal as `subprocess` reports it (tests/unit/test_cli_forkserver.py compares it with cold runs).
 
 A call whose environment differs from the server's in a variable read at import time (Hugging Face,
 torch, thread counts, Python's own) runs as a fresh subprocess instead; so does every call when
@@ -21,6 +22,7 @@ Protocol: one JSON request line per connection; the server answers the child's p
 from __future__ import annotations
 
 import atexit
+import gc
 import json
 import os
 import runpy
@@ -92,7 +94,29 @@ def run_request(request: dict) -> None:
         os.close(opened)
     sys.path[0] = request["cwd"]  # as `python -m` puts the working directory first
     sys.argv = ["-m", *request["args"]]
-    runpy.run_module("kbench", run_name="__main__", alter_sys=True)
+    exit_code: list[int | None] = [1]  # an uncaught exception: the interpreter prints it and exits 1
+    atexit.register(_exit_without_teardown, exit_code)  # registered first: runs after every other exit handler
+    try:
+        runpy.run_module("kbench", run_name="__main__", alter_sys=True)
+        exit_code[0] = 0
+    except SystemExit as stop:  # the interpreter prints a message code and exits with the number
+        exit_code[0] = 0 if stop.code is None else stop.code if isinstance(stop.code, int) else 1
+        raise
+    except KeyboardInterrupt:  # the interpreter ends by SIGINT after its exit handlers
+        exit_code[0] = None
+        raise
+
+
+def _exit_without_teardown(exit_code: list[int | None]) -> None:
+    """The interpreter's exit up to its last step: non-daemon threads were joined and the exit handlers
+    ran; only the module teardown is left, which in a child of the warm server costs ~1.7 s (it touches
+    every object of torch and transformers, copying the pages the fork shared). Flush and end here."""
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()
+    if exit_code[0] is None:
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGINT)
+    os._exit(exit_code[0] if exit_code[0] is not None else 1)
 
 
 # ---------------------------------------------------------------------------------------------- client
@@ -152,6 +176,7 @@ def run(args: list[str], cwd: Path, env: dict[str, str], timeout: float) -> subp
 if __name__ == "__main__":
     for name in PRELOAD:
         __import__(name)
+    gc.freeze()  # what is imported stays shared with the children: their collections never touch (copy) it
     request = serve(sys.argv[1])
     if request is not None:
         run_request(request)

@@ -30,6 +30,10 @@ def pytest_collection_modifyitems(config, items):
         file = item.nodeid.split("::")[0]
         group = "ray" if item.path.name in RAY_FILES else "vllm" if item.path.name in VLLM_FILES else file
         item.add_marker(pytest.mark.xdist_group(group))
+    # Longest first (scripts/test.sh keeps this order: --no-loadscope-reorder): the vLLM group (~5 min), then the
+    # real-model files, then the Ray group; the many short files last fill in whichever worker is free first.
+    items.sort(key=lambda item: 0 if item.path.name in VLLM_FILES else 1 if item.path.parent.name == "slow"
+               else 2 if item.path.name in RAY_FILES else 3)
 
 
 def pytest_configure(config):

@@ -32,9 +32,10 @@ def task_commands(lama: Path, left: Path, evolving: Path, runs: Path) -> dict[st
     common = ["--model", "smollm2-135m"]
     return {
         "extraction": ["evaluate", "extraction", "--dataset", str(lama), *common, "--limit", "24", "--out", str(runs / "extraction")],
-        "kee": ["evaluate", "kee", "--dataset", str(lama), *common, "--limit", "8", "--techniques", "baseline,genread",
-                "--k", "2", "--sweep-max", "2", "--temperatures", "0.7", "--out", str(runs / "kee")],
-        "xteval": ["evaluate", "xteval", "--dataset", str(lama), *common, "--limit", "200", "--extraction", "discrete",
+        "kee": ["evaluate", "kee", "--dataset", str(lama), *common, "--limit", "6", "--techniques", "baseline,genread",
+                "--k", "2", "--sweep-max", "2", "--temperatures", "0.7", "--technique-param=genread.document_tokens=16",
+                "--out", str(runs / "kee")],
+        "xteval": ["evaluate", "xteval", "--dataset", str(lama), *common, "--limit", "60", "--extraction", "discrete",
                    "--epochs", "1", "--seeds", "1", "--lr", "1e-4", "--train-batch-size", "4", "--micro-batch-size", "4",
                    "--negatives-per-type", "1", "--distractors-per-type", "2", "--out", str(runs / "xteval")],
         "truefalse": ["evaluate", "truefalse", "--dataset", str(left), *common, "--limit", "6", "--out", str(runs / "truefalse")],
