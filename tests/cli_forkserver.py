@@ -10,11 +10,12 @@ kills what it started), the interpreter's normal exit (non-daemon threads joined
 flushes) but for the module teardown (~1.7 s in a fork of this server, for nothing a run writes), and its
 exit code or signal as `subprocess` reports it (tests/unit/test_cli_forkserver.py compares it with cold runs).
 
-A call whose environment differs from the server's in a variable read at import time (Hugging Face,
-torch, thread counts, Python's own) runs as a fresh subprocess instead; so does every call when
+A call that sets a variable read at import time (Hugging Face, torch, thread counts, Python's own) to
+another value than the test process has runs as a fresh subprocess instead; so does every call when
 `KBENCH_TEST_FRESH_CLI=1`. Tests that watch a process's imports or signals start their own process.
 
-Server: `python -m tests.cli_forkserver SOCKET` (one per pytest worker, started on first use).
+Server: `python -m tests.cli_forkserver SOCKET` (one per pytest worker, started on first use, and started
+again when the test process's own import-time variables change).
 Protocol: one JSON request line per connection; the server answers the child's pid, then its
 `os.waitpid` status, one line each.
 """
@@ -123,23 +124,38 @@ def _exit_without_teardown(exit_code: list[int | None]) -> None:
 _server: tuple[subprocess.Popen, str, dict[str, str]] | None = None
 
 
-def _start() -> tuple[subprocess.Popen, str, dict[str, str]]:
+def _start(import_env: dict[str, str]) -> str:
+    """The socket of a running server whose import-time environment is `import_env` (this process's):
+    started on first use, and again when this process's own environment has moved since (torch, for one,
+    sets TORCHINDUCTOR_CACHE_DIR in the process that first uses it)."""
     global _server
-    if _server is None or _server[0].poll() is not None:
+    if _server is not None and (_server[0].poll() is not None or _server[2] != import_env):
+        _stop(*_server[:2])
+        _server = None
+    if _server is None:
         folder = tempfile.mkdtemp(prefix="kbench-cli-")
         path = os.path.join(folder, "socket")
-        env = dict(os.environ)
         process = subprocess.Popen([sys.executable, "-m", "tests.cli_forkserver", path], cwd=Path(__file__).parents[1],
-                                   env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=None)
+                                   env=dict(os.environ), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=None)
+        _server = (process, path, import_env)  # before the wait: an interrupted start is still stopped at exit
         deadline = time.monotonic() + 300
         while not os.path.exists(path):
             if process.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"the CLI fork server did not start (exit {process.poll()})")
             time.sleep(0.05)
-        atexit.register(shutil.rmtree, folder, ignore_errors=True)
-        atexit.register(process.kill)  # atexit runs last-registered first: the server goes, then its folder
-        _server = (process, path, _import_time_env(env))
-    return _server
+    return _server[1]
+
+
+def _stop(process: subprocess.Popen, path: str) -> None:
+    process.kill()
+    process.wait()
+    shutil.rmtree(os.path.dirname(path), ignore_errors=True)
+
+
+@atexit.register
+def _stop_at_exit() -> None:
+    if _server is not None:
+        _stop(*_server[:2])
 
 
 def run(args: list[str], cwd: Path, env: dict[str, str], timeout: float) -> subprocess.CompletedProcess:
@@ -147,9 +163,10 @@ def run(args: list[str], cwd: Path, env: dict[str, str], timeout: float) -> subp
     command = [sys.executable, "-m", "kbench", *args]
     if os.environ.get("KBENCH_TEST_FRESH_CLI") == "1" or sys.platform != "linux":
         return subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
-    _, path, warm_env = _start()
-    if _import_time_env(env) != warm_env:
+    wanted = _import_time_env(env)
+    if wanted != _import_time_env(os.environ):  # this call sets one for itself: a cold start reads it
         return subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+    path = _start(wanted)
     with tempfile.TemporaryDirectory(prefix="kbench-call-") as folder:
         out, err = Path(folder) / "stdout", Path(folder) / "stderr"
         out.touch()

@@ -1,7 +1,7 @@
-"""LEFT on the real SmolLM2-135M-Instruct through the CLI, as the acceptance commands run it:
-build the statements from ../shared/data, judge the first 40 dev statements in the prior and the
-open-book (MiniLM retrieval) settings, check the results against the schema and the recorded
-accuracies, then standardise the two runs."""
+"""LEFT on the real SmolLM2-135M-Instruct through the CLI, as the acceptance commands run it: on the
+statements built from ../shared/data (`built_left`: the session's build, through the CLI), judge the
+first 40 dev statements in the prior and the open-book (MiniLM retrieval) settings, check the results
+against the schema and the recorded accuracies, then standardise the two runs."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import json
 import pytest
 
 from kbench.evaluate.engine import validate
-from tests.conftest import REPO_ROOT, run_kbench
+from tests.conftest import run_kbench
 
 pytestmark = pytest.mark.slow
 # Measured on this machine (SmolLM2-135M-Instruct Q4_1 GGUF de-quantised to fp32, CPU; MiniLM at 128 word pieces).
@@ -20,10 +20,8 @@ RECORDED = {"prior": 0.45, "open-book": 0.30}
 TOLERANCE = 0.101  # two pairs: float noise across CPUs can flip a near-tie in retrieval or in a pair
 
 
-def test_truefalse_prior_and_open_book(tmp_path):
-    left = tmp_path / "left"
-    proc = run_kbench("build", str(REPO_ROOT / "pipelines" / "left-textbook.toml"), "--out", str(left))
-    assert proc.returncode == 0, proc.stderr
+def test_truefalse_prior_and_open_book(built_left, tmp_path):
+    left = built_left
     runs = {}
     for setting, extra in (("prior", []), ("open-book", ["--retriever", "sbert"])):
         out = tmp_path / f"tf-{setting}"
