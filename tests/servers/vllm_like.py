@@ -4,8 +4,8 @@
                                       [--chat-template FILE]
 
 It speaks the shapes vLLM documents (docs "OpenAI-Compatible Server", "Extra Parameters"):
-`GET /health`, `GET /v1/models` (id, root, max_model_len, created = start time), `POST /tokenize` and
-`/detokenize`, and `POST /v1/completions` with a text or token-id prompt, `max_tokens`,
+`GET /health`, `GET /v1/models` (id, root, max_model_len, created = start time), `POST /tokenize`,
+and `POST /v1/completions` with a text or token-id prompt, `max_tokens`,
 `temperature` (0 = greedy), `seed`, `stop` (not returned in the text), `echo`, `logprobs` (top-k per
 position), `prompt_logprobs` ({"<id>": {"logprob", "rank", "decoded_token"}} per prompt position,
 the prompt token always included, rank over the full vocabulary) and `return_tokens_as_token_ids`;
@@ -202,8 +202,6 @@ def serve(engine: Engine, port: int, api_key: str | None) -> None:
                 tokens = engine.tokenizer(body["prompt"], add_special_tokens=body.get("add_special_tokens", True))["input_ids"]
                 return self._send(200, {"count": len(tokens), "max_model_len": engine.max_len, "tokens": tokens,
                                         "token_strs": None})
-            if self.path == "/detokenize" and vllm:
-                return self._send(200, {"prompt": engine.tokenizer.decode(body["tokens"])})
             self._send(404, {"detail": "Not Found"})
 
     server = ThreadingHTTPServer(("127.0.0.1", port), Handler)

@@ -1,11 +1,11 @@
 """The served model's tokenizer: a local tokenizer folder (`tokenizer=PATH` in `--model`), else the
-server's `/tokenize` + `/detokenize` (vLLM's or llama.cpp's dialect, `server_dialect`), else none.
+server's `/tokenize` (vLLM's or llama.cpp's dialect, `server_dialect`), else none.
 
 kbench encodes prompts and answers itself (`kbench.models.encoding.PromptEncoder`, the same code
 as the in-process backend) and sends token ids, so the tokens scored are the tokens the
 in-process backend scores. `ServerTokenizer` offers the part of a transformers tokenizer that
 the encoder, the LAMA single-token filter and the templates call: `tokenizer(texts,
-add_special_tokens=...)["input_ids"]`, `decode`, `bos_token_id`, and no chat template (give a
+add_special_tokens=...)["input_ids"]`, `bos_token_id`, and no chat template (give a
 local folder for `--prompt chat`). With neither, `NoTokenizer` stands in: whatever needs tokens
 stops with one line saying how to give a tokenizer.
 """
@@ -35,26 +35,17 @@ def local_tokenizer(folder: str):
     return tokenizer
 
 
-#: dialect -> (the /tokenize body for (model, text, add special tokens), the /detokenize body for (model, ids),
-#: the /detokenize answer's text field); both answer /tokenize with {"tokens": [ids]}
+#: dialect -> the /tokenize body for (model, text, add special tokens); both answer {"tokens": [ids]}
 DIALECTS = {
-    "vllm": (
-        lambda model, text, special: {"model": model, "prompt": text, "add_special_tokens": special},
-        lambda model, ids: {"model": model, "tokens": ids},
-        "prompt",
-    ),
-    "llamacpp": (
-        lambda model, text, special: {"content": text, "add_special": special},
-        lambda model, ids: {"tokens": ids},
-        "content",
-    ),
+    "vllm": lambda model, text, special: {"model": model, "prompt": text, "add_special_tokens": special},
+    "llamacpp": lambda model, text, special: {"content": text, "add_special": special},
 }
 
 
 def server_dialect(client, model_id: str) -> str | None:
     """The dialect in which the server's `/tokenize` turns "a" into token ids (None: in neither).
     An empty list is no answer: llama.cpp answers vLLM's body (no `content`) with {"tokens": []}."""
-    for dialect, (tokenize, _, _) in DIALECTS.items():
+    for dialect, tokenize in DIALECTS.items():
         answer = client.try_post("/tokenize", tokenize(model_id, "a", False))
         tokens = answer.get("tokens") if isinstance(answer, dict) else None
         if isinstance(tokens, list) and tokens and all(isinstance(t, int) and not isinstance(t, bool) for t in tokens):
@@ -72,7 +63,7 @@ class ServerTokenizer:
     def __init__(self, client, model_id: str, dialect: str = "vllm"):
         self.client = client
         self.model_id = model_id
-        self._tokenize_body, self._detokenize_body, self._text_field = DIALECTS[dialect]
+        self._tokenize_body = DIALECTS[dialect]
         empty = self._tokenize([""], True)[0]  # what add_special_tokens adds to nothing: the BOS, if any
         self.bos_token_id = empty[0] if len(empty) == 1 else None
         self.eos_token_id = None
@@ -81,10 +72,6 @@ class ServerTokenizer:
         if isinstance(texts, str):
             return {"input_ids": self._tokenize([texts], add_special_tokens)[0]}
         return {"input_ids": self._tokenize(list(texts), add_special_tokens)}
-
-    def decode(self, ids: Sequence[int], skip_special_tokens: bool = False, **_unused) -> str:
-        answer = self.client.post("/detokenize", self._detokenize_body(self.model_id, [int(i) for i in ids]))
-        return answer[self._text_field]
 
     def _tokenize(self, texts: list[str], add_special_tokens: bool) -> list[list[int]]:
         if len(texts) >= MANY_TEXTS:  # measured: ~25 s for LAMA's common vocabulary against vLLM on 2 CPU cores
@@ -111,8 +98,6 @@ class NoTokenizer:
             f"served model {self.model_id!r} has no tokenizer (the server has no /tokenize): "
             "add ;tokenizer=FOLDER to --model (a local copy of the model's tokenizer)"
         )
-
-    decode = __call__
 
     def __bool__(self) -> bool:
         return False
