@@ -15,9 +15,9 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 
+from kbench.metrics.rank_correlation import kendall_tau_b
 from kbench.metrics.uncertainty import difference_unpaired, mcnemar, wilson
 from kbench.report.runs import Run
-from kbench.tasks.kee.metrics import kendall_tau_b
 
 Z_95 = 1.959963984540054
 

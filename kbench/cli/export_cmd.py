@@ -18,7 +18,7 @@ SPLIT = typer.Option(None, "--split", help="Default: test (questions), dev (LEFT
 LIMIT = typer.Option(
     None,
     "--limit",
-    help="Questions: the seeded sample `kbench evaluate extraction --limit` takes; statements: the first whole pairs.",
+    help="Questions: the seeded sample `kbench evaluate --limit` takes; statements: the first whole pairs.",
 )
 SEED = typer.Option(0, "--seed", help="Seeds the --limit sample and the few-shot examples, as in `kbench evaluate`.")
 FEWSHOT = typer.Option(0, "--fewshot", help="Solved examples from the train split, written into each prompt.")

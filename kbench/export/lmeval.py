@@ -9,17 +9,8 @@ The documents are loaded by utils.py (`custom_dataset`) from beside itself, so t
 copied anywhere; lm-eval's own `data_files` would resolve a relative path against the working
 directory.
 
-Extraction datasets are a `generate_until` task: the prompt text as `kbench evaluate extraction`
-builds it (`doc_to_text: prompt`, no few-shot or description of lm-eval's own), the prompt form's
-stop strings, at most 16 new tokens, greedy. `process_results` strips the answer and reports
-`maple_acc` (MAPLE match against gold + aliases) and `exact_match`, with kbench's matching code
-copied into utils.py (`standalone`).
-
-LEFT statement datasets are a `multiple_choice` task over the continuations " True" and " False"
-(`target_delimiter: ""`, so the scored strings are exactly kbench's), reporting `acc` (margin > 0
-means true: kbench's headline `accuracy`, LEFT's per-statement accuracy) and `pair_acc` (kbench's
-`pair_choice_accuracy`: within each true/false pair the statement with the higher margin is called true;
-the share of pairs called right).
+The task's own `export.py` (`items.TaskExport`) gives the output type, requests and metrics of the
+YAML and the scoring code of utils.py: what kbench's judgement of its items is, in lm-eval's terms.
 
 The dataset's protocol block (its `manifest.json` `protocol`) is carried into the task's
 `metadata` (`dataset_protocol`: the block itself, or "not recorded") and into README.md.
@@ -33,21 +24,19 @@ from pathlib import Path
 
 from kbench import __version__
 from kbench.errors import UserError
-from kbench.export.items import EXTRACTION, MAX_NEW_TOKENS, TRUEFALSE_ANSWERS, ExportDocs
-from kbench.export.standalone import MATCHING_IMPORTS, matching_source, pair_choice_source
+from kbench.export.items import ExportDocs, exporter
 from kbench.io import sha256_file, write_jsonl, write_text
 from kbench.report.protocols import block_markdown
 
 DATA_FILE = "data.jsonl"
-FORMS = ("cloze", "question")  # chat prompts depend on the model's template: lm-eval applies it itself
 
 
 def task_name(dataset: Path, docs: ExportDocs, prompt: str) -> str:
-    parts = ["kbench", dataset.resolve().name, docs.split] + ([prompt] if docs.kind == EXTRACTION else [])
+    parts = ["kbench", dataset.resolve().name, docs.split, *exporter(docs.kind).lmeval_name_parts(prompt)]
     return re.sub(r"[^a-z0-9_]+", "_", "_".join(parts).lower()).strip("_")
 
 
-def _q(value) -> str:
+def yaml_scalar(value) -> str:
     """A YAML scalar: JSON strings and numbers are valid YAML flow scalars."""
     return json.dumps(value)
 
@@ -64,7 +53,7 @@ def _metadata(dataset: Path, docs: ExportDocs, settings: dict) -> str:
         **settings,
         "dataset_protocol": docs.protocol.block() if docs.protocol else "not recorded",
     }
-    return "metadata:\n" + "".join(f"  {key}: {_q(value)}\n" for key, value in fields.items())
+    return "metadata:\n" + "".join(f"  {key}: {yaml_scalar(value)}\n" for key, value in fields.items())
 
 
 _LOAD_DOCS = '''
@@ -80,40 +69,6 @@ def load_docs(**_metadata):
     return datasets.DatasetDict({{{split!r}: datasets.Dataset.from_list(docs)}})
 '''
 
-_EXTRACTION_SCORING = '''
-
-CASE_SENSITIVE = {case_sensitive!r}
-
-
-def process_results(doc, results):
-    """The greedy answer (lm-eval has cut it at the stop strings), stripped, as kbench judges it."""
-    prediction = results[0].strip()
-    return {{"maple_acc": float(maple_correct(prediction, doc["answers"], case_sensitive=CASE_SENSITIVE)),
-            "exact_match": float(exact_match(prediction, doc["answers"], case_sensitive=CASE_SENSITIVE))}}
-'''
-
-_TRUEFALSE_SCORING = '''
-
-def process_results(doc, results):
-    """results: (log-likelihood, is_greedy) of " True" then " False"; margin = logP(True) - logP(False)."""
-    margin = results[0][0] - results[1][0]
-    return {"acc": float((margin > 0) == doc["label"]), "pair_acc": (doc["pair_id"], doc["label"], margin)}
-
-
-def pair_calibrated_accuracy(items):
-    """kbench's decision: each pair holds one true and one false statement; the one with the higher
-    margin is called true, the other false (a tie calls both false, so the pair is wrong). Removes
-    the model's overall bias towards one answer word. The share of pairs called right."""
-    pairs = defaultdict(list)
-    for pair_id, label, margin in items:
-        pairs[pair_id].append((label, margin))
-    correct = 0
-    for members in pairs.values():
-        called_true = pair_choice([margin for _, margin in members])
-        correct += all(call == label for call, (label, _) in zip(called_true, members))
-    return correct / len(pairs)  # one outcome per pair, as kbench counts it
-'''
-
 
 def utils_source(docs: ExportDocs, case_sensitive: bool) -> str:
     header = (
@@ -121,14 +76,10 @@ def utils_source(docs: ExportDocs, case_sensitive: bool) -> str:
         f'{docs.source} ({len(docs.docs)} items). Self-contained: runs without kbench."""\n\n'
         "from __future__ import annotations\n\nimport json\n"
     )
+    task = exporter(docs.kind)
+    imports = "".join(f"{line}\n" for line in sorted({*task.lmeval_imports, "from pathlib import Path"}))
     load = _LOAD_DOCS.format(data=DATA_FILE, split=docs.split)
-    if docs.kind == EXTRACTION:
-        return (
-            f"{header}{MATCHING_IMPORTS}\nfrom pathlib import Path\n{load}\n\n{matching_source()}"
-            + _EXTRACTION_SCORING.format(case_sensitive=case_sensitive)
-        )
-    imports = "from collections import defaultdict\nfrom pathlib import Path\n"
-    return f"{header}{imports}{load}\n\n{pair_choice_source()}" + _TRUEFALSE_SCORING
+    return f"{header}{imports}{load}\n\n{task.lmeval_scoring(case_sensitive)}"
 
 
 def task_yaml(name: str, dataset: Path, docs: ExportDocs, settings: dict) -> str:
@@ -138,20 +89,7 @@ def task_yaml(name: str, dataset: Path, docs: ExportDocs, settings: dict) -> str
         f"task: {name}\ncustom_dataset: !function utils.load_docs\ntest_split: {docs.split}\n"
         "doc_to_text: prompt\nprocess_results: !function utils.process_results\n"
     )
-    if docs.kind == EXTRACTION:
-        stop = docs.docs[0]["stop"]
-        body = (
-            "output_type: generate_until\ndoc_to_target: object\ngeneration_kwargs:\n"
-            f"  until: {_q(stop)}\n  max_gen_toks: {MAX_NEW_TOKENS}\n  do_sample: false\n  temperature: 0.0\n"
-            "metric_list:\n  - metric: maple_acc\n    aggregation: mean\n    higher_is_better: true\n"
-            "  - metric: exact_match\n    aggregation: mean\n    higher_is_better: true\n"
-        )
-    else:
-        body = (
-            f'output_type: multiple_choice\ndoc_to_choice: {_q(TRUEFALSE_ANSWERS)}\ntarget_delimiter: ""\n'
-            "doc_to_target: gold\nmetric_list:\n  - metric: acc\n    aggregation: mean\n    higher_is_better: true\n"
-            "  - metric: pair_acc\n    aggregation: !function utils.pair_calibrated_accuracy\n    higher_is_better: true\n"
-        )
+    body = exporter(docs.kind).lmeval_yaml(docs)
     return head + body + _metadata(dataset, docs, settings)
 
 
@@ -166,11 +104,7 @@ def write_lmeval_task(
     settings: dict | None = None,
 ) -> Path:
     """Write the task folder; return the YAML path. Files are written atomically, the YAML last."""
-    if docs.kind == EXTRACTION and prompt not in FORMS:
-        raise UserError(
-            f"--prompt {prompt}: lm-eval export takes {' or '.join(FORMS)} (for a chat model, export "
-            "--prompt question or use `kbench export inspect`, which applies the model's chat template)"
-        )
+    exporter(docs.kind).check_lmeval(prompt)
     name = name or task_name(dataset, docs, prompt)
     if not re.fullmatch(r"[A-Za-z0-9_\-]+", name):
         raise UserError(f"--name {name!r}: use letters, digits, '_' and '-' only")

@@ -7,7 +7,8 @@
 Every import counts, at module level or inside a function (a lazy import is still a dependency),
 except under `if TYPE_CHECKING:` (annotations only). A plug-in a registry finds (`importlib`) is not an
 import: that is how the engine and the report frame reach the tasks. A task's command line (`kbench/tasks/<name>/cli.py`)
-belongs to the cli layer: it lives beside its task but sits on top of the house.
+belongs to the cli layer: it lives beside its task but sits on top of the house; its export (`export.py`) to the
+export layer, for the same reason.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("kbench.evaluate",),  # the engine and what tasks share: Task and its hooks, retrieval, departures
     ("kbench.report",),  # the report frame: it reaches a task through TASKS, never by import
     ("kbench.tasks",),
-    ("kbench.cards", "kbench.export", "kbench.read"),
+    ("kbench.cards", "kbench.export", "kbench.tasks.*.export", "kbench.read"),
     ("kbench.api",),
     ("kbench.suite", "kbench.claims"),  # many models x many tasks through the API, and the papers' claims over them
     ("kbench.cli", "kbench.tasks.*.cli", "kbench.__main__"),

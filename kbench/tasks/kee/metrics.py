@@ -25,11 +25,11 @@ The Kendall tau of the ranking gets a seeded bootstrap interval over base failur
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from typing import Optional
 
 from kbench.metrics import uncertainty as u
+from kbench.metrics.rank_correlation import kendall_tau_b
 
 Ratio = Optional[float]
 
@@ -134,33 +134,6 @@ def gain_rates(shallow: set[str], deep: set[str], kee_correct: Mapping[str, bool
     """(SGR, DGR) Estimates: the share of shallow and of deep failures the method answers correctly."""
     sgr = u.proportion_of([bool(kee_correct[i]) for i in sorted(shallow)])
     return sgr, u.proportion_of([bool(kee_correct[i]) for i in sorted(deep)])
-
-
-def kendall_tau_b(x: Sequence[float], y: Sequence[float]) -> Ratio:
-    """Kendall's tau-b of two paired score vectors; None when either vector is constant.
-
-    tau_b = (concordant - discordant) / sqrt((n0 - ties_x) * (n0 - ties_y)), n0 = n(n-1)/2,
-    counting pairs tied in x (resp. y) including pairs tied in both. O(n^2): rankings of a
-    handful of methods.
-    """
-    if len(x) != len(y):
-        raise ValueError(f"kendall_tau_b: lengths differ ({len(x)} vs {len(y)})")
-    concordant = discordant = ties_x = ties_y = 0
-    n = len(x)
-    for i in range(n):
-        for j in range(i + 1, n):
-            dx = (x[i] > x[j]) - (x[i] < x[j])
-            dy = (y[i] > y[j]) - (y[i] < y[j])
-            if dx == 0:
-                ties_x += 1
-            if dy == 0:
-                ties_y += 1
-            if dx and dy:
-                concordant += dx == dy
-                discordant += dx != dy
-    pairs = n * (n - 1) // 2
-    denominator = math.sqrt((pairs - ties_x) * (pairs - ties_y))
-    return None if denominator == 0 else (concordant - discordant) / denominator
 
 
 def ranking_stability(scores_by_k: Mapping[int, Mapping[str, Ratio]], reference_k: int = 20) -> dict[int, Ratio]:
