@@ -99,12 +99,22 @@ def dataset_kind(dataset: Path, config: str | None) -> str:
         columns = set(pl.read_parquet_schema(files[0]).keys())
     except Exception as exc:  # polars raises several error types for a damaged file
         raise InputError(files[0], f"cannot read parquet: {exc}") from exc
-    exports = EXPORTS.items()
+    exports = _exports()
     for kind, export in exports.items():
         if export.columns <= columns:
             return kind
     known = " nor ".join(export.rows for export in exports.values())
     raise InputError(files[0], f"neither {known}; only these datasets export")
+
+
+def _exports() -> dict[str, type[TaskExport]]:
+    """Every task's export, importing only the tasks that have an `export.py` (listing the whole registry
+    would import every task's modules, torch with them: seconds for a command that needs none of it)."""
+    import kbench.tasks
+
+    folder = Path(kbench.tasks.__file__).parent
+    names = sorted(p.parent.name for p in folder.glob("*/export.py"))
+    return {name: EXPORTS.get(name) for name in names}
 
 
 def exporter(kind: str) -> TaskExport:
