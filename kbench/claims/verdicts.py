@@ -128,7 +128,8 @@ def _groups(claim: Claim, runs: list[tuple[dict, object]], sizes: dict, others) 
 
 
 def _column(claim: Claim, cell: dict) -> str:
-    return f"{cell['task'] if claim.scope == 'cell' else claim.task} / {cell['dataset']}"
+    """The column a cell's test is reported under (as `_groups` names it)."""
+    return f"{claim.task if claim.scope in ('model', 'entries') else cell['task']} / {cell['dataset']}"
 
 
 def _measure(claim: Claim, folder: Path, cells: list[dict], rows: dict) -> ClaimResult:
