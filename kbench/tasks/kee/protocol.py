@@ -38,9 +38,10 @@ def kee_protocol(
         out.append(
             Deviation(
                 "sgr-majority-vote",
-                paper="for tau_0.7 and tau_1.2, K new samples are drawn with seed B = 0 and an item counts as recovered "
-                "when they reach the gold answer",
-                kbench="an item counts as recovered when the 10-sample majority vote is correct (--sgr-recovery majority-vote)",
+                paper="for tau_0.7 and tau_1.2, K new samples are drawn with seed B = 0 for SGR / DGR at each K (when they "
+                "recover an item is not said: an interpretation, sgr-recovery-rule)",
+                kbench="no new samples: an item counts as recovered when the 10-sample majority vote is correct, the same "
+                "at every K (--sgr-recovery majority-vote)",
                 effect=f"SGR, DGR and their K-sweep ranking of {', '.join(sampling)}",
             )
         )
