@@ -173,7 +173,14 @@ def protocol_section(env: dict) -> list[str]:
     lines = [f"**Protocol: {describe(protocol)}**" + (f" ({protocol.reference})" if protocol else ""), ""]
     for d in protocol.deviations if protocol else ():
         lines.append(f"- `{d.id}`: {d.kbench}. MAPLE: {d.paper}. Touches: {d.effect}.")
-    return lines + ([""] if protocol and protocol.deviations else [])
+    lines += [""] if protocol and protocol.deviations else []
+    if protocol and protocol.interpretations:
+        lines += ["**Interpretations** (MAPLE is silent; kbench's reading, not MAPLE's):", ""]
+        for i in protocol.interpretations:
+            others = "; ".join(i.alternatives)
+            lines.append(f"- `{i.id}`: {i.kbench}. MAPLE: {i.paper}. Alternatives: {others}. Touches: {i.effect}.")
+        lines.append("")
+    return lines
 
 
 def _deviates(deviations: list[str] | None) -> str:
