@@ -76,3 +76,20 @@ def test_kola_1_is_a_size_trend_over_the_base_models(tmp_path):
     assert trend.model == "trend over 5 models" and trend.result["estimate"]["value"] == 1.0
     assert trend.result["p_value"] == 2 / 120 and trend.verdict == "supported"
     assert kola_1.outside == [("b5-instruct", "facts / lama")]  # about models without instruction tuning
+
+
+def test_the_model_table_keeps_a_kbench_read_checkpoints_record(tmp_path):
+    import json
+
+    from kbench.suite.model_table import read_record
+
+    record = {
+        "kbench_read_version": 1,
+        "base_model": {"name": "org/base", "identity": "x"},
+        "text_sha256": ["0" * 64],
+        "steps": 7,
+    }
+    (tmp_path / "read.json").write_text(json.dumps(record))
+    kept = read_record(str(tmp_path))
+    assert kept == {"base_model": {"name": "org/base", "identity": "x"}, "text_sha256": ["0" * 64], "steps": 7}
+    assert provides("continual-pretraining", {"read": kept}) and read_record("smollm2-135m") is None
