@@ -1,5 +1,8 @@
 """claims.md and the terminal table of tested claims: each claim's id, quote, what it compares,
-the verdict per model (difference, 95% interval, n, p, Holm p) and across models."""
+the models it is about, the verdict per model (difference, 95% interval, n, p, Holm p) and across
+models. Below a cell's row, one row per reading of a rule the paper leaves open ("MODEL · reading
+NAME"), where the cell's statistic reads it; after the tested rows, a row per model outside the
+claim's scope, or without the setting it requires, with dashes and no verdict."""
 
 from __future__ import annotations
 
