@@ -80,8 +80,8 @@ def markdown(suite_name: str, tested: list[tuple[ClaimSet, list[ClaimResult]]], 
             if claim.requires:
                 lines.append(f"Requires: {SETTINGS[claim.requires][0]}.")
             if claim.margin is not None:
-                kind = "Non-superiority" if claim.direction == "not_greater" else "Equivalence"
-                lines.append(f"{kind} margin (declared by kbench; the paper states none): ±{claim.margin}.")
+                kind, sign = ("Non-superiority", "+") if claim.direction == "not_greater" else ("Equivalence", "±")
+                lines.append(f"{kind} margin (declared by kbench; the paper states none): {sign}{claim.margin}.")
             lines += [
                 "",
                 "| model | task / dataset | difference [95% CI] | n | p | p Holm | verdict | test |",
