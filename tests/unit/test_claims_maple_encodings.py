@@ -110,6 +110,9 @@ def test_family_claims_test_only_their_families(tmp_path):
     # MAPLE-5: decoding's Gain equals τ's (100/500 each): no advantage beyond the margin
     assert {t.verdict for t in found["MAPLE-5"].cells} == {"supported"}
     assert found["MAPLE-4"].across["kee / data"].startswith("holds for 0 of 1 model;")  # the sign test counts Llama3 only
+    # beside the verdicts, never one of them: what MAPLE-21's statistic says on Llama3 ("does it generalise?")
+    result, verdict = found["MAPLE-21 (sgr)"].beyond[("llama3-8b", "kee / data")]
+    assert verdict == "supported" and result["estimate"]["ci_high"] < 0
 
 
 def test_maple_4_quotes_its_llama3_sentence():

@@ -50,7 +50,10 @@ def test_a_verdict_that_differs_between_readings_depends_on_the_reading(tmp_path
     assert "| llama3-8b" not in part  # no Llama3 model in this suite
     assert "the verdict is the same under every reading" in text.split("### MAPLE-21 (dgr): ")[1].split("\n### ")[0]
     numbers = parse_claims(text)
-    assert numbers["MAPLE-4 | olmo2-7b | kee / data"] == "— | — | — | — | outside the claim's scope | —"
+    beyond = numbers["MAPLE-4 | olmo2-7b | kee / data"].split(
+        " | "
+    )  # Llama3's claim on OLMo2: no verdict, but does it generalise?
+    assert beyond[3:5] == ["—", "outside the claim's scope; does it generalise? inconclusive (p unadjusted)"]
     assert numbers["MAPLE-21 (sgr) | olmo2-7b · reading one-sample | kee / data"].endswith(
         "| supported | " + sgr.readings["one-sample"]["test"]
     )
