@@ -28,7 +28,7 @@ Readings (`kbench.claims.readings`): where a run records SGR / DGR of temperatur
 several readings of MAPLE's unstated recovery rule, a statistic that reads them is computed under
 each, Holm is run again over the set with every test under that reading, and a cell whose
 verdicts differ between readings reads "depends on the reading" (each reading's verdict is kept).
-Across models, per (task, dataset): an exact one-sided sign test over the models (directional:
+Across models, per (task, dataset): an exact one-sided sign test over the in-scope models (directional:
 the sign of each model's difference; equivalence and non-superiority: supported against
 contradicted models). One side reaches alpha only with 5 or more models, so with fewer the
 verdict is "inconclusive across models (n models)", beside the per-model verdicts.
