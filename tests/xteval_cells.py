@@ -57,8 +57,9 @@ def write_cell(root: Path, model: str, entry: str, rows: list[dict], settings: d
     folder = root / "cells" / key
     folder.mkdir(parents=True)
     headline, metrics = summary(rows, **known)
+    items = {"file": "items.parquet", "count": len(rows)}
     results = {"schema": "kbench.results.v2", "task": "xteval", "model": {"name": model}, "headline": headline,
-               "settings": settings or {}, "metrics": metrics, "items": {"file": "items.parquet", "count": len(rows)}}  # fmt: skip
+               "settings": settings or {}, "metrics": metrics, "items": items}  # fmt: skip
     (folder / "results.json").write_text(json.dumps(results))
     pl.DataFrame(rows).write_parquet(folder / "items.parquet")
     return {key: {"model": model, "task": entry, "dataset": "lama", "status": "done", "run_dir": f"cells/{key}"}}

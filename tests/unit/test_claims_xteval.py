@@ -41,8 +41,9 @@ def test_the_paper_suite_computes_xteval_11_and_xteval_7(tmp_path):
     assert "cluster bootstrap over 10 relations" in ood.cells[0].result["test"]
     negatives = claim(results, "XTEVAL-7")
     assert {t.model: t.verdict for t in negatives.cells} == {"opt-125m": "supported", "opt-350m": "supported"}
-    assert "downstream accuracy (iid): negatives_per_type 4 − negatives_per_type 2, the farthest of 3 pairs" in (
-        negatives.cells[0].result["test"]
+    assert (
+        "downstream accuracy (iid): negatives_per_type 4 − negatives_per_type 2, the farthest of 3 pairs"
+        in (negatives.cells[0].result["test"])
     )  # every pair alike (the IID queries of one D^theta): the first decides
 
 
