@@ -39,8 +39,8 @@ def kee_metrics() -> dict:
 
 def xteval_rows() -> list[dict]:
     """One run with --setting both, 10 relations of 8 test facts: IID 3 of 8 right, OOD 6 of 8."""
-    found = [query(s, f"P{r}", f"P{r}-{j}", j < {"iid": 3, "ood": 6}[s]) for s in ("iid", "ood") for r in range(10) for j in range(8)]
-    return numbered(found)
+    right = {"iid": 3, "ood": 6}
+    return numbered([query(s, f"P{r}", f"P{r}-{j}", j < right[s]) for s in right for r in range(10) for j in range(8)])
 
 
 def truefalse_metrics(setting: str, k: int) -> dict:
