@@ -1,5 +1,9 @@
 """Claim statistics of XTEVAL (one cell), of LEFT's settings (one model's cells) and of trends in
-model size (every model's cell). Same contract as `kbench.claims.statistics`."""
+model size (every in-scope model's cell). Same contract as `kbench.claims.statistics`. XTEVAL's
+downstream figures are read from the run's query rows and drawn with the task's own two-level
+bootstrap (`kbench.metrics.clustered.gap_replicates`: runs, then items), seeded; IID − OOD with a
+cluster bootstrap over relations and a bootstrap p, which puts it under Holm
+(docs/xteval-statistics.md, "The claims")."""
 
 from __future__ import annotations
 
