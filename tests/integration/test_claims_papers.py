@@ -87,7 +87,7 @@ def test_the_papers_claims_get_their_verdicts(tmp_path):
     assert section(text, "LEFT-2").count("| supported |") == 2 and "| 0.300 [" in section(text, "LEFT-2")
     assert "Equivalence margin (declared by kbench; the paper states none): ±0.05" in section(text, "LEFT-3")
     assert "## Provenance" in text and "- command: `kbench claims " in text and f"- model m1: org/m1, sha256 {'1' * 64}" in text
-    assert "- `maple`: 29 claims, 23 tested by kbench;" in text
+    assert "- `maple`: 29 claims, 26 tested by kbench;" in text
 
 
 def test_check_tells_a_reproduced_file_from_one_that_differs(tmp_path):
