@@ -57,7 +57,7 @@ def assert_same_build(got: Path, want: Path) -> None:
         assert got_tables[name].equals(want_tables[name]), name  # same rows, same order, same types
     assert manifest(got)["executor"] == "ray" and manifest(want)["executor"] == "local"
     assert {**manifest(got), "executor": None} == {**manifest(want), "executor": None}
-    assert manifest(got)["protocol"]["schema"] == "kbench.protocol.v1"  # the construction protocol too
+    assert manifest(got)["protocol"]["schema"] == "kbench.protocol.v2"  # the construction protocol too
 
 
 @pytest.mark.parametrize("shard_rows", [10, 14, 1000])  # not a multiple of the chunk, a multiple, one shard
