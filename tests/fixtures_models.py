@@ -6,9 +6,9 @@
 (`load_model(str(path))`, `kbench evaluate ... --model PATH`). Weights are seeded, so every
 session builds the same models.
 
-Import the fixtures in a test module with
-`from tests.fixtures_models import tiny_causal_dir, tiny_masked_dir  # noqa: F401`. `tiny_causal` is the
-tiny Llama loaded once per module; `cached_model(loaded, cache_file)` wraps a loaded model as a task sees it.
+tests/conftest.py registers this module as a plugin, so every test can ask for the fixtures by name,
+without importing them. `tiny_causal` is the tiny Llama loaded once per module; `cached_model(loaded,
+cache_file)` wraps a loaded model as a task sees it.
 """
 
 from __future__ import annotations

@@ -9,7 +9,6 @@ import json
 from kbench.evaluate.engine import validate
 from tests.conftest import run_kbench
 from tests.dataset_folders import question_dataset
-from tests.fixtures_models import tiny_causal_dir  # noqa: F401
 from tests.integration.test_evaluate_cli import rerun_computes_nothing
 
 FACTS = [("P36", "France", "Paris"), ("P36", "Germany", "Berlin"), ("P36", "Italy", "Rome"),

@@ -13,7 +13,6 @@ import pytest
 from kbench.evaluate.engine import validate
 from tests.conftest import run_kbench
 from tests.dataset_folders import evolving_dataset, left_dataset, question_dataset
-from tests.fixtures_models import tiny_causal_dir  # noqa: F401
 
 ENVELOPE_KEYS = {"schema", "task", "model", "dataset", "settings", "environment", "timing", "headline", "metrics", "items",
                  "protocol"}

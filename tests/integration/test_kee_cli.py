@@ -14,7 +14,6 @@ from kbench.metrics.uncertainty import proportion_of
 from tests.conftest import run_kbench
 from pathlib import Path
 from tests.question_rows import question_row
-from tests.fixtures_models import tiny_causal_dir  # noqa: F401
 
 FACTS = [("Paris", "France", "P36"), ("Berlin", "Germany", "P36"), ("Rome", "Italy", "P36"), ("Madrid", "Spain", "P36"),
          ("Warsaw", "Marie Curie", "P19"), ("Ulm", "Albert Einstein", "P19"), ("Florence", "Dante", "P19")]
@@ -35,7 +34,7 @@ def write_dataset(root):
 
 
 @pytest.fixture(scope="module")
-def finished_run(tiny_causal_dir, tmp_path_factory):  # noqa: F811
+def finished_run(tiny_causal_dir, tmp_path_factory):
     root = tmp_path_factory.mktemp("kee")
     dataset = write_dataset(root / "dataset")
     args = ["evaluate", "kee", "--dataset", str(dataset), "--model", str(tiny_causal_dir), "--techniques", TECHNIQUES,
@@ -161,7 +160,7 @@ def test_the_protocol_block_lists_each_departure_of_the_run(finished_run):
     assert "**Protocol: 7 deviations from maple-kee**" in table and "- `decore-retrieval-heads`: 3 masked heads." in table
 
 
-def test_maple_defaults_run_faithful(tiny_causal_dir, tmp_path):  # noqa: F811
+def test_maple_defaults_run_faithful(tiny_causal_dir, tmp_path):
     """A chat model, TruthfulQA-free techniques at MAPLE's settings (K = 20, the 1..30 sweep, both
     temperatures): the block is empty and says faithful."""
     chat_model = tmp_path / "chat-model"
@@ -180,7 +179,7 @@ def test_maple_defaults_run_faithful(tiny_causal_dir, tmp_path):  # noqa: F811
 
 
 @pytest.mark.parametrize("with_truthfulqa", [False, True])
-def test_iti_records_its_probe_source(tiny_causal_dir, tmp_path, with_truthfulqa):  # noqa: F811
+def test_iti_records_its_probe_source(tiny_causal_dir, tmp_path, with_truthfulqa):
     data_root = tmp_path / "data"
     (data_root / "truthfulqa").mkdir(parents=True)
     if with_truthfulqa:
@@ -206,7 +205,7 @@ def test_iti_records_its_probe_source(tiny_causal_dir, tmp_path, with_truthfulqa
     assert block["iti-heads"]["kbench"] == "K = 4 shifted heads"
 
 
-def test_iti_truthfulqa_required_but_missing_is_a_user_error(tiny_causal_dir, tmp_path):  # noqa: F811
+def test_iti_truthfulqa_required_but_missing_is_a_user_error(tiny_causal_dir, tmp_path):
     dataset = write_dataset(tmp_path / "dataset")
     result = run_kbench("evaluate", "kee", "--dataset", str(dataset), "--model", str(tiny_causal_dir), "--techniques", "iti",
                         "--technique-param", "iti.heads=4", "--technique-param", "iti.probe_data=truthfulqa",
@@ -233,7 +232,7 @@ def test_unknown_technique_is_a_user_error(tmp_path):
     assert "Traceback" not in result.stderr
 
 
-def test_settings_a_model_cannot_run_fail_before_any_stage(tiny_causal_dir, tmp_path):  # noqa: F811
+def test_settings_a_model_cannot_run_fail_before_any_stage(tiny_causal_dir, tmp_path):
     dataset = write_dataset(tmp_path / "dataset")
     result = run_kbench("evaluate", "kee", "--dataset", str(dataset), "--model", str(tiny_causal_dir),
                         "--techniques", "iti", "--out", str(tmp_path / "run"))

@@ -23,10 +23,9 @@ from kbench.models.cached import open_model
 from kbench.models.prompt import Prompt, user
 from tests.conftest import run_kbench
 from tests.dataset_folders import question_dataset
-from tests.fixtures_models import tiny_causal_dir  # noqa: F401
 from tests.question_rows import question_row
 from tests.servers import fault_proxy, free_port
-from tests.servers.fixtures import CHAT_TEMPLATE, SECRET, standin  # noqa: F401
+from tests.servers.fixtures import CHAT_TEMPLATE, SECRET
 
 FACTS = [("P36", "France", "Paris"), ("P36", "Germany", "Berlin"), ("P36", "Italy", "Rome"), ("P19", "Dante", "Florence"),
          ("P19", "Marie Curie", "Warsaw"), ("P495", "Toyota", "Japan")]

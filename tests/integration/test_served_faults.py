@@ -17,8 +17,7 @@ import pytest
 from tests.conftest import REPO_ROOT, run_kbench
 from tests.dataset_folders import question_dataset
 from tests.servers import free_port, stop, vllm_like
-from tests.servers.fixtures import SECRET, standin  # noqa: F401
-from tests.fixtures_models import tiny_causal_dir  # noqa: F401
+from tests.servers.fixtures import SECRET
 
 FACTS = [("P36", "France", "Paris"), ("P36", "Germany", "Berlin"), ("P36", "Italy", "Rome"), ("P36", "Spain", "Madrid"),
          ("P19", "Dante", "Florence"), ("P19", "Marie Curie", "Warsaw"), ("P495", "Toyota", "Japan"),

@@ -20,7 +20,6 @@ from kbench.models.interface import Capability, ModelInfo
 from kbench.models.prompt import as_prompt
 from tests.conftest import run_kbench
 from tests.dataset_folders import question_dataset
-from tests.fixtures_models import tiny_causal_dir, tiny_masked_dir  # noqa: F401
 
 FACTS = [("P36", "France", "Paris"), ("P36", "Germany", "Berlin"), ("P19", "Dante", "Florence"), ("P495", "Toyota", "Japan")]
 ANSWERS = {"France": " Paris.", "Germany": " Bonn", "Dante": " Florence\n", "Toyota": " Japan"}  # the server's answers
@@ -84,7 +83,7 @@ class TopKRanks(GenerationOnly):
 
 
 @pytest.fixture
-def standin(tiny_causal_dir):  # noqa: F811
+def standin(tiny_causal_dir):
     from transformers import AutoTokenizer
 
     return GenerationOnly(AutoTokenizer.from_pretrained(str(tiny_causal_dir)))
@@ -162,7 +161,7 @@ def test_kee_refuses_a_technique_whose_needs_the_model_lacks(standin, tmp_path):
         kbench.evaluate("kee", dataset=tmp_path, model=standin, out=tmp_path / "run", techniques=("baseline", "caa"))
 
 
-def test_cli_refuses_a_masked_lm_for_truefalse_with_exit_2(tiny_masked_dir, dataset, tmp_path):  # noqa: F811
+def test_cli_refuses_a_masked_lm_for_truefalse_with_exit_2(tiny_masked_dir, dataset, tmp_path):
     done = run_kbench("evaluate", "truefalse", "--dataset", str(dataset), "--model", str(tiny_masked_dir),
                       "--out", str(tmp_path / "run"))
     assert done.returncode == 2 and "Traceback" not in done.stderr
@@ -171,7 +170,7 @@ def test_cli_refuses_a_masked_lm_for_truefalse_with_exit_2(tiny_masked_dir, data
     assert not (tmp_path / "run" / "journal.jsonl").exists()
 
 
-def test_results_record_the_capabilities_of_an_in_process_model(tiny_causal_dir, dataset, tmp_path):  # noqa: F811
+def test_results_record_the_capabilities_of_an_in_process_model(tiny_causal_dir, dataset, tmp_path):
     from kbench.models.loading import load_model
     from kbench.models.runner import ModelRunner
 
