@@ -13,17 +13,17 @@ from kbench.tasks.kee import metrics
 from kbench.metrics.uncertainty import proportion_of
 from tests.conftest import run_kbench
 from pathlib import Path
+from tests.dataset_folders import facts_about
 from tests.question_rows import question_row
 
-FACTS = [("Paris", "France", "P36"), ("Berlin", "Germany", "P36"), ("Rome", "Italy", "P36"), ("Madrid", "Spain", "P36"),
-         ("Warsaw", "Marie Curie", "P19"), ("Ulm", "Albert Einstein", "P19"), ("Florence", "Dante", "P19")]
+FACTS = facts_about("France", "Germany", "Italy", "Spain", "Marie Curie", "Albert Einstein", "Dante")
 TECHNIQUES = "temp0.7,caa,decore"
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
 
 def write_dataset(root):
     rows = []
-    for n, (obj, subject, relation) in enumerate(FACTS):
+    for n, (relation, subject, obj) in enumerate(FACTS):
         question = f"What is the capital of {subject}?" if relation == "P36" else f"Where was {subject} born?"
         rows.append(question_row(id=f"f{n}", relation=relation, subject=subject, object=obj, answers=[obj, obj.upper()],
                                  prompt_cloze=f"{subject} is in", prompt_masked=f"{subject} is in [MASK].", question=question,

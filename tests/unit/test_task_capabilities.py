@@ -19,9 +19,9 @@ from kbench.metrics.uncertainty import format_estimate
 from kbench.models.interface import Capability, ModelInfo
 from kbench.models.prompt import as_prompt
 from tests.conftest import run_kbench
-from tests.dataset_folders import question_dataset
+from tests.dataset_folders import fact_rows, facts_about, question_dataset
 
-FACTS = [("P36", "France", "Paris"), ("P36", "Germany", "Berlin"), ("P19", "Dante", "Florence"), ("P495", "Toyota", "Japan")]
+FACTS = facts_about("France", "Germany", "Dante", "Toyota")
 ANSWERS = {"France": " Paris.", "Germany": " Bonn", "Dante": " Florence\n", "Toyota": " Japan"}  # the server's answers
 
 
@@ -91,9 +91,7 @@ def standin(tiny_causal_dir):
 
 @pytest.fixture
 def dataset(tmp_path):
-    rows = [{"id": f"q{i}", "relation": r, "subject": s, "object": o, "answers": [o], "prompt_cloze": f"{s} is in"}
-            for i, (r, s, o) in enumerate(FACTS)]
-    return question_dataset(tmp_path / "ds", rows)
+    return question_dataset(tmp_path / "ds", fact_rows(FACTS))
 
 
 def test_extraction_on_a_generation_only_backend_marks_rank_metrics_undefined(standin, dataset, tmp_path):
