@@ -60,34 +60,37 @@ def _train_wordpiece(vocab_size: int = 300):
     return tok
 
 
+def _save_seeded(model_class, config, tokenizer, folder: Path, seed: int = 0) -> Path:
+    """`model_class(config)` with weights drawn after `torch.manual_seed(seed)` (the same models every session),
+    saved with its tokenizer as a user's model folder."""
+    import torch
+
+    torch.manual_seed(seed)
+    model_class(config).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
 def build_tiny_causal(folder: Path, seed: int = 0, layers: int = 4) -> Path:
     """`seed` draws other weights and `layers` gives another size (second models, for tests that compare models)."""
-    import torch
     from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
     tokenizer = PreTrainedTokenizerFast(tokenizer_object=_train_bpe(), eos_token="<|endoftext|>", pad_token="<|pad|>")
-    torch.manual_seed(seed)
     config = LlamaConfig(vocab_size=len(tokenizer), hidden_size=64, intermediate_size=128, num_hidden_layers=layers,
                          num_attention_heads=4, num_key_value_heads=4, max_position_embeddings=256,
                          eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id,
                          bos_token_id=None, tie_word_embeddings=False)
-    LlamaForCausalLM(config).save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    return folder
+    return _save_seeded(LlamaForCausalLM, config, tokenizer, folder, seed)
 
 
 def build_tiny_masked(folder: Path) -> Path:
-    import torch
     from transformers import BertConfig, BertForMaskedLM, PreTrainedTokenizerFast
 
     tokenizer = PreTrainedTokenizerFast(tokenizer_object=_train_wordpiece(), unk_token="[UNK]", pad_token="[PAD]",
                                         cls_token="[CLS]", sep_token="[SEP]", mask_token="[MASK]")
-    torch.manual_seed(0)
     config = BertConfig(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
                         num_attention_heads=2, max_position_embeddings=128, pad_token_id=tokenizer.pad_token_id)
-    BertForMaskedLM(config).save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    return folder
+    return _save_seeded(BertForMaskedLM, config, tokenizer, folder)
 
 
 @pytest.fixture(scope="session")
@@ -121,7 +124,6 @@ def cached_model(loaded, cache_file: Path | None = None, **runner_options):
 def build_tiny_roberta(folder: Path) -> Path:
     """A RoBERTa-shaped masked LM with a byte-level BPE tokenizer: a word after a space is its own
     token with the space marker ("ĠParis"), and the mask absorbs the space before it (lstrip)."""
-    import torch
     from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, processors, trainers
     from transformers import PreTrainedTokenizerFast, RobertaConfig, RobertaForMaskedLM
 
@@ -135,13 +137,10 @@ def build_tiny_roberta(folder: Path) -> Path:
     tokenizer = PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>", eos_token="</s>", sep_token="</s>",
                                         cls_token="<s>", unk_token="<unk>", pad_token="<pad>",
                                         mask_token=AddedToken("<mask>", lstrip=True, rstrip=False))
-    torch.manual_seed(0)
     config = RobertaConfig(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
                            num_attention_heads=2, max_position_embeddings=130, pad_token_id=tokenizer.pad_token_id,
                            bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id)
-    RobertaForMaskedLM(config).save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    return folder
+    return _save_seeded(RobertaForMaskedLM, config, tokenizer, folder)
 
 
 @pytest.fixture(scope="session")
