@@ -146,3 +146,44 @@ def build_tiny_roberta(folder: Path) -> Path:
 @pytest.fixture(scope="session")
 def tiny_roberta_dir(tmp_path_factory) -> Path:
     return build_tiny_roberta(tmp_path_factory.mktemp("tiny-roberta"))
+
+
+#: The one sentence `tiny_rebel` knows, and the REBEL string it was trained to emit for it.
+REBEL_SENTENCE = "Trinity Peninsula is part of Graham Land in Antarctica ."
+REBEL_TARGET = "<triplet> Trinity Peninsula <subj> Graham Land <obj> part of <subj> Antarctica <obj> continent"
+
+
+@pytest.fixture(scope="module")
+def tiny_rebel(tmp_path_factory):
+    """A tiny BART with REBEL's special tokens, trained for a few steps to emit REBEL_TARGET for REBEL_SENTENCE."""
+    torch = pytest.importorskip("torch")
+    from tokenizers import Tokenizer, models, pre_tokenizers, processors
+    from transformers import BartConfig, BartForConditionalGeneration, PreTrainedTokenizerFast
+
+    special = ["<pad>", "<s>", "</s>", "<unk>", "<triplet>", "<subj>", "<obj>"]
+    words = sorted((set(REBEL_SENTENCE.split()) | set(REBEL_TARGET.split()) | {"It", "is", "cold"}) - set(special))
+    vocab = {t: i for i, t in enumerate(special + words)}
+    tok = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
+    tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    tok.post_processor = processors.TemplateProcessing(single="<s> $A </s>", special_tokens=[("<s>", 1), ("</s>", 2)])
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="<pad>", bos_token="<s>", eos_token="</s>",
+                                        unk_token="<unk>", additional_special_tokens=["<triplet>", "<subj>", "<obj>"])
+    config = BartConfig(vocab_size=len(vocab), d_model=16, encoder_layers=1, decoder_layers=1,
+                        encoder_attention_heads=2, decoder_attention_heads=2, encoder_ffn_dim=32, decoder_ffn_dim=32,
+                        max_position_embeddings=48, pad_token_id=0, bos_token_id=1, eos_token_id=2,
+                        decoder_start_token_id=2)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+    model = BartForConditionalGeneration(config)
+    x, y = tokenizer([REBEL_SENTENCE], return_tensors="pt"), tokenizer([REBEL_TARGET], return_tensors="pt").input_ids
+    optimizer = torch.optim.Adam(model.parameters(), lr=2e-2)
+    for _ in range(60):
+        model(**x, labels=y).loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+    torch.set_num_threads(threads)
+    folder = tmp_path_factory.mktemp("tiny-rebel")
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
