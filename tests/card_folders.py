@@ -1,13 +1,16 @@
 """A small built dataset folder, laid out exactly as `kbench build` writes one, from real LAMA rows.
 
 Used by the card, publish and report tests until they can build through a real recipe. The
-manifest and stats have the keys `kbench.construct.runner` writes.
+manifest and stats have the keys `kbench.construct.runner` writes. tests/conftest.py registers
+this module as a plugin: a test asks for the `lama_dir` fixture by name.
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+
+import pytest
 
 from kbench.io import write_json, write_parquet
 
@@ -64,3 +67,15 @@ def make_lama_folder(root: Path, shared_data: Path, *, with_files: bool = False)
     (root / ".kbench" / "lock").write_text("123")
     (root / ".kbench" / "stages" / "marker.json").write_text("{}")
     return root
+
+
+@pytest.fixture
+def lama_dir(tmp_path, shared_data) -> Path:
+    return make_lama_folder(tmp_path / "lama", shared_data)
+
+
+def front_matter(readme: Path) -> dict:
+    """A data card's YAML metadata, as the Hub reads it."""
+    from huggingface_hub import DatasetCard
+
+    return DatasetCard(readme.read_text()).data.to_dict()

@@ -13,6 +13,11 @@ import pytest
 
 from tests import cli_forkserver
 
+#: Fixture modules shared by many test files, registered once here instead of imported into each file
+#: (a module-scoped fixture defined in a plugin is still set up once per test module that uses it).
+pytest_plugins = ["tests.fixtures_models", "tests.servers.fixtures", "tests.servers.hub", "tests.card_folders",
+                  "tests.lama_miniature", "tests.dataset_folders"]
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 #: Test files that start Ray: they run on one worker, one after the other (scripts/test.sh runs pytest-xdist).
 RAY_FILES = {"test_build_ray.py", "test_executor_ray.py", "test_suite_ray.py"}

@@ -1,5 +1,9 @@
 """Small dataset folders for tests, built the way users build them (`kbench build` recipes) or
-written inline with every column the record schema requires."""
+written inline with every column the record schema requires.
+
+tests/conftest.py registers this module as a plugin: a test asks for `facts`, its module's FACTS as a
+question dataset.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +11,7 @@ import json
 from pathlib import Path
 
 import polars as pl
+import pytest
 
 from tests.conftest import REPO_ROOT
 from tests.question_rows import question_row
@@ -16,6 +21,33 @@ from tests.question_rows import question_row
 SMALL_LAMA_RECIPE = REPO_ROOT / "pipelines" / "lama-trex.toml"
 SMALL_LAMA_OVERRIDES = ['load.relations=["P19","P20"]', "load.max_per_relation=40"]
 SMALL_LAMA_BUILD = [str(SMALL_LAMA_RECIPE), *(arg for o in SMALL_LAMA_OVERRIDES for arg in ("--set", o))]
+
+#: Well-known (relation, subject, object) facts, keyed by subject; each test module picks its own FACTS
+#: with `facts_about` (how many, and which, is part of what the module measures).
+KNOWN_FACTS = {fact[1]: fact for fact in [
+    ("P36", "France", "Paris"), ("P36", "Germany", "Berlin"), ("P36", "Italy", "Rome"), ("P36", "Spain", "Madrid"),
+    ("P36", "Japan", "Tokyo"), ("P19", "Dante", "Florence"), ("P19", "Marie Curie", "Warsaw"),
+    ("P19", "Albert Einstein", "Ulm"), ("P19", "Mozart", "Salzburg"), ("P19", "Picasso", "Malaga"), ("P495", "Toyota", "Japan"),
+    ("P495", "Nokia", "Finland"), ("P495", "Sony", "Japan")]}
+#: The handful most tests ask about.
+FACTS = [KNOWN_FACTS[s] for s in ("France", "Germany", "Dante", "Marie Curie", "Toyota")]
+
+
+def facts_about(*subjects: str) -> list[tuple[str, str, str]]:
+    return [KNOWN_FACTS[s] for s in subjects]
+
+
+def fact_rows(facts: list[tuple[str, str, str]]) -> list[dict]:
+    """One question row per (relation, subject, object), ids q0, q1, ..., the cloze "<subject> is in"."""
+    return [{"id": f"q{i}", "relation": r, "subject": s, "object": o, "answers": [o], "prompt_cloze": f"{s} is in"}
+            for i, (r, s, o) in enumerate(facts)]
+
+
+@pytest.fixture(scope="module")
+def facts(request, tmp_path_factory) -> Path:
+    """The test module's FACTS (else the shared FACTS) as a question dataset folder, written once per module."""
+    return question_dataset(tmp_path_factory.mktemp("facts"), fact_rows(getattr(request.module, "FACTS", FACTS)))
+
 
 SNAPSHOT_OLD = [{"subject": s, "subject_id": f"Q{i + 1}", "relation": "P108", "object": o, "object_id": f"Q{100 + i}"}
                 for i, (s, o) in enumerate([("Ada", "Acme"), ("Bob", "Globex"), ("Cy", "Initech"), ("Dee", "Hooli")])]

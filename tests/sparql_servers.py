@@ -1,6 +1,9 @@
-"""Real local SPARQL servers for tests: `oxigraph serve-read-only`, and a fault-injecting proxy before it.
+"""Real local SPARQL servers for tests: `oxigraph serve-read-only`, and a fault-injecting proxy before it;
+with what they serve and what queries them: a store made from the LAMA inputs as a user makes one
+(`make_lama_store`), and a build recipe that checks LAMA facts against a store (`lama_check_recipe`).
 
-    with oxigraph_server(store_dir) as url:                  # http://127.0.0.1:PORT/query
+    subset, store = make_lama_store(work, ["--lama-dir", str(shared_data)])
+    with oxigraph_server(store) as url:                      # http://127.0.0.1:PORT/query
         with FaultProxy(url, ["503", "pass", "cut"]) as proxy:
             ...                                             # proxy.url answers by the script
 
@@ -12,6 +15,7 @@ after `hang_seconds`, past the client's timeout), "cut" (promise the full body, 
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
@@ -24,7 +28,9 @@ from pathlib import Path
 import pytest
 import requests
 
+from tests.conftest import run_kbench
 from tests.launchers import free_port
+from tests.servers import stop
 
 
 def oxigraph_binary() -> str:
@@ -54,12 +60,50 @@ def oxigraph_server(store_dir: Path):
             time.sleep(0.1)
         yield url
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop(proc)
+
+
+def make_lama_store(work: Path, subset_args: list[str], extra_nt: str = "") -> tuple[Path, Path]:
+    """(subset .nt, store folder) in `work`, made with the real CLI: `kbench wikidata subset SUBSET_ARGS`, then
+    `kbench wikidata import` of the subset (and of the N-Triples `extra_nt`, where given)."""
+    subset, store = work / "lama.nt", work / "store"
+    done = run_kbench("wikidata", "subset", *subset_args, "--out", str(subset))
+    assert done.returncode == 0, done.stderr
+    imports = [subset]
+    if extra_nt:
+        imports.append(work / "extra.nt")
+        imports[-1].write_text(extra_nt, encoding="utf-8")
+    for rdf in imports:
+        done = run_kbench("wikidata", "import", str(rdf), "--store", str(store))
+        assert done.returncode == 0, done.stderr
+    return subset, store
+
+
+def lama_check_recipe(path: Path, shared_data: Path, relations: list[str], max_per_relation: int, wikidata: str,
+                      stage_ids: bool = False) -> Path:
+    """A recipe at `path` that loads LAMA T-REx facts, then checks them against a store with verify_wikidata and
+    single_answer, both given the TOML lines `wikidata` (`store = ...`, the http_* settings); with `stage_ids`
+    those two stages are named "verify" and "single"."""
+    verify, single = ('id = "verify"\n', 'id = "single"\n') if stage_ids else ("", "")
+    path.write_text(f"""
+[pipeline]
+name = "mini"
+
+[[stages]]
+stage = "load_lama"
+trex = "{(shared_data / 'lama_trex').as_posix()}"
+relations = {json.dumps(relations)}
+max_per_relation = {max_per_relation}
+
+[[stages]]
+stage = "verify_wikidata"
+{verify}{wikidata}
+
+[[stages]]
+stage = "single_answer"
+{single}{wikidata}
+""", encoding="utf-8")
+    return path
 
 
 class _QuietServer(ThreadingHTTPServer):

@@ -5,11 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.dataset_folders import question_dataset
+from tests.dataset_folders import FACTS, question_dataset
 from tests.fixtures_models import build_tiny_causal
 
-FACTS = [("P36", "France", "Paris"), ("P36", "Germany", "Berlin"), ("P19", "Dante", "Florence"),
-         ("P19", "Marie Curie", "Warsaw"), ("P495", "Toyota", "Japan")]
 
 
 def suite_text(model_a: Path, model_b: Path | str) -> str:

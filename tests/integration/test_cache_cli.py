@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 
 from tests.conftest import run_kbench
-from tests.fixtures_models import tiny_causal_dir  # noqa: F401
 from tests.unit.test_extraction import write_dataset_folder
 
 
@@ -16,7 +15,7 @@ def _info(cache_dir) -> dict:
     return json.loads(done.stdout)
 
 
-def test_cache_info_and_clear(tiny_causal_dir, tmp_path):  # noqa: F811
+def test_cache_info_and_clear(tiny_causal_dir, tmp_path):
     cache_dir = tmp_path / "cache"
     assert _info(cache_dir)["rows"] == 0 and not (cache_dir / "results.sqlite").exists()   # info creates nothing
     dataset = write_dataset_folder(tmp_path / "ds")

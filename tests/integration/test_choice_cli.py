@@ -8,12 +8,10 @@ import json
 
 from kbench.evaluate.engine import validate
 from tests.conftest import run_kbench
-from tests.dataset_folders import question_dataset
-from tests.fixtures_models import tiny_causal_dir  # noqa: F401
+from tests.dataset_folders import facts_about, question_dataset
 from tests.integration.test_evaluate_cli import rerun_computes_nothing
 
-FACTS = [("P36", "France", "Paris"), ("P36", "Germany", "Berlin"), ("P36", "Italy", "Rome"),
-         ("P19", "Dante", "Florence"), ("P19", "Marie Curie", "Warsaw")]
+FACTS = facts_about("France", "Germany", "Italy", "Dante", "Marie Curie")
 TEMPLATES = {"P36": "The capital of [X] is [Y] .", "P19": "[X] was born in [Y] ."}
 
 

@@ -6,8 +6,7 @@ from __future__ import annotations
 
 from tests.conftest import run_kbench
 from tests.dataset_folders import question_dataset
-from tests.fixtures_models import tiny_causal_dir  # noqa: F401
-from tests.servers.fixtures import SECRET, standin  # noqa: F401
+from tests.servers.fixtures import SECRET
 
 
 def test_choice_refused_without_prompt_logprobs(standin, tiny_causal_dir, tmp_path):

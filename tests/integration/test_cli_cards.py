@@ -1,9 +1,9 @@
-"""Through the real CLI (a subprocess, exit codes and stderr as a user sees them); builders shared with `tests/unit/test_cards.py`."""
+"""Through the real CLI (a subprocess, exit codes and stderr as a user sees them); the card folder and its fixture from `tests/card_folders.py`."""
 
 from __future__ import annotations
 
+from card_folders import front_matter
 from conftest import run_kbench
-from tests.unit.test_cards import _front_matter, lama_dir  # noqa: F401  (fixtures and builders)
 
 
 def test_cli_card_refuses_weaker_license_without_traceback(lama_dir):
@@ -11,7 +11,7 @@ def test_cli_card_refuses_weaker_license_without_traceback(lama_dir):
     assert weaker.returncode == 2 and "less restrictive" in weaker.stderr and "Traceback" not in weaker.stderr
     forced = run_kbench("card", str(lama_dir), "--license", "cc-by-4.0", "--force")
     assert forced.returncode == 0, forced.stderr
-    assert _front_matter(lama_dir / "README.md")["license"] == "cc-by-4.0"
+    assert front_matter(lama_dir / "README.md")["license"] == "cc-by-4.0"
 
 
 def test_cli_card_then_dry_run_lists_files_and_prints_no_token(lama_dir):

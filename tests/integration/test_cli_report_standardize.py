@@ -7,7 +7,7 @@ import pytest
 from kbench.errors import UserError
 from kbench.report.standardize import standardize_runs
 from tests.conftest import run_kbench
-from tests.unit.test_report_standardize import _run, _truefalse  # noqa: F401  (fixtures and builders)
+from tests.unit.test_report_standardize import _run, _truefalse
 
 
 def test_ambiguous_runs_and_cli(tmp_path):

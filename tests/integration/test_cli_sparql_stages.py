@@ -1,9 +1,8 @@
-"""Through the real CLI (a subprocess, exit codes and stderr as a user sees them); builders shared with `tests/unit/test_sparql_stages.py`."""
+"""Through the real CLI (a subprocess, exit codes and stderr as a user sees them); the miniature LAMA inputs of `tests/lama_miniature.py`."""
 
 from __future__ import annotations
 
 from conftest import run_kbench
-from tests.unit.test_sparql_stages import lama  # noqa: F401  (fixtures and builders)
 
 
 def test_wikidata_cli_errors_name_the_file_and_exit_2(lama, tmp_path):

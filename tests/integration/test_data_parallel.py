@@ -11,7 +11,6 @@ import polars as pl
 import pytest
 
 from tests.conftest import run_kbench
-from tests.fixtures_models import tiny_causal_dir  # noqa: F401
 from tests.launchers import accelerate_launch
 from tests.question_rows import question_row
 

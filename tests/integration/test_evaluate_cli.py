@@ -12,13 +12,10 @@ import pytest
 
 from kbench.evaluate.engine import validate
 from tests.conftest import run_kbench
-from tests.dataset_folders import evolving_dataset, left_dataset, question_dataset
-from tests.fixtures_models import tiny_causal_dir  # noqa: F401
+from tests.dataset_folders import FACTS, evolving_dataset, fact_rows, left_dataset, question_dataset
 
 ENVELOPE_KEYS = {"schema", "task", "model", "dataset", "settings", "environment", "timing", "headline", "metrics", "items",
                  "protocol"}
-FACTS = [("P36", "France", "Paris"), ("P36", "Germany", "Berlin"), ("P19", "Dante", "Florence"),
-         ("P19", "Marie Curie", "Warsaw"), ("P495", "Toyota", "Japan")]
 
 
 def check_run(out: Path, task: str, items: int) -> dict:
@@ -41,9 +38,7 @@ def rerun_computes_nothing(args: list[str], out: Path) -> None:
 
 
 def test_extraction(tiny_causal_dir, tmp_path):
-    dataset = question_dataset(tmp_path / "ds", [
-        {"id": f"q{i}", "relation": r, "subject": s, "object": o, "answers": [o], "prompt_cloze": f"{s} is in"}
-        for i, (r, s, o) in enumerate(FACTS)])
+    dataset = question_dataset(tmp_path / "ds", fact_rows(FACTS))
     out = tmp_path / "run"
     args = ["evaluate", "extraction", "--dataset", str(dataset), "--model", str(tiny_causal_dir), "--limit", "4",
             "--max-new-tokens", "2", "--out", str(out), "--batch-size", "2", "--stop", "\n"]

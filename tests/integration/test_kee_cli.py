@@ -13,18 +13,17 @@ from kbench.tasks.kee import metrics
 from kbench.metrics.uncertainty import proportion_of
 from tests.conftest import run_kbench
 from pathlib import Path
+from tests.dataset_folders import facts_about
 from tests.question_rows import question_row
-from tests.fixtures_models import tiny_causal_dir  # noqa: F401
 
-FACTS = [("Paris", "France", "P36"), ("Berlin", "Germany", "P36"), ("Rome", "Italy", "P36"), ("Madrid", "Spain", "P36"),
-         ("Warsaw", "Marie Curie", "P19"), ("Ulm", "Albert Einstein", "P19"), ("Florence", "Dante", "P19")]
+FACTS = facts_about("France", "Germany", "Italy", "Spain", "Marie Curie", "Albert Einstein", "Dante")
 TECHNIQUES = "temp0.7,caa,decore"
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
 
 def write_dataset(root):
     rows = []
-    for n, (obj, subject, relation) in enumerate(FACTS):
+    for n, (relation, subject, obj) in enumerate(FACTS):
         question = f"What is the capital of {subject}?" if relation == "P36" else f"Where was {subject} born?"
         rows.append(question_row(id=f"f{n}", relation=relation, subject=subject, object=obj, answers=[obj, obj.upper()],
                                  prompt_cloze=f"{subject} is in", prompt_masked=f"{subject} is in [MASK].", question=question,
@@ -35,7 +34,7 @@ def write_dataset(root):
 
 
 @pytest.fixture(scope="module")
-def finished_run(tiny_causal_dir, tmp_path_factory):  # noqa: F811
+def finished_run(tiny_causal_dir, tmp_path_factory):
     root = tmp_path_factory.mktemp("kee")
     dataset = write_dataset(root / "dataset")
     args = ["evaluate", "kee", "--dataset", str(dataset), "--model", str(tiny_causal_dir), "--techniques", TECHNIQUES,
@@ -165,7 +164,7 @@ def test_the_protocol_block_lists_each_departure_of_the_run(finished_run):
     assert "**Protocol: 8 deviations from maple-kee**" in table and "- `decore-retrieval-heads`: 3 masked heads." in table
 
 
-def test_maple_defaults_run_faithful(tiny_causal_dir, tmp_path):  # noqa: F811
+def test_maple_defaults_run_faithful(tiny_causal_dir, tmp_path):
     """A chat model, techniques that fit nothing at MAPLE's settings (K = 20, the 1..30 sweep, both
     temperatures): the block is empty and says faithful (CAA here would fit on folds of a few items,
     not MAPLE's 3,254 facts: `fit-pool-folds`); the interpretations are listed apart."""
@@ -188,7 +187,7 @@ def test_maple_defaults_run_faithful(tiny_causal_dir, tmp_path):  # noqa: F811
 
 
 @pytest.mark.parametrize("with_truthfulqa", [False, True])
-def test_iti_records_its_probe_source(tiny_causal_dir, tmp_path, with_truthfulqa):  # noqa: F811
+def test_iti_records_its_probe_source(tiny_causal_dir, tmp_path, with_truthfulqa):
     data_root = tmp_path / "data"
     (data_root / "truthfulqa").mkdir(parents=True)
     if with_truthfulqa:
@@ -214,7 +213,7 @@ def test_iti_records_its_probe_source(tiny_causal_dir, tmp_path, with_truthfulqa
     assert block["iti-heads"]["kbench"] == "K = 4 shifted heads"
 
 
-def test_iti_truthfulqa_required_but_missing_is_a_user_error(tiny_causal_dir, tmp_path):  # noqa: F811
+def test_iti_truthfulqa_required_but_missing_is_a_user_error(tiny_causal_dir, tmp_path):
     dataset = write_dataset(tmp_path / "dataset")
     result = run_kbench("evaluate", "kee", "--dataset", str(dataset), "--model", str(tiny_causal_dir), "--techniques", "iti",
                         "--technique-param", "iti.heads=4", "--technique-param", "iti.probe_data=truthfulqa",
@@ -241,7 +240,7 @@ def test_unknown_technique_is_a_user_error(tmp_path):
     assert "Traceback" not in result.stderr
 
 
-def test_settings_a_model_cannot_run_fail_before_any_stage(tiny_causal_dir, tmp_path):  # noqa: F811
+def test_settings_a_model_cannot_run_fail_before_any_stage(tiny_causal_dir, tmp_path):
     dataset = write_dataset(tmp_path / "dataset")
     result = run_kbench("evaluate", "kee", "--dataset", str(dataset), "--model", str(tiny_causal_dir),
                         "--techniques", "iti", "--out", str(tmp_path / "run"))

@@ -1,4 +1,4 @@
-"""`kbench publish SUITE_DIR` against the local Hub stand-in of test_publish_http: the leaderboard
+"""`kbench publish SUITE_DIR` against the local Hub stand-in (tests/servers/hub.py): the leaderboard
 as a dataset (leaderboard.parquet, the card's default config), the suite report, suite.json and
 claims.md, and every finished cell's results and per-item rows; nothing else leaves the machine."""
 
@@ -12,10 +12,9 @@ import polars as pl
 from kbench.metrics.uncertainty import proportion
 from tests.conftest import run_kbench
 from tests.integration.test_claims_papers import constructed_suite
-from tests.integration.test_publish_http import hub  # noqa: F401  (the fixture)
 
 
-def test_publish_a_suite_as_a_leaderboard_dataset(hub, tmp_path):  # noqa: F811
+def test_publish_a_suite_as_a_leaderboard_dataset(hub, tmp_path):
     fake, env = hub
     folder = constructed_suite(tmp_path / "suite")
     document = json.loads((folder / "suite.json").read_text())

@@ -12,11 +12,10 @@ import sys
 import pytest
 
 from tests.conftest import REPO_ROOT, run_kbench
-from tests.fixtures_models import tiny_causal_dir  # noqa: F401
 
 
 @pytest.fixture(scope="module")
-def examples(shared_data, tiny_causal_dir, tmp_path_factory):  # noqa: F811
+def examples(shared_data, tiny_causal_dir, tmp_path_factory):
     """The namespace after running every example of kbench.api: build, then evaluate, then report."""
     import kbench.api
 
@@ -78,7 +77,7 @@ def test_import_kbench_is_light_and_evaluate_is_also_the_engine_package():
     assert shown.stdout.split() == ["['kbench']", "True", "True", "True", "kbench.api"]
 
 
-def test_truefalse_closed_book_from_the_api_matches_the_cli(shared_data, tiny_causal_dir, tmp_path):  # noqa: F811
+def test_truefalse_closed_book_from_the_api_matches_the_cli(shared_data, tiny_causal_dir, tmp_path):
     """The task decides the roles: `checkpoint=` is judged and `model` is the base, from either door."""
     import kbench
     from tests.dataset_folders import left_dataset

@@ -22,14 +22,12 @@ from kbench.models.interface import Capability, ModelSpec
 from kbench.models.cached import open_model
 from kbench.models.prompt import Prompt, user
 from tests.conftest import run_kbench
-from tests.dataset_folders import question_dataset
-from tests.fixtures_models import tiny_causal_dir  # noqa: F401
+from tests.dataset_folders import facts_about
 from tests.question_rows import question_row
 from tests.servers import fault_proxy, free_port
-from tests.servers.fixtures import CHAT_TEMPLATE, SECRET, standin  # noqa: F401
+from tests.servers.fixtures import CHAT_TEMPLATE, SECRET
 
-FACTS = [("P36", "France", "Paris"), ("P36", "Germany", "Berlin"), ("P36", "Italy", "Rome"), ("P19", "Dante", "Florence"),
-         ("P19", "Marie Curie", "Warsaw"), ("P495", "Toyota", "Japan")]
+FACTS = facts_about("France", "Germany", "Italy", "Dante", "Marie Curie", "Toyota")
 KEY = {"KBENCH_API_KEY": SECRET}
 
 
@@ -50,13 +48,6 @@ def chat_folder(tiny_causal_dir, tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def port(standin) -> int:
     return standin[1]
-
-
-@pytest.fixture(scope="module")
-def facts(tmp_path_factory):
-    return question_dataset(tmp_path_factory.mktemp("facts"), [
-        {"id": f"q{i}", "relation": r, "subject": s, "object": o, "answers": [o], "prompt_cloze": f"{s} is in"}
-        for i, (r, s, o) in enumerate(FACTS)])
 
 
 def _chat_model(port: int, options: str = "") -> str:

@@ -15,22 +15,12 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO_ROOT, run_kbench
-from tests.dataset_folders import question_dataset
+from tests.dataset_folders import facts_about
 from tests.servers import free_port, stop, vllm_like
-from tests.servers.fixtures import SECRET, standin  # noqa: F401
-from tests.fixtures_models import tiny_causal_dir  # noqa: F401
+from tests.servers.fixtures import SECRET
 
-FACTS = [("P36", "France", "Paris"), ("P36", "Germany", "Berlin"), ("P36", "Italy", "Rome"), ("P36", "Spain", "Madrid"),
-         ("P19", "Dante", "Florence"), ("P19", "Marie Curie", "Warsaw"), ("P495", "Toyota", "Japan"),
-         ("P495", "Nokia", "Finland"), ("P495", "Sony", "Japan"), ("P19", "Picasso", "Malaga")]
+FACTS = facts_about("France", "Germany", "Italy", "Spain", "Dante", "Marie Curie", "Toyota", "Nokia", "Sony", "Picasso")
 KEY = {"KBENCH_API_KEY": SECRET}
-
-
-@pytest.fixture(scope="module")
-def facts(tmp_path_factory):
-    return question_dataset(tmp_path_factory.mktemp("facts"), [
-        {"id": f"q{i}", "relation": r, "subject": s, "object": o, "answers": [o], "prompt_cloze": f"{s} is in"}
-        for i, (r, s, o) in enumerate(FACTS)])
 
 
 def _args(facts: Path, port: int, out: Path, options: str = "") -> list[str]:

@@ -11,8 +11,7 @@ from kbench.errors import UserError
 from kbench.models.cached import open_model
 from kbench.models.interface import Capability, ModelSpec
 from tests.conftest import run_kbench
-from tests.fixtures_models import tiny_causal_dir  # noqa: F401
-from tests.servers.fixtures import SECRET, standin  # noqa: F401
+from tests.servers.fixtures import SECRET
 
 
 @pytest.fixture(scope="module")

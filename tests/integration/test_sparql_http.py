@@ -23,7 +23,7 @@ from kbench.sources.wikidata import ENTITY, WikidataClient
 from kbench.sources.wikidata_store import open_cached_store
 
 from conftest import run_kbench
-from sparql_servers import oxigraph_server
+from sparql_servers import lama_check_recipe, make_lama_store, oxigraph_server
 
 INJECTION = 'x" } ; DELETE WHERE { ?s ?p ?o } #'
 EXTRA = f'<{ENTITY}Q999999999991> <http://www.w3.org/2000/01/rdf-schema#label> "x\\" }} ; DELETE WHERE {{ ?s ?p ?o }} #"@en .\n'
@@ -32,16 +32,7 @@ EXTRA = f'<{ENTITY}Q999999999991> <http://www.w3.org/2000/01/rdf-schema#label> "
 @pytest.fixture(scope="module")
 def lama_store(shared_data, tmp_path_factory) -> tuple[Path, Path]:
     """(subset .nt, store folder) for the real LAMA inputs, made with the CLI."""
-    work = tmp_path_factory.mktemp("wikidata")
-    subset, store = work / "lama.nt", work / "store"
-    done = run_kbench("wikidata", "subset", "--lama-dir", str(shared_data), "--out", str(subset))
-    assert done.returncode == 0, done.stderr
-    done = run_kbench("wikidata", "import", str(subset), "--store", str(store))
-    assert done.returncode == 0, done.stderr
-    (work / "extra.nt").write_text(EXTRA, encoding="utf-8")
-    done = run_kbench("wikidata", "import", str(work / "extra.nt"), "--store", str(store))
-    assert done.returncode == 0, done.stderr
-    return subset, store
+    return make_lama_store(tmp_path_factory.mktemp("wikidata"), ["--lama-dir", str(shared_data)], extra_nt=EXTRA)
 
 
 @pytest.fixture(scope="module")
@@ -108,26 +99,8 @@ def test_stages_over_http_match_embedded_and_cache_results(endpoint, lama_store,
 
 
 def test_build_with_sparql_endpoint_flag(endpoint, lama_store, shared_data, cache_dir, tmp_path):
-    recipe = tmp_path / "mini.toml"
-    store = lama_store[0].as_posix()
-    recipe.write_text(f"""
-[pipeline]
-name = "mini"
-
-[[stages]]
-stage = "load_lama"
-trex = "{(shared_data / 'lama_trex').as_posix()}"
-relations = ["P19", "P101"]
-max_per_relation = 40
-
-[[stages]]
-stage = "verify_wikidata"
-store = "{store}"
-
-[[stages]]
-stage = "single_answer"
-store = "{store}"
-""", encoding="utf-8")
+    recipe = lama_check_recipe(tmp_path / "mini.toml", shared_data, ["P19", "P101"], 40,
+                               f'store = "{lama_store[0].as_posix()}"')
     out, outputs = tmp_path / "out", []
     for extra in ([], ["--sparql-endpoint", endpoint]):
         done = run_kbench("build", str(recipe), "--out", str(out), *extra, env={"KBENCH_CACHE": str(cache_dir)})

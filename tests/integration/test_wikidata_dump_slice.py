@@ -16,6 +16,7 @@ import polars as pl
 import pytest
 
 from conftest import REPO_ROOT, run_kbench
+from sparql_servers import lama_check_recipe
 from kbench.construct.context import StageContext
 from kbench.construct.stages.domain_taxonomy import DomainTaxonomy
 from kbench.construct.stages.single_answer import SingleAnswer
@@ -127,27 +128,8 @@ def test_a_store_folder_without_an_import_record_is_refused(tmp_path):
 def test_a_build_pointed_at_the_imported_slice_records_it_and_drops_what_it_contradicts(
         facts, slice_store, shared_data, tmp_path):
     nt, store = slice_store
-    recipe = tmp_path / "mini.toml"
-    recipe.write_text(f"""
-[pipeline]
-name = "mini"
-
-[[stages]]
-stage = "load_lama"
-trex = "{(shared_data / 'lama_trex').as_posix()}"
-relations = ["P19"]
-max_per_relation = 60
-
-[[stages]]
-stage = "verify_wikidata"
-id = "verify"
-store = "{store.as_posix()}"
-
-[[stages]]
-stage = "single_answer"
-id = "single"
-store = "{store.as_posix()}"
-""", encoding="utf-8")
+    recipe = lama_check_recipe(tmp_path / "mini.toml", shared_data, ["P19"], 60, f'store = "{store.as_posix()}"',
+                               stage_ids=True)
     out = tmp_path / "out"
     done = run_kbench("build", str(recipe), "--out", str(out))
     assert done.returncode == 0, done.stderr

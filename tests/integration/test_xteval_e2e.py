@@ -11,7 +11,6 @@ from kbench.evaluate.engine import validate
 from kbench.tasks.xteval.pipeline import load_facts
 from kbench.report.build import build_report
 from tests.conftest import run_kbench
-from tests.fixtures_models import tiny_causal_dir, tiny_masked_dir  # noqa: F401
 
 RELATIONS = ("P19", "P20", "P27", "P101", "P106", "P1412")
 PER_RELATION = 6
@@ -193,7 +192,7 @@ def _report_pairs_facts_of_two_runs(lama_folder, model, out, tmp_path):
     assert "downstream ood" not in text   # only one run has OOD
 
 
-def test_rerun_with_other_settings_is_refused_and_tiny_d_theta_is_explained(lama_folder, tiny_causal_dir, tmp_path, capsys):  # noqa: F811
+def test_rerun_with_other_settings_is_refused_and_tiny_d_theta_is_explained(lama_folder, tiny_causal_dir, tmp_path, capsys):
     out = tmp_path / "run"
     assert kbench_in_process(*_args(lama_folder, tiny_causal_dir, out, "--limit", "12")) == 0
     # A real user's view (subprocess): other settings in the same folder -> exit 2, one clear line.
@@ -222,7 +221,7 @@ def test_rerun_with_other_settings_is_refused_and_tiny_d_theta_is_explained(lama
     assert code == 2 and "not a dataset folder" in capsys.readouterr().err
 
 
-def test_masked_lm_facts_with_multi_token_tails_leave_the_denominator(lama_folder, tiny_masked_dir, tmp_path, capsys):  # noqa: F811
+def test_masked_lm_facts_with_multi_token_tails_leave_the_denominator(lama_folder, tiny_masked_dir, tmp_path, capsys):
     """The tiny BERT's vocabulary holds few LAMA tails as one token: those facts are not probed,
     and acc_D is counted over the probed facts only."""
     out = tmp_path / "masked"
@@ -236,7 +235,7 @@ def test_masked_lm_facts_with_multi_token_tails_leave_the_denominator(lama_folde
     assert statuses.count("unreadable") > 0 and set(statuses) <= {"known", "unknown", "unreadable"}
 
 
-def test_data_parallel_launch_on_two_cpu_processes(lama_folder, tiny_causal_dir, tmp_path):  # noqa: F811
+def test_data_parallel_launch_on_two_cpu_processes(lama_folder, tiny_causal_dir, tmp_path):
     """The same command under a 2-process launcher (DDP over gloo on CPU): both processes train,
     the main one writes the run folder, results are valid."""
     from tests.launchers import accelerate_launch

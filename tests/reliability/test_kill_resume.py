@@ -20,7 +20,6 @@ from pathlib import Path
 import polars as pl
 import pytest
 from conftest import REPO_ROOT, run_kbench
-from fixtures_models import tiny_causal_dir  # noqa: F401  (fixture)
 
 RECIPE = str(REPO_ROOT / "pipelines" / "lama-trex.toml")
 SMALL = ["--set", 'load.relations=["P19","P20","P27"]', "--set", "load.max_per_relation=300"]

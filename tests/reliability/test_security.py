@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO_ROOT, run_kbench
-from fixtures_models import tiny_causal_dir  # noqa: F401  (fixture)
 from tests.dataset_folders import SMALL_LAMA_BUILD
 
 PLANTED = "hf_PLANTEDsecretTOKENdoNotLeak1234567890"

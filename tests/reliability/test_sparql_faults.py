@@ -19,10 +19,9 @@ from kbench.construct.runner import run_recipe
 from kbench.errors import UserError
 from kbench.io import stable_hash
 from kbench.sources import sparql_client
-from kbench.sources.wikidata_store import SubsetInputs, import_rdf, write_lama_subset
 
 from conftest import run_kbench
-from sparql_servers import FaultProxy, oxigraph_server
+from sparql_servers import FaultProxy, lama_check_recipe, make_lama_store, oxigraph_server
 
 ALL_FAULTS = ["429", "pass", "500", "pass", "502", "pass", "503", "pass", "hang", "pass",
               "cut", "pass", "truncated", "pass", "html"]
@@ -31,37 +30,18 @@ ALL_FAULTS = ["429", "pass", "500", "pass", "502", "pass", "503", "pass", "hang"
 @pytest.fixture(scope="module")
 def served(shared_data, tmp_path_factory):
     """(subset file, endpoint URL): the T-REx facts in a store served by oxigraph."""
-    work = tmp_path_factory.mktemp("sparql-faults")
-    subset = work / "trex.nt"
-    write_lama_subset(SubsetInputs(trex_dir=shared_data / "lama_trex" / "TREx",
-                                   relations=shared_data / "lama_trex" / "relations.jsonl"), subset)
-    import_rdf(subset, work / "store")
-    with oxigraph_server(work / "store") as url:
+    trex = shared_data / "lama_trex"
+    subset, store = make_lama_store(tmp_path_factory.mktemp("sparql-faults"),
+                                    ["--trex-dir", str(trex / "TREx"), "--relations", str(trex / "relations.jsonl")])
+    with oxigraph_server(store) as url:
         yield subset, url
 
 
 @pytest.fixture(scope="module")
 def recipe(served, shared_data, tmp_path_factory) -> Path:
-    path = tmp_path_factory.mktemp("recipe") / "mini.toml"
     wikidata = (f'store = "{served[0].as_posix()}"\nbatch_size = 40\n'
-                "http_timeout = 0.5\nhttp_attempts = 3\nhttp_backoff = 0.05\n")
-    path.write_text(f"""
-[pipeline]
-name = "mini"
-
-[[stages]]
-stage = "load_lama"
-trex = "{(shared_data / 'lama_trex').as_posix()}"
-relations = ["P19", "P101"]
-max_per_relation = 120
-
-[[stages]]
-stage = "verify_wikidata"
-{wikidata}
-[[stages]]
-stage = "single_answer"
-{wikidata}""", encoding="utf-8")
-    return path
+                "http_timeout = 0.5\nhttp_attempts = 3\nhttp_backoff = 0.05")
+    return lama_check_recipe(tmp_path_factory.mktemp("recipe") / "mini.toml", shared_data, ["P19", "P101"], 120, wikidata)
 
 
 def build(recipe: Path, out: Path, cache: Path, endpoint: str):

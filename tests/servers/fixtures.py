@@ -1,5 +1,5 @@
 """The session's vLLM-like stand-in on the tiny random Llama, shared by the served-model test
-modules: `from tests.servers.fixtures import standin  # noqa: F401`."""
+modules (tests/conftest.py registers this module as a plugin: a test asks for `standin` by name)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.fixtures_models import tiny_causal_dir  # noqa: F401
 from tests.servers import free_port, vllm_like
 
 SECRET = "sk-kbench-test-7f3a9c0e1d"  # the key the stand-in demands; must show up in no file or output

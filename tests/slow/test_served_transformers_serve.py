@@ -21,12 +21,13 @@ from kbench.models.interface import Capability, ModelSpec, require
 from kbench.models.cached import open_model
 from kbench.models.loading import resolve_source
 from tests.conftest import run_kbench
+from tests.dataset_folders import facts_about
 from tests.question_rows import question_row
 from tests.servers import free_port, transformers_serve
 
 pytestmark = pytest.mark.slow
 
-FACTS = [("P36", "France", "Paris"), ("P36", "Germany", "Berlin"), ("P19", "Dante", "Florence"), ("P495", "Toyota", "Japan")]
+FACTS = facts_about("France", "Germany", "Dante", "Toyota")
 
 
 EXTRACTION_FACTS, KEE_FACTS = 12, 3

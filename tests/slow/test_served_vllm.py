@@ -28,7 +28,7 @@ from kbench.models.cached import open_model
 from kbench.models.interface import Capability, ModelSpec
 from kbench.models.loading import resolve_source
 from tests.conftest import run_kbench
-from tests.dataset_folders import question_dataset
+from tests.dataset_folders import facts_about, question_dataset
 from tests.servers import fault_proxy, free_port, vllm_server
 
 pytestmark = pytest.mark.slow
@@ -36,9 +36,7 @@ pytestmark = pytest.mark.slow
 SECRET = "sk-kbench-vllm-5e1b7d"  # the key the server demands (`--api-key`); must show up in no file or output
 KEY = {"KBENCH_API_KEY": SECRET}
 LOGPROB_TOLERANCE = 1e-4
-FACTS = [("P36", "France", "Paris"), ("P36", "Germany", "Berlin"), ("P36", "Italy", "Rome"), ("P36", "Japan", "Tokyo"),
-         ("P19", "Dante", "Florence"), ("P19", "Mozart", "Salzburg"), ("P495", "Toyota", "Japan"),
-         ("P495", "Nokia", "Finland")]
+FACTS = facts_about("France", "Germany", "Italy", "Japan", "Dante", "Mozart", "Toyota", "Nokia")
 KEE_FACTS = 4  # the seeded --limit sample of FACTS: KEE runs each fact through several techniques
 KEE_ARGS = ("--limit", str(KEE_FACTS), "--techniques", "baseline,temp0.7,genread", "--k", "2", "--sweep-max", "2",
             "--temperatures", "0.7", "--technique-param=temp0.7.votes=2", "--technique-param=genread.document_tokens=16")
@@ -55,13 +53,6 @@ def server(tmp_path_factory):
 
 def model_arg(port: int, options: str = "") -> str:
     return f"openai:http://127.0.0.1:{port}/v1{options}"
-
-
-@pytest.fixture(scope="module")
-def facts(tmp_path_factory):
-    return question_dataset(tmp_path_factory.mktemp("facts"), [
-        {"id": f"q{i}", "relation": r, "subject": s, "object": o, "answers": [o], "prompt_cloze": f"{s} is in"}
-        for i, (r, s, o) in enumerate(FACTS)])
 
 
 @pytest.fixture(scope="module")

@@ -20,14 +20,13 @@ import pytest
 import kbench
 from kbench.models.loading import resolve_source
 from tests.conftest import REPO_ROOT
-from tests.dataset_folders import question_dataset
+from tests.dataset_folders import facts_about
 from tests.servers import vllm_python
 
 pytestmark = pytest.mark.slow
 
 LOGPROB_TOLERANCE = 1e-4
-FACTS = [("P36", "France", "Paris"), ("P36", "Germany", "Berlin"), ("P36", "Italy", "Rome"), ("P36", "Japan", "Tokyo"),
-         ("P19", "Dante", "Florence"), ("P495", "Toyota", "Japan"), ("P495", "Nokia", "Finland")]
+FACTS = facts_about("France", "Germany", "Italy", "Japan", "Dante", "Toyota", "Nokia")
 #: run in the vLLM venv: one engine, the runs of RUNS, and two draws of the same seeded samples
 SCRIPT = """
 import json, sys
@@ -47,13 +46,6 @@ with open(sys.argv[3], "w") as out:  # a file: kbench and vLLM print to stdout t
 def vllm_env() -> dict:
     return {**os.environ, "PYTHONPATH": str(REPO_ROOT), "OMP_NUM_THREADS": "1", "VLLM_CPU_OMP_THREADS_BIND": "1",
             "VLLM_CPU_KVCACHE_SPACE": "1", "HF_HUB_OFFLINE": "1", "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1"}
-
-
-@pytest.fixture(scope="module")
-def facts(tmp_path_factory):
-    return question_dataset(tmp_path_factory.mktemp("facts"), [
-        {"id": f"q{i}", "relation": r, "subject": s, "object": o, "answers": [o], "prompt_cloze": f"{s} is in"}
-        for i, (r, s, o) in enumerate(FACTS)])
 
 
 def test_vllm_backend_agrees_with_transformers(facts, shared_data, tmp_path):

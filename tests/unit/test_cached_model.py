@@ -20,7 +20,6 @@ from kbench.models.provenance import _direct_imports, code_hash
 from kbench.models.result_cache import ResultCache
 from kbench.models.interface import Intervention, ModelInfo, SamplingTruncation, Steering
 from kbench.models.runner import ModelRunner
-from tests.fixtures_models import tiny_causal, TEST_DEVICE, tiny_causal_dir  # noqa: F401
 from tests.unit.test_runner import GOLDS, PROMPTS, count_forwards
 
 

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
-from card_folders import make_lama_folder
+from card_folders import front_matter
 
 from kbench.cards import licenses
 from kbench.cards.folder import publishable_files
@@ -44,20 +43,9 @@ def test_unknown_license_cannot_be_compared_unless_forced():
 
 # --- rendering ---------------------------------------------------------------------------------
 
-@pytest.fixture
-def lama_dir(tmp_path, shared_data) -> Path:
-    return make_lama_folder(tmp_path / "lama", shared_data)
-
-
-def _front_matter(readme: Path) -> dict:
-    from huggingface_hub import DatasetCard
-
-    return DatasetCard(readme.read_text()).data.to_dict()
-
-
 def test_card_metadata_and_body_come_from_manifest_stats_and_splits(lama_dir):
     readme = write_card(lama_dir)
-    meta = _front_matter(readme)
+    meta = front_matter(readme)
     assert meta["license"] == "cc-by-nc-4.0"
     assert meta["size_categories"] == ["n<1K"]
     assert meta["source_datasets"] == ["extended|facebook/lama"]
@@ -105,17 +93,17 @@ def test_family_and_license_follow_the_detected_sources(lama_dir):
     manifest["dataset"], manifest["recipe_file"] = "probe", "probe.toml"
     manifest["inputs"] = [{"stage": "load", "path": "data/rebel_sample/sample.jsonl", "sha256": "0" * 64}]
     (lama_dir / "manifest.json").write_text(json.dumps(manifest))
-    meta = _front_matter(write_card(lama_dir))
+    meta = front_matter(write_card(lama_dir))
     assert meta["license"] == "cc-by-nc-sa-4.0"          # REBEL's share-alike is inherited
     assert meta["pretty_name"].startswith("MAPLE")
     manifest["inputs"] = [{"stage": "load", "path": "openstax_us_history/review_mcq.jsonl", "sha256": "0" * 64}]
     (lama_dir / "manifest.json").write_text(json.dumps(manifest))
-    meta = _front_matter(write_card(lama_dir))
+    meta = front_matter(write_card(lama_dir))
     assert (meta["license"], meta["task_categories"][0]) == ("cc-by-4.0", "text-classification")
 
 
 def test_declared_family_wins_and_unknown_family_is_an_error(lama_dir):
-    meta = _front_matter(write_card(lama_dir, family="evolving"))
+    meta = front_matter(write_card(lama_dir, family="evolving"))
     assert meta["pretty_name"].startswith("EvolvingQA")
     assert meta["license"] == "cc-by-nc-4.0"  # the LAMA input still decides the license
     with pytest.raises(UserError, match="no card template for family"):
@@ -128,7 +116,7 @@ def test_a_lama_build_that_dropped_rows_gets_the_derived_card_with_its_drops(lam
     rejected = lama_dir / "rejected" / "frequency_bin.parquet"
     pl.read_parquet(rejected).with_columns(pl.Series("source", ["trex", "trex", "google_re"])).write_parquet(rejected)
     text = write_card(lama_dir).read_text()
-    assert _front_matter(lama_dir / "README.md")["pretty_name"].startswith("LAMA T-REx facts, single-answer and frequency-binned")
+    assert front_matter(lama_dir / "README.md")["pretty_name"].startswith("LAMA T-REx facts, single-answer and frequency-binned")
     assert "- **`frequency_bin`** (`frequency_bin`): dropped 3 of 27 (11.1%) rows (`buffer` 3)" in text
     assert "| reason | google_re | trex |\n|---|---|---|\n| `buffer` | 1 | 2 |" in text  # by source
     # with the step's input still in .kbench/ (a work file), each count is also a share of its source
@@ -145,7 +133,7 @@ def test_a_lama_build_without_drops_gets_the_probe_card(lama_dir):
     (lama_dir / "stats.json").write_text(json.dumps(stats))
     (lama_dir / "rejected" / "frequency_bin.parquet").unlink()
     text = write_card(lama_dir).read_text()
-    assert _front_matter(lama_dir / "README.md")["pretty_name"] == "LAMA probe (T-REx and Google-RE)"
+    assert front_matter(lama_dir / "README.md")["pretty_name"] == "LAMA probe (T-REx and Google-RE)"
     assert "**No row was dropped.**" in text
 
 

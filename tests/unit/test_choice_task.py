@@ -14,7 +14,6 @@ from kbench.tasks.choice import answers
 from kbench.tasks.choice.metrics import predicted_index, prior_bias, rank_of, size_bucket, summary
 from kbench.tasks.choice.statements import fill
 from tests.dataset_folders import question_dataset
-from tests.fixtures_models import tiny_causal_dir, tiny_masked_dir  # noqa: F401
 
 BORN, CAPITAL = "[X] was born in [Y] .", "The capital of [X] is [Y] ."
 FACTS = [("P19", BORN, "Marie Curie", "Warsaw", "people"), ("P19", BORN, "Albert Einstein", "Ulm", "people"),

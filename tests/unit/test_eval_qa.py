@@ -13,7 +13,7 @@ from kbench.evaluate.task import RunContext
 from kbench.tasks.qa.metrics import official_em, official_f1
 from kbench.metrics.uncertainty import proportion
 from tests.dataset_folders import evolving_dataset
-from tests.fixtures_models import cached_model, tiny_causal, tiny_causal_dir  # noqa: F401
+from tests.fixtures_models import cached_model
 
 @pytest.fixture(scope="module")
 def evolving(tmp_path_factory):

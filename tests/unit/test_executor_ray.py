@@ -18,7 +18,7 @@ import pytest
 
 ray = pytest.importorskip("ray")
 
-from test_stage_extract_rebel import SENTENCE, tiny_rebel  # noqa: E402,F401  (tiny_rebel: a fixture)
+from tests.fixtures_models import REBEL_SENTENCE  # noqa: E402
 from test_stream_chunks import outputs, stats, write_inputs  # noqa: E402
 
 from kbench.construct import runner  # noqa: E402
@@ -152,7 +152,7 @@ def test_options_are_checked(tmp_path):
 
 
 def rebel_recipe(folder: Path, model: Path, device: str = "cpu") -> Path:
-    docs = [{"docid": str(i), "title": f"Doc {i}", "text": f"{SENTENCE} It is cold ." if i % 2 else "It is cold ."}
+    docs = [{"docid": str(i), "title": f"Doc {i}", "text": f"{REBEL_SENTENCE} It is cold ." if i % 2 else "It is cold ."}
             for i in range(5)]
     (folder / "docs.jsonl").write_text("".join(json.dumps(d) + "\n" for d in docs))
     recipe = folder / "rebel.toml"

@@ -16,7 +16,6 @@ from kbench.evaluate.task import RunContext
 from kbench.models.loading import load_model
 from kbench.models.prompt import Prompt
 from kbench.models.runner import ModelRunner
-from tests.fixtures_models import tiny_causal_dir, tiny_masked_dir  # noqa: F401
 
 FACTS = [  # relation, template, subject, object, bin
     ("P36", "The capital of [X] is [Y] .", "France", "Paris", "head"),

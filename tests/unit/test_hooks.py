@@ -9,11 +9,10 @@ import torch
 from kbench.errors import UserError
 from kbench.models import hooks
 from kbench.models.loading import load_model
-from tests.fixtures_models import tiny_causal_dir  # noqa: F401
 
 
 @pytest.fixture(scope="module")
-def tiny(tiny_causal_dir):  # noqa: F811
+def tiny(tiny_causal_dir):
     loaded = load_model(str(tiny_causal_dir))
     batch = loaded.tokenizer(["Paris is the capital of", "Marie Curie was born in"], return_tensors="pt", padding=True)
     return loaded.model, batch

@@ -15,9 +15,10 @@ from kbench.tasks.kee.task import KeeSettings, KnowledgeElicitation
 from kbench.evaluate.task import RunContext
 from kbench.models.interface import Capability, LanguageModel, ModelInfo
 from kbench.models.prompt import as_prompt
+from tests.dataset_folders import facts_about
 from tests.question_rows import question_row
 
-FACTS = [("Paris", "France"), ("Berlin", "Germany"), ("Rome", "Italy"), ("Madrid", "Spain")]
+FACTS = facts_about("France", "Germany", "Italy", "Spain")
 
 
 class EchoBackend:
@@ -42,7 +43,7 @@ class EchoBackend:
     sequence_start = token_ids
 
     def _answer(self, prompt) -> str:
-        capital = {country: city for city, country in FACTS}
+        capital = {country: city for _, country, city in FACTS}
         text = self.render(prompt)
         return next((f" {capital[c]}\n" for c in capital if c in text and c != "Spain"), " Ulm\n")
 
@@ -62,7 +63,7 @@ class EchoBackend:
 
 def _dataset(root):
     rows = [question_row(id=f"f{n}", relation="P36", subject=country, object=city, question=f"What is the capital of {country}?")
-            for n, (city, country) in enumerate(FACTS)]
+            for n, (_, country, city) in enumerate(FACTS)]
     (root / "data" / "default").mkdir(parents=True)
     pl.DataFrame(rows).write_parquet(root / "data" / "default" / "test.parquet")
     return root

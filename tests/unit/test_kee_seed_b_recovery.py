@@ -14,7 +14,7 @@ import pytest
 import kbench
 from kbench.tasks.kee.techniques.base import ANSWER_STOP, MAX_ANSWER_TOKENS, KeeContext, clean_answer, majority_vote, use_chat
 from kbench.metrics.matching import maple_correct, normalize_for_matching
-from tests.fixtures_models import cached_model, tiny_causal, tiny_causal_dir  # noqa: F401
+from tests.fixtures_models import cached_model
 from tests.question_rows import question_row
 
 K = 12  # more than the vote's 10 samples: samples past the vote count too
@@ -37,7 +37,7 @@ def _gold_reached_only_outside_the_vote(samples: list[str], greedy: str) -> str 
 
 
 @pytest.fixture(scope="module")
-def runs(tiny_causal, tmp_path_factory):  # noqa: F811
+def runs(tiny_causal, tmp_path_factory):
     root = tmp_path_factory.mktemp("seed-b")
     model = cached_model(tiny_causal, root / "cache.sqlite")
     context = KeeContext(model=model, fit_dir=root / "fits", chat=use_chat(model.info, "auto"))

@@ -14,7 +14,6 @@ from kbench.tasks.truefalse.protocol import left_protocol
 from kbench.tasks.truefalse.task import TrueFalseSettings
 from kbench.models.training.boolq import MARKER, finetune_boolq
 from tests.dataset_folders import left_dataset as build_left_dataset
-from tests.fixtures_models import tiny_causal_dir  # noqa: F401
 
 # BoolQ's shape (question, answer), written here: no download
 BOOLQ_ROWS = [

@@ -7,7 +7,6 @@ import logging
 
 import polars as pl
 import pytest
-from fixtures_models import tiny_causal_dir  # noqa: F401  (fixture)
 
 from kbench.construct.context import StageContext
 from kbench.construct.stages._llm_judge import parse_verdict
@@ -48,7 +47,7 @@ def test_off_without_a_judge_model(tmp_path):
 
 
 @pytest.mark.parametrize("stage_cls", [JudgeDomain, JudgeSingleAnswer])
-def test_a_tiny_model_judges_every_row_without_crashing(stage_cls, tmp_path, tiny_causal_dir, caplog):  # noqa: F811
+def test_a_tiny_model_judges_every_row_without_crashing(stage_cls, tmp_path, tiny_causal_dir, caplog):
     ctx = _ctx(tmp_path, judge_model=str(tiny_causal_dir))
     stage = stage_cls(stage_cls.Params(max_new_tokens=6), ctx)
     out = stage.run(ROWS.lazy())
@@ -73,7 +72,7 @@ def test_a_tiny_model_judges_every_row_without_crashing(stage_cls, tmp_path, tin
     assert "3 distinct prompts, 3 answered from the result cache" in caplog.text  # the rerun asks the model nothing
 
 
-def test_a_recipe_model_is_used_and_the_command_line_wins(tmp_path, tiny_causal_dir):  # noqa: F811
+def test_a_recipe_model_is_used_and_the_command_line_wins(tmp_path, tiny_causal_dir):
     out = JudgeDomain(JudgeDomain.Params(model=str(tiny_causal_dir), max_new_tokens=4), _ctx(tmp_path)).run(ROWS.lazy())
     assert out.details["judge"]["model"] == str(tiny_causal_dir)
     ctx = _ctx(tmp_path, judge_model=str(tiny_causal_dir))  # --judge-model beats the recipe's (absent) model
@@ -81,7 +80,7 @@ def test_a_recipe_model_is_used_and_the_command_line_wins(tmp_path, tiny_causal_
     assert out.details["judge"]["model"] == str(tiny_causal_dir)
 
 
-def test_missing_columns_name_the_stage(tmp_path, tiny_causal_dir):  # noqa: F811
+def test_missing_columns_name_the_stage(tmp_path, tiny_causal_dir):
     from kbench.errors import UserError
 
     with pytest.raises(UserError, match="judge_domain needs the column"):

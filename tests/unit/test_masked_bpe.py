@@ -12,7 +12,6 @@ from kbench.evaluate.prompts import build_prompts
 from kbench.models.loading import load_model
 from kbench.models.runner import ModelRunner
 from tests.dataset_folders import question_dataset
-from tests.fixtures_models import tiny_masked_dir, tiny_roberta_dir  # noqa: F401
 from tests.question_rows import question_row
 
 ROWS = [question_row(id="q0", relation="P36", subject="France", object="Paris", prompt_masked="The capital of France is [MASK] ."),

@@ -9,7 +9,6 @@ from transformers.cache_utils import Cache, DynamicLayer
 from kbench.models.kv_cache import cache_of_prompts
 from kbench.models.loading import load_model
 from kbench.models.packing import MIN_ROW_WIDTH, last_token_logits, pack
-from tests.fixtures_models import tiny_causal_dir  # noqa: F401
 
 # lengths 5, 40 (longer than MIN_ROW_WIDTH), 3, 20, 2, 9
 SEQS = [[(7 * i + j) % 300 + 2 for j in range(n)] for i, n in enumerate((5, 40, 3, 20, 2, 9))]

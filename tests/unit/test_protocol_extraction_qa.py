@@ -16,7 +16,6 @@ from kbench.models.loading import load_model
 from kbench.models.runner import ModelRunner
 from kbench.protocol import REFERENCES, Protocol
 from tests.dataset_folders import evolving_dataset
-from tests.fixtures_models import tiny_causal_dir, tiny_masked_dir  # noqa: F401
 from tests.unit.test_extraction import write_dataset_folder
 
 

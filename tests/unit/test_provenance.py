@@ -12,7 +12,6 @@ import torch
 
 from kbench.models.loading import load_model
 from kbench.models.provenance import _gguf_facts, environment, weights_provenance
-from tests.fixtures_models import tiny_causal_dir  # noqa: F401
 
 
 def test_environment_names_packages_device_threads_and_python():
@@ -25,7 +24,7 @@ def test_environment_names_packages_device_threads_and_python():
     json.dumps(env)   # goes into results.json as is
 
 
-def test_folder_weights_are_named_by_their_sha256(tiny_causal_dir):  # noqa: F811
+def test_folder_weights_are_named_by_their_sha256(tiny_causal_dir):
     loaded = load_model(str(tiny_causal_dir))
     info = weights_provenance(loaded)
     weights = tiny_causal_dir / "model.safetensors"

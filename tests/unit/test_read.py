@@ -10,7 +10,6 @@ import torch
 from kbench.errors import UserError
 from kbench.models.loading import load_model
 from kbench.read import ReadSettings, read_text
-from tests.fixtures_models import tiny_causal_dir  # noqa: F401
 
 PARAGRAPHS = [
     {"text": "Paris is the capital of France . Berlin is the capital of Germany .", "split": "dev"},

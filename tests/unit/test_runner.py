@@ -13,7 +13,7 @@ from kbench.models.loading import load_model
 from kbench.models.packing import packing_works
 from kbench.models.interface import Intervention, Steering
 from kbench.models.runner import ModelRunner
-from tests.fixtures_models import TEST_DEVICE, tiny_causal_dir, tiny_masked_dir  # noqa: F401
+from tests.fixtures_models import TEST_DEVICE
 
 PROMPTS = ["Paris is the capital of", "Marie Curie was born in", "The native language of Pablo Picasso is",
            "Rome is", "Question : What is the capital of France ? Answer :"]

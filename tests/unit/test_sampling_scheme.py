@@ -11,7 +11,6 @@ from kbench.tasks.kee.techniques.temperature import sampling_intervention
 from kbench.models.decoding import sample_tokens, truncate
 from kbench.models.loading import load_model
 from kbench.models.runner import ModelRunner
-from tests.fixtures_models import tiny_causal_dir  # noqa: F401
 
 INF = float("-inf")
 PROBS = [0.5, 0.3, 0.15, 0.05]
@@ -51,7 +50,7 @@ def test_truncated_sampling_draws_the_renormalised_nucleus():
 
 
 @pytest.fixture(scope="module")
-def runner(tiny_causal_dir):  # noqa: F811
+def runner(tiny_causal_dir):
     return ModelRunner(load_model(str(tiny_causal_dir)))
 
 

@@ -10,7 +10,7 @@ from kbench.models import packing
 from kbench.models.loading import load_model
 from kbench.models.runner import ModelRunner
 from kbench.models.shared_prefix import levels, shared_tokens
-from tests.fixtures_models import TEST_DEVICE, tiny_causal_dir  # noqa: F401
+from tests.fixtures_models import TEST_DEVICE
 
 SYSTEM = "System: answer with a short answer.\nQuestion: "
 QUESTIONS = ["capital of France?", "capital of Germany?", "river of Ulm?"]
@@ -41,7 +41,7 @@ def test_levels_without_a_common_prefix_or_without_groups():
 
 
 @pytest.fixture(scope="module")
-def causal(tiny_causal_dir):  # noqa: F811
+def causal(tiny_causal_dir):
     return load_model(str(tiny_causal_dir), device=TEST_DEVICE)
 
 

@@ -15,38 +15,7 @@ from kbench.construct.stages.verify_wikidata import VerifyWikidata
 from kbench.errors import InputError
 from kbench.sources import sparql_client
 from kbench.sources.wikidata_store import SubsetInputs, write_lama_subset
-
-
-
-def _jsonl(path: Path, rows: list[dict]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-
-
-def _fact(sub, sub_label, obj, obj_label, **extra):
-    return {"sub_uri": sub, "sub_label": sub_label, "obj_uri": obj, "obj_label": obj_label, **extra}
-
-
-@pytest.fixture
-def lama(tmp_path) -> SubsetInputs:
-    """A miniature of ../shared/data: Q10 has one birthplace, Q11 two (test + train files)."""
-    root = tmp_path / "lama"
-    _jsonl(root / "TREx" / "P19.jsonl", [
-        _fact("Q10", "Ada", "Q20", "Paris", predicate_id="P19"),
-        _fact("Q11", 'Bob "the \\ builder"', "Q21", "Rome", predicate_id="P19"),
-        _fact("Q12 }", "Evil", "Q20", "Paris", predicate_id="P19"),  # invalid id: never written
-    ])
-    _jsonl(root / "auto" / "P19" / "train.jsonl", [_fact("Q11", "Bob (train)", "Q22", "Oslo")])
-    _jsonl(root / "auto" / "P19" / "dev.jsonl", [_fact("Q13", "Cy", "Q20", "Paris")])
-    _jsonl(root / "google" / "date_of_birth_test.jsonl", [
-        {"pred": "/people/person/date_of_birth", "sub_w": "Q10", "sub_label": "Ada", "obj": "1815",
-         "obj_w": None, "obj_label": "1815"},
-        {"pred": "/people/person/date_of_birth", "sub_w": "Q11", "sub_label": "Bob", "obj": "1816-12-10",
-         "obj_w": None, "obj_label": "1816"}])
-    _jsonl(root / "relations.jsonl", [{"relation": "P19", "label": "place of birth", "description": "where\nborn"}])
-    (root / "aliases.txt").write_text("Q20\tParis\tCity of Light\tParis 😀\nQ99\tOnly alias\n", encoding="utf-8")
-    return SubsetInputs(trex_dir=root / "TREx", relations=root / "relations.jsonl", google_re_dir=root / "google",
-                        autoprompt_dir=root / "auto", aliases=root / "aliases.txt")
+from tests.lama_miniature import lama_fact
 
 
 def test_subset_is_wikidata_shaped_and_deterministic(lama, tmp_path):
@@ -192,9 +161,9 @@ def test_import_is_all_or_nothing(store_file, tmp_path):
 
 def test_subset_skips_unusable_rows_instead_of_crashing(lama, tmp_path):
     (lama.trex_dir / "P19.jsonl").write_text(
-        json.dumps(_fact("Q30", None, "Q31", 7)) + "\n"
-        + json.dumps(_fact("Q32", "lone \ud800 surrogate", "Q33", ["list"])) + "\n"
-        + json.dumps(_fact(["Q34"], "x", {"id": "Q35"}, "y")) + "\n", encoding="utf-8")
+        json.dumps(lama_fact("Q30", None, "Q31", 7)) + "\n"
+        + json.dumps(lama_fact("Q32", "lone \ud800 surrogate", "Q33", ["list"])) + "\n"
+        + json.dumps(lama_fact(["Q34"], "x", {"id": "Q35"}, "y")) + "\n", encoding="utf-8")
     (lama.google_re_dir / "date_of_birth_test.jsonl").write_text(json.dumps(
         {"pred": ["/people/person/date_of_birth"], "sub_w": "Q30", "sub_label": "a", "obj_label": "b"}) + "\n")
     with pytest.raises(InputError, match=r"date_of_birth_test.jsonl:1.*unknown Google-RE predicate"):

@@ -1,59 +1,21 @@
 """extract_rebel through the real transformers code path with a tiny BART that knows one sentence.
 
-The model is randomly initialised from a config (no hub), with a local word-level tokenizer that
-has REBEL's special tokens, and trained for a few steps to emit one REBEL string, so the stage's
-batching, decoding, parsing and span mapping all run on real model output.
+The model (`tiny_rebel`, tests/fixtures_models.py) is randomly initialised from a config (no hub), with a
+local word-level tokenizer that has REBEL's special tokens, and trained for a few steps to emit one REBEL
+string, so the stage's batching, decoding, parsing and span mapping all run on real model output.
 """
 
 from __future__ import annotations
 
 import polars as pl
-import pytest
 
 from kbench.construct.context import StageContext
 from kbench.construct.stage import stage_registry
-
-SENTENCE = "Trinity Peninsula is part of Graham Land in Antarctica ."
-TARGET = "<triplet> Trinity Peninsula <subj> Graham Land <obj> part of <subj> Antarctica <obj> continent"
-
-
-@pytest.fixture(scope="module")
-def tiny_rebel(tmp_path_factory):
-    torch = pytest.importorskip("torch")
-    from tokenizers import Tokenizer, models, pre_tokenizers, processors
-    from transformers import BartConfig, BartForConditionalGeneration, PreTrainedTokenizerFast
-
-    special = ["<pad>", "<s>", "</s>", "<unk>", "<triplet>", "<subj>", "<obj>"]
-    words = sorted((set(SENTENCE.split()) | set(TARGET.split()) | {"It", "is", "cold"}) - set(special))
-    vocab = {t: i for i, t in enumerate(special + words)}
-    tok = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
-    tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
-    tok.post_processor = processors.TemplateProcessing(single="<s> $A </s>", special_tokens=[("<s>", 1), ("</s>", 2)])
-    tokenizer = PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="<pad>", bos_token="<s>", eos_token="</s>",
-                                        unk_token="<unk>", additional_special_tokens=["<triplet>", "<subj>", "<obj>"])
-    config = BartConfig(vocab_size=len(vocab), d_model=16, encoder_layers=1, decoder_layers=1,
-                        encoder_attention_heads=2, decoder_attention_heads=2, encoder_ffn_dim=32, decoder_ffn_dim=32,
-                        max_position_embeddings=48, pad_token_id=0, bos_token_id=1, eos_token_id=2,
-                        decoder_start_token_id=2)
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    torch.manual_seed(0)
-    model = BartForConditionalGeneration(config)
-    x, y = tokenizer([SENTENCE], return_tensors="pt"), tokenizer([TARGET], return_tensors="pt").input_ids
-    optimizer = torch.optim.Adam(model.parameters(), lr=2e-2)
-    for _ in range(60):
-        model(**x, labels=y).loss.backward()
-        optimizer.step()
-        optimizer.zero_grad()
-    torch.set_num_threads(threads)
-    folder = tmp_path_factory.mktemp("tiny-rebel")
-    model.save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    return folder
+from tests.fixtures_models import REBEL_SENTENCE
 
 
 def test_extracts_triplets_with_spans_and_reuses_cached_parts(tmp_path, tiny_rebel):
-    text = f"{SENTENCE} It is cold ."
+    text = f"{REBEL_SENTENCE} It is cold ."
     docs = pl.DataFrame([{"doc_id": "1", "title": "Trinity Peninsula", "uri": "Q2038835", "text": text},
                          {"doc_id": "2", "title": "Empty", "uri": None, "text": ""}]).lazy()
     cls = stage_registry()["extract_rebel"]

@@ -19,10 +19,9 @@ from kbench.metrics.uncertainty import format_estimate
 from kbench.models.interface import Capability, ModelInfo
 from kbench.models.prompt import as_prompt
 from tests.conftest import run_kbench
-from tests.dataset_folders import question_dataset
-from tests.fixtures_models import tiny_causal_dir, tiny_masked_dir  # noqa: F401
+from tests.dataset_folders import fact_rows, facts_about, question_dataset
 
-FACTS = [("P36", "France", "Paris"), ("P36", "Germany", "Berlin"), ("P19", "Dante", "Florence"), ("P495", "Toyota", "Japan")]
+FACTS = facts_about("France", "Germany", "Dante", "Toyota")
 ANSWERS = {"France": " Paris.", "Germany": " Bonn", "Dante": " Florence\n", "Toyota": " Japan"}  # the server's answers
 
 
@@ -84,7 +83,7 @@ class TopKRanks(GenerationOnly):
 
 
 @pytest.fixture
-def standin(tiny_causal_dir):  # noqa: F811
+def standin(tiny_causal_dir):
     from transformers import AutoTokenizer
 
     return GenerationOnly(AutoTokenizer.from_pretrained(str(tiny_causal_dir)))
@@ -92,9 +91,7 @@ def standin(tiny_causal_dir):  # noqa: F811
 
 @pytest.fixture
 def dataset(tmp_path):
-    rows = [{"id": f"q{i}", "relation": r, "subject": s, "object": o, "answers": [o], "prompt_cloze": f"{s} is in"}
-            for i, (r, s, o) in enumerate(FACTS)]
-    return question_dataset(tmp_path / "ds", rows)
+    return question_dataset(tmp_path / "ds", fact_rows(FACTS))
 
 
 def test_extraction_on_a_generation_only_backend_marks_rank_metrics_undefined(standin, dataset, tmp_path):
@@ -162,7 +159,7 @@ def test_kee_refuses_a_technique_whose_needs_the_model_lacks(standin, tmp_path):
         kbench.evaluate("kee", dataset=tmp_path, model=standin, out=tmp_path / "run", techniques=("baseline", "caa"))
 
 
-def test_cli_refuses_a_masked_lm_for_truefalse_with_exit_2(tiny_masked_dir, dataset, tmp_path):  # noqa: F811
+def test_cli_refuses_a_masked_lm_for_truefalse_with_exit_2(tiny_masked_dir, dataset, tmp_path):
     done = run_kbench("evaluate", "truefalse", "--dataset", str(dataset), "--model", str(tiny_masked_dir),
                       "--out", str(tmp_path / "run"))
     assert done.returncode == 2 and "Traceback" not in done.stderr
@@ -171,7 +168,7 @@ def test_cli_refuses_a_masked_lm_for_truefalse_with_exit_2(tiny_masked_dir, data
     assert not (tmp_path / "run" / "journal.jsonl").exists()
 
 
-def test_results_record_the_capabilities_of_an_in_process_model(tiny_causal_dir, dataset, tmp_path):  # noqa: F811
+def test_results_record_the_capabilities_of_an_in_process_model(tiny_causal_dir, dataset, tmp_path):
     from kbench.models.loading import load_model
     from kbench.models.runner import ModelRunner
 

@@ -27,13 +27,12 @@ from kbench.models.interventions import (PromptEntropies, activation_entropy, co
                                          masked_head_contrast, realise, sharpness_scores)
 from kbench.models.loading import load_model
 from kbench.models.runner import ModelRunner
-from tests.fixtures_models import tiny_causal_dir  # noqa: F401
 
 LN2 = math.log(2)
 
 
 @pytest.fixture(scope="module")
-def loaded(tiny_causal_dir):  # noqa: F811
+def loaded(tiny_causal_dir):
     return load_model(str(tiny_causal_dir))
 
 

@@ -10,7 +10,7 @@ from kbench.errors import UserError
 from kbench.tasks.kee.techniques import get_technique, known_techniques
 from kbench.tasks.kee.techniques.base import KeeContext, KeeItem, majority_vote
 from kbench.tasks.kee.techniques.fitting import fitting_plan
-from tests.fixtures_models import cached_model, tiny_causal, tiny_causal_dir  # noqa: F401
+from tests.fixtures_models import cached_model
 
 ITEMS = [
     KeeItem("q1", "What is the capital of France?", ("Paris",), "P36"),

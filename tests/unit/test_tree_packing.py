@@ -8,7 +8,7 @@ import pytest
 from kbench.models import tree_packing
 from kbench.models.loading import load_model
 from kbench.models.runner import ModelRunner
-from tests.fixtures_models import TEST_DEVICE, tiny_causal_dir  # noqa: F401
+from tests.fixtures_models import TEST_DEVICE
 
 
 @pytest.fixture(scope="module")

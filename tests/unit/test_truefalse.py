@@ -17,7 +17,7 @@ from kbench.models.result_cache import ResultCache
 from kbench.models.runner import ModelRunner
 from kbench.read import ReadSettings, read_text
 from tests.dataset_folders import left_dataset as build_left_dataset
-from tests.fixtures_models import cached_model, tiny_causal, tiny_causal_dir  # noqa: F401
+from tests.fixtures_models import cached_model
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,6 @@ from kbench.models.interface import Capability, Intervention, Steering
 from kbench.models.padding import pad_left, pad_right, token_grid, unpad_left
 from kbench.models.result_cache import ResultCache
 from kbench.models.runner import ModelRunner
-from tests.fixtures_models import tiny_causal, tiny_causal_dir  # noqa: F401
 from tests.unit.test_cached_model import CountingBackend
 from tests.unit.test_runner import count_forwards
 

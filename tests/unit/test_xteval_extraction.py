@@ -14,7 +14,6 @@ from kbench.models.loading import load_model
 from kbench.models.runner import ModelRunner
 from kbench.models.training import Trainer
 from kbench.models.training.probes import answer_targets, prompt_probes, run_probes
-from tests.fixtures_models import tiny_causal_dir, tiny_masked_dir  # noqa: F401
 
 FACTS = [("Paris", "is the capital of", "France"), ("Berlin", "is the capital of", "Germany"),
          ("Rome", "is the capital of", "Italy"), ("Marie Curie", "was born in", "Warsaw"),
@@ -28,7 +27,7 @@ def _rows() -> list[dict]:
             for i, (head, rel, tail) in enumerate(FACTS)]
 
 
-def test_gold_is_the_tail_after_a_space_and_the_criterion_picks_its_tokens(tiny_causal_dir, tiny_masked_dir):  # noqa: F811
+def test_gold_is_the_tail_after_a_space_and_the_criterion_picks_its_tokens(tiny_causal_dir, tiny_masked_dir):
     bpe = load_model(str(tiny_causal_dir)).tokenizer          # byte-level BPE, as GPT-2 / RoBERTa / ModernBERT
     wordpiece = load_model(str(tiny_masked_dir)).tokenizer    # BERT
     # A masked LM with a byte-level BPE predicts "ĠFrance" at the mask, not the bare "France".
@@ -62,7 +61,7 @@ def test_discrete_probes_agree_with_the_runners_first_token_rank(fixture, reques
     assert extraction.known == [r["id"] for r, h in zip(rows, hit.tolist()) if h] and extraction.unreadable == []
 
 
-def test_full_answer_is_stricter_than_first_token(tiny_causal_dir):  # noqa: F811
+def test_full_answer_is_stricter_than_first_token(tiny_causal_dir):
     loaded = load_model(str(tiny_causal_dir))
     rows = _rows()
     # full-answer reads every gold token, starting with the one first-token reads.
@@ -77,7 +76,7 @@ def test_full_answer_is_stricter_than_first_token(tiny_causal_dir):  # noqa: F81
     assert set(discrete_known(Trainer(loaded), rows, "full-answer").known) <= known_first
 
 
-def test_masked_facts_with_multi_token_tails_are_not_probed(tiny_masked_dir):  # noqa: F811
+def test_masked_facts_with_multi_token_tails_are_not_probed(tiny_masked_dir):
     loaded = load_model(str(tiny_masked_dir))
     rows = _rows() + [{"id": "multi", "relation": "was born in", "subject": "Dante", "object": "Paris Berlin",
                                 "prompt_cloze": "Dante was born in", "prompt_masked": "Dante was born in [MASK] ."}]
@@ -109,7 +108,7 @@ def test_acc_d_std_is_over_extraction_seeds_and_downstream_std_over_runs():
     assert agg["chance_accuracy"]["mean"] == pytest.approx(0.01)
 
 
-def test_relations_without_soft_prompt_data_leave_d(tiny_causal_dir, tmp_path):  # noqa: F811
+def test_relations_without_soft_prompt_data_leave_d(tiny_causal_dir, tmp_path):
     from kbench.tasks.xteval.extraction import soft_known
     from kbench.tasks.xteval.training.softprompt import SoftPromptConfig
 

@@ -12,7 +12,6 @@ from kbench.models.training.probes import answer_targets, run_probes, soft_probe
 from kbench.tasks.xteval.training.softprompt import SoftPromptConfig, load_or_train, target_pairs, train_relation
 from kbench.models.loading import load_model
 from kbench.models.training import Trainer
-from tests.fixtures_models import tiny_causal_dir, tiny_masked_dir  # noqa: F401
 
 PAIRS = [("Paris", "France"), ("Berlin", "Germany"), ("Rome", "Italy"), ("Madrid", "Spain"),
          ("Toyota", "Japan"), ("Nokia", "Finland")]
@@ -44,7 +43,7 @@ def test_soft_prompt_training_lowers_loss_and_touches_only_the_vectors(fixture, 
     assert all(torch.equal(before[k], after[k]) for k in before)   # the model is frozen, bit for bit
 
 
-def test_soft_prompts_are_saved_reused_and_checked(tiny_causal_dir, tmp_path):  # noqa: F811
+def test_soft_prompts_are_saved_reused_and_checked(tiny_causal_dir, tmp_path):
     loaded = Trainer(load_model(str(tiny_causal_dir)))
     cfg = SoftPromptConfig(lr=0.05, epochs=1, batch_size=6)
     calls = []
@@ -65,7 +64,7 @@ def test_soft_prompts_are_saved_reused_and_checked(tiny_causal_dir, tmp_path):  
         load_or_train(loaded, "P17", pairs, tmp_path, cfg, seed=3, criterion="full-answer")
 
 
-def test_soft_probes_put_the_gold_where_it_is_read(tiny_causal_dir, tiny_masked_dir):  # noqa: F811
+def test_soft_probes_put_the_gold_where_it_is_read(tiny_causal_dir, tiny_masked_dir):
     causal = load_model(str(tiny_causal_dir))
     p = soft_probe(causal.tokenizer, "causal", "Paris", answer_targets(causal.tokenizer, "causal", "France", "full-answer"), 3, 3)
     n_gold = len(p.target_ids)
@@ -100,7 +99,7 @@ def test_finetune_lowers_infonce_and_leaves_the_loaded_model_alone(fixture, requ
     assert len(scores) == len(rows[0].documents) and all(math.isfinite(s) for s in scores)
 
 
-def test_cross_encoder_head_reads_last_real_token(tiny_causal_dir):  # noqa: F811
+def test_cross_encoder_head_reads_last_real_token(tiny_causal_dir):
     enc = CrossEncoder(Trainer(load_model(str(tiny_causal_dir))), seed=0)
     cfg = FinetuneConfig()
     alone = enc.score_pairs("Paris is in", ["France"], cfg)
@@ -108,7 +107,7 @@ def test_cross_encoder_head_reads_last_real_token(tiny_causal_dir):  # noqa: F81
     assert alone[0] == pytest.approx(padded[0], abs=1e-5)   # right padding does not change the score
 
 
-def test_soft_slots_holding_template_embeddings_equal_the_discrete_prompt(tiny_causal_dir):  # noqa: F811
+def test_soft_slots_holding_template_embeddings_equal_the_discrete_prompt(tiny_causal_dir):
     """The soft-prompt path is exact: vectors set to the template's own token embeddings give the
     same loss and top-1 as the plain text prompt "The capital of Paris is France"."""
     from kbench.models.training.probes import Probe
@@ -131,7 +130,7 @@ def test_soft_slots_holding_template_embeddings_equal_the_discrete_prompt(tiny_c
     assert torch.allclose(soft_loss, plain_loss, atol=1e-5) and torch.equal(soft_hit, plain_hit)
 
 
-def test_template_init_picks_the_words_around_the_head(tiny_causal_dir):  # noqa: F811
+def test_template_init_picks_the_words_around_the_head(tiny_causal_dir):
     from kbench.tasks.xteval.training.softprompt import template_init
 
     tok = load_model(str(tiny_causal_dir)).tokenizer
