@@ -1,0 +1,298 @@
+"""`kbench claims plan SUITE.toml`: before anything runs, how far the suite's sizes can decide its
+claims. For each measurable claim of the claim sets the suite names, and each task entry and dataset
+the claim reads: the n per cell the suite's settings give (limit, seeds, techniques, models), the
+smallest difference detectable at 80% power after Holm over the set's directional tests, the n an
+interval claim needs to fit inside its margin, and, where the paper prints an effect
+(`Claim.paper_effect`), the n needed to detect it; across models, the models in the claim's scope
+against the 5 a sign test needs. The formulas are `kbench.claims.power`'s.
+
+Where n depends on what the model knows (MAPLE's Gain counts the baseline's failures |F_base|), the
+plan assumes the rates in ASSUMED (or the paper's printed ones), and prints them: the plan sizes a run,
+it predicts no outcome.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+from kbench.claims import power
+from kbench.claims.sets import Claim, claim_set, in_scope
+from kbench.claims.verdicts import ALPHA, MIN_MODELS
+from kbench.suite.spec import Suite, TaskEntry
+
+# rates no paper prints for the suite's models, assumed (printed with the plan)
+ASSUMED = {
+    "accuracy": 0.5,  # the greedy baseline's accuracy: |F_base| = |S_base| = half the facts
+    "shallow": 0.5,  # the shallow share of F_base (MAPLE's partition)
+    "tied": 0.5,  # PRS Tied among unrecovered failures: the moved half decides "worsened"
+    "rate": 0.5,  # a rate two groups compare at: the largest variance, so the detectable difference is an upper bound
+    "edited": 0.25,  # EvolvingQA's edited questions (the packaged recipe replaces a quarter of the objects)
+    "bin": 1 / 3,  # each frequency bin (head, torso, tail) of an extraction dataset
+}
+# XTEVAL's printed numbers: OPT-125M predicts 34% of the facts (L179); sigma <= 0.011 over 27 runs (L103)
+XTEVAL_ACC_D, XTEVAL_SIGMA = 0.34, 0.011
+LAMA_ROWS, LAMA_RELATIONS = 28409, 31  # the packaged lama recipe's test rows and relations (its comment)
+
+
+@dataclass(frozen=True)
+class Design:
+    """One cell's test: `kind` "two" (two proportions), "one" (one against `reference`), "rank" (a rank
+    correlation over `n1` points), "runs" (a mean over `n1` runs), "gap1" (any unpredicted fact),
+    "bootstrap" (an interval with no power formula); `share1`/`share2` the share of the limit each
+    group is (to turn an n into a limit); `what` says what n counts."""
+
+    kind: str
+    what: str
+    n1: float
+    n2: float | None = None
+    share1: float = 1.0
+    share2: float | None = None
+    reference: float | None = None
+
+
+@dataclass
+class Row:
+    claim: str
+    direction: str
+    column: str
+    models: list[str]
+    n: str
+    detectable: str
+    paper: str
+    limit_needed: int | None  # the limit (facts, statements) the claim needs at the plan's target
+    directional: bool  # takes part in Holm
+
+
+_SHARE = {  # a KEE metric's group as a share of the facts
+    "gain": ("|F_base|", 1 - ASSUMED["accuracy"]),
+    "loss": ("|S_base|", ASSUMED["accuracy"]),
+    "prs.tied": ("unrecovered failures ≈ |F_base|", 1 - ASSUMED["accuracy"]),
+    "beyond_sampling.*.sgr": ("|D_shallow|", (1 - ASSUMED["accuracy"]) * ASSUMED["shallow"]),
+    "beyond_sampling.*.dgr": ("|D_deep|", (1 - ASSUMED["accuracy"]) * (1 - ASSUMED["shallow"])),
+}
+
+
+def _rows_of(suite: Suite, entry: TaskEntry, dataset: str) -> int | None:
+    """The items a cell evaluates: the limit, else the lama recipe's rows (capped per relation)."""
+    if entry.settings.get("limit"):
+        return int(entry.settings["limit"])
+    spec = suite.dataset(dataset)
+    if spec.recipe != "lama":
+        return None
+    capped = [o for o in spec.overrides if o.startswith("load.max_per_relation=")]
+    return LAMA_RELATIONS * int(capped[0].split("=", 1)[1]) if capped else LAMA_ROWS
+
+
+def _kee(claim: Claim, settings: dict, rows: int) -> Design:
+    p, name = claim.params, claim.statistic
+    if name == "technique_above":
+        what, share = _SHARE[p["metric"]]
+        return Design("two", f"{what} ≈ {share:.0%} of {rows} facts, per technique", rows * share, rows * share, share, share)
+    if name in ("prs_share", "proportion_vs", "shallow_share"):
+        if name == "prs_share":
+            what, share = _SHARE["prs.tied"]
+            if p["share"] == "worsened":
+                what, share = "moved failures (Improved + Worsened)", share * (1 - ASSUMED["tied"])
+        elif name == "proportion_vs":
+            what, share = _SHARE[p["metric"]]
+        else:
+            what, share = _SHARE["beyond_sampling.*.sgr"]
+            what += f" at K = {p['of']}"
+        return Design("one", f"{what} ≈ {share:.0%} of {rows} facts", rows * share, share1=share, reference=p.get("reference", 0.5))
+    if name == "sgr_minus_dgr":
+        (_, s), (_, d) = _SHARE["beyond_sampling.*.sgr"], _SHARE["beyond_sampling.*.dgr"]
+        return Design("two", f"|D_shallow| ≈ {s:.0%}, |D_deep| ≈ {d:.0%} of {rows} facts", rows * s, rows * d, s, d)
+    if name == "level_agreement":  # PRS is undefined for the temperature baselines (they change no prompt or weight)
+        techniques = [t for t in settings.get("techniques", ()) if t != "baseline"]
+        if p["level"].startswith("prs"):
+            techniques = [t for t in techniques if not t.startswith("temp")]
+        return Design("rank", f"{len(techniques)} techniques", len(techniques))
+    if name == "ranking_stability":
+        share = 1 - ASSUMED["accuracy"]
+        return Design("bootstrap", f"|F_base| ≈ {share:.0%} of {rows} facts (bootstrap over them)", rows * share)
+    if name == "technique_setting_difference":
+        return Design("two", f"{rows} facts, paired across entries", rows, rows)
+    raise ValueError(f"the plan has no design for KEE statistic {name}")
+
+
+def _xteval(claim: Claim, settings: dict, rows: int) -> Design:
+    name = claim.statistic
+    seeds = {s: int(settings.get(f"{s}_seeds", 3)) for s in ("extraction", "split", "finetune")}
+    runs = math.prod(seeds.values())
+    test = XTEVAL_ACC_D * (1 - float(settings.get("train_fraction", 0.6)))
+    if name == "xteval_gap1":
+        return Design("gap1", f"{rows} facts of D", rows)
+    if name in ("xteval_gap2", "largest_minus_smallest"):
+        return Design("runs", f"{runs} runs per model", runs)
+    if name == "xteval_split_spread":
+        return Design("runs", f"{seeds['extraction'] * seeds['finetune']} runs per split seed", runs // seeds["split"])
+    if name == "size_trend":
+        return Design("rank", "models", 0)
+    if name == "xteval_iid_minus_ood":
+        if settings.get("setting") != "both":
+            return Design("none", "no data: IID − OOD needs `setting = \"both\"` in one entry", 0)
+        return Design("two", f"test facts ≈ {test:.0%} of {rows} facts", rows * test, rows * test, test, test)
+    if name == "downstream_across_learning_rates":
+        return Design("two", f"test queries ≈ {test:.0%} of {rows} facts, paired", rows * test, rows * test, test, test)
+    raise ValueError(f"the plan has no design for XTEVAL statistic {name}")
+
+
+def _design(claim: Claim, settings: dict, rows: int) -> Design:
+    if claim.task == "kee":
+        return _kee(claim, settings, rows)
+    if claim.task == "xteval":
+        return _xteval(claim, settings, rows)
+    if claim.statistic == "head_minus_tail":
+        share = ASSUMED["bin"]
+        return Design("two", f"head and tail ≈ {share:.0%} each of {rows} facts", rows * share, rows * share, share, share)
+    if claim.statistic == "outdated_minus_updated_em":
+        share = ASSUMED["edited"]
+        return Design("two", f"edited ≈ {share:.0%} of {rows} questions, paired", rows * share, rows * share, share, share)
+    if claim.statistic in ("setting_minus_setting", "closed_minus_prior"):
+        return Design("two", f"{rows} statements per setting", rows, rows)
+    raise ValueError(f"the plan has no design for statistic {claim.statistic}")
+
+
+def _columns(suite: Suite, claim: Claim) -> list[tuple[str, TaskEntry, str, list[TaskEntry]]]:
+    """(column, the entry whose sizes count, dataset, every entry of the column) for each test of the
+    claim: one per task entry and dataset ("cell", "scale"), one per dataset ("model", "entries")."""
+    entries = [t for t in suite.spec.tasks if t.task == claim.task]
+    datasets = lambda t: t.datasets or tuple(d.name for d in suite.spec.datasets)  # noqa: E731
+    if claim.scope in ("cell", "scale"):
+        return [(f"{t.label} / {d}", t, d, [t]) for t in entries for d in datasets(t)]
+    found = []
+    for d in dict.fromkeys(d for t in entries for d in datasets(t)):
+        group = [t for t in entries if d in datasets(t)]
+        found.append((f"{claim.task} / {d}", group[0], d, group))
+    return found
+
+
+def _missing_settings(claim: Claim, group: list[TaskEntry]) -> list[str]:
+    """LEFT's settings a "model" claim compares that no entry of the column runs."""
+    if claim.scope != "model":
+        return []
+    labels = {str(t.settings.get("setting", "prior")) + (f"-{t.settings['retriever']}" if t.settings.get("retriever") else "") for t in group}
+    wanted = [claim.params["first"], claim.params["second"]] if "first" in claim.params else ["closed-book"]
+    return [w for w in wanted if w not in labels]
+
+
+def _fmt(value: float | None, percent: bool = True) -> str:
+    return "none" if value is None else f"{value:.1%}" if percent else f"{value:.3g}"
+
+
+def _limit(n: int | None, shares: tuple[float, ...]) -> int | None:
+    return math.ceil(n / min(shares)) if n is not None and shares else None
+
+
+def _interval_row(claim: Claim, design: Design) -> tuple[str, int | None]:
+    """An equivalence / non-superiority claim: the expected half-width against the margin, and the limit that fits."""
+    margin = claim.margin
+    if design.kind == "runs":
+        if design.n1 < 2:
+            return f"needs 2 runs or more for an interval (has {design.n1:g}); margin ±{margin}", None
+        half = power.z(0.975) * XTEVAL_SIGMA * math.sqrt(2 / design.n1)
+        return f"half-width {half:.3f} (σ {XTEVAL_SIGMA}, XTEVAL L103) vs margin ±{margin}", None
+    rate = ASSUMED["rate"] if design.reference is None else design.reference
+    two = design.kind == "two"
+    half = power.half_width(rate, rate if two else None, design.n1, design.n2)
+    needed = power.n_for_margin(rate, rate if two else None, margin)
+    limit = _limit(needed, (design.share1,) + ((design.share2,) if two else ()))
+    fits = half is not None and half < margin
+    return f"half-width {_fmt(half)} vs margin ±{margin} ({'fits' if fits else f'needs n {needed} per group'})", limit
+
+
+def _directional_row(claim: Claim, design: Design, alpha: float, models: int) -> str:
+    if design.kind == "gap1":
+        return f"any Gap 1 > 0 (one unpredicted fact of {design.n1:g} decides)"
+    if design.kind == "rank":
+        points = models if claim.scope == "scale" else int(design.n1)
+        smallest = power.smallest_rank_p(points)
+        verdict = "can decide" if smallest < alpha else "cannot decide"
+        return f"{points} points: smallest exact p {smallest:.3g} vs alpha {alpha:.3g} after Holm ({verdict})"
+    if design.kind == "runs":
+        if design.n1 < 2:
+            return f"needs 2 runs or more for an interval (has {design.n1:g})"
+        detectable = (power.z(0.975) + power.z(power.POWER)) * XTEVAL_SIGMA / math.sqrt(design.n1)
+        return f"{detectable:.3f} (σ {XTEVAL_SIGMA} over runs, XTEVAL L103; interval only, outside Holm)"
+    if design.kind == "bootstrap":
+        return "a bootstrap interval (no power formula; outside Holm)"
+    if design.kind == "one":
+        return _fmt(power.detectable_one(design.reference, design.n1, alpha)) + f" from {design.reference:g}"
+    return _fmt(power.detectable_two(ASSUMED["rate"], design.n1, design.n2, alpha)) + f" at {ASSUMED['rate']:.0%}"
+
+
+def _paper_row(claim: Claim, design: Design, alpha: float) -> tuple[str, int | None]:
+    effect = claim.paper_effect
+    if not effect or design.kind not in ("one", "two"):
+        return ("" if not effect else f"{effect['value']:g} vs {effect['against']:g}"), None
+    a, b = float(effect["value"]), float(effect["against"])
+    interval = claim.direction not in ("greater", "less")
+    if interval:  # the paper's rates inside the margin: the n for the interval to fit
+        needed = power.n_for_margin(a, b if design.kind == "two" else None, claim.margin - abs(a - b))
+    elif design.kind == "two":
+        needed = power.n_two_proportions(a, b, alpha)
+    else:
+        needed = power.n_one_proportion(a, b, alpha)
+    shares = (design.share1,) + ((design.share2,) if design.kind == "two" else ())
+    limit = _limit(needed, shares)
+    return f"{a:.1%} vs {b:.1%}: n {needed} per group, limit {limit}", limit
+
+
+_ROWLESS = {"size_trend", "xteval_gap2", "largest_minus_smallest", "xteval_split_spread", "level_agreement"}
+_WITH_P = ("one", "two", "rank", "gap1")  # the designs whose test has a p-value: Holm counts them
+
+
+def _direction(claim: Claim) -> str:
+    return {"greater": "> 0", "less": "< 0"}.get(claim.direction, f"{claim.direction} ±{claim.margin}")
+
+
+def _row(claim: Claim, column: str, scoped: list[str], design: Design, alpha: float) -> Row:
+    directional = claim.direction in ("greater", "less") and design.kind in _WITH_P
+    if design.kind == "none":
+        return Row(claim.label, _direction(claim), column, scoped, design.what, "", "", None, False)
+    if claim.direction in ("greater", "less"):
+        detectable, limit = _directional_row(claim, design, alpha, len(scoped)), None
+    else:
+        detectable, limit = _interval_row(claim, design)
+    paper, paper_limit = _paper_row(claim, design, alpha)
+    n = design.what if claim.scope != "scale" else f"{len(scoped)} models; {design.what}"
+    return Row(claim.label, _direction(claim), column, scoped, n, detectable, paper, paper_limit or limit, directional)
+
+
+def plan(suite: Suite) -> dict:
+    """The plan of every claim set the suite names: {"suite", "alpha", "power", "assumed", "sets":
+    [{"name", "holm_tests", "rows": [Row], "across": [{"claim", "models", "needed"}]}]}."""
+    models = [(m.label, {"model": m.model}) for m in suite.spec.models]
+    sets = []
+    for name in suite.spec.suite.claims:
+        pending = []
+        for claim in claim_set(name).tested:
+            scoped = [label for label, row in models if in_scope(claim, label, row)]
+            for column, entry, dataset, group in _columns(suite, claim):
+                rows, missing = _rows_of(suite, entry, dataset), _missing_settings(claim, group)
+                if missing:
+                    design = Design("none", f"no data: the suite runs no {', '.join(missing)} entry", 0)
+                elif rows is None and claim.statistic not in _ROWLESS:
+                    design = Design("none", "the whole dataset (its size is known only once built)", 0)
+                else:
+                    design = _design(claim, entry.settings, rows or 0)
+                pending.append((claim, column, scoped, design))
+        tests = sum(
+            1 if c.scope == "scale" else len(s)
+            for c, _, s, d in pending
+            if c.direction in ("greater", "less") and d.kind in _WITH_P
+        )
+        alpha = ALPHA / max(tests, 1)  # Holm's first step: the bar of the smallest p
+        across = {
+            c.label: {"claim": c.label, "models": len(s), "needed": MIN_MODELS} for c, _, s, _ in pending if c.scope != "scale"
+        }
+        sets.append(
+            {
+                "name": name,
+                "holm_tests": tests,
+                "rows": [asdict(_row(c, col, s, d, alpha)) for c, col, s, d in pending],
+                "across": list(across.values()),
+            }
+        )
+    return {"suite": suite.spec.suite.name, "alpha": ALPHA, "power": power.POWER, "assumed": ASSUMED, "sets": sets}
