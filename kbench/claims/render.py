@@ -3,13 +3,29 @@ the verdict per model (difference, 95% interval, n, p, Holm p) and across models
 
 from __future__ import annotations
 
-from kbench.claims.sets import ClaimSet
-from kbench.claims.verdicts import ALPHA, MIN_MODELS, ClaimResult
+from kbench.claims.sets import SETTINGS, ClaimSet, scope_text
+from kbench.claims.verdicts import ALPHA, DEPENDS, MIN_MODELS, NOT_MET, OUTSIDE, ClaimResult
 from kbench.metrics.uncertainty import format_estimate
 
 
 def _p(value: float | None) -> str:
     return "—" if value is None else f"{value:.3g}"
+
+
+def _row(model: str, column: str, result: dict, p_holm: float | None, verdict: str) -> str:
+    estimate = result["estimate"]
+    return (
+        f"| {model} | {column} | {format_estimate(estimate)} | {estimate['n']} | "
+        f"{_p(result['p_value'])} | {_p(p_holm)} | {verdict} | {result['test'].replace('|', '/')} |"
+    )
+
+
+def _no_cells(outcome: ClaimResult) -> str:
+    if outcome.not_met and not outcome.outside:
+        return f"Verdict: {NOT_MET}: no model of the suite is {SETTINGS[outcome.claim.requires][0]}."
+    if outcome.outside and not outcome.not_met:
+        return "No model of the suite is one the claim is about."
+    return "No cell of the suite has the data this claim needs."
 
 
 def summary(tested: list[tuple[ClaimSet, list[ClaimResult]]]) -> list[str]:
@@ -32,7 +48,12 @@ def markdown(suite_name: str, tested: list[tuple[ClaimSet, list[ClaimResult]]], 
         "",
         f"Verdicts at alpha = {ALPHA}: supported, contradicted or inconclusive. Directional claims: Holm across the "
         "tests of each claim set. Equivalence claims: the 95% interval against the set's declared margin. Across "
-        f"models: an exact one-sided sign test, which needs at least {MIN_MODELS} models.",
+        f"models: an exact one-sided sign test, which needs at least {MIN_MODELS} models. Non-superiority claims "
+        "(A no better than B): supported when the 95% interval of A − B lies below the declared margin, "
+        "contradicted only when it lies above it. A model a claim is not about is listed as outside the "
+        f"claim's scope, with no verdict; a model without the setting a claim requires as {NOT_MET}. "
+        f"A verdict that differs between readings of a rule the paper leaves open reads {DEPENDS}, "
+        "with each reading's row below it.",
         "",
         *summary(tested),
         "",
@@ -51,23 +72,34 @@ def markdown(suite_name: str, tested: list[tuple[ClaimSet, list[ClaimResult]]], 
                 lines += ["", f"Verdict: {claim.unmeasurable}.", ""]
                 continue
             lines += ["", f"Compared: {claim.compared.rstrip('.')}."]
+            if claim.models or claim.except_models:
+                lines.append(f"About: {scope_text(claim)} (the other models are outside the claim's scope).")
+            if claim.requires:
+                lines.append(f"Requires: {SETTINGS[claim.requires][0]}.")
             if claim.margin is not None:
-                lines.append(f"Equivalence margin (declared by kbench; the paper states none): ±{claim.margin}.")
+                kind = "Non-superiority" if claim.direction == "not_greater" else "Equivalence"
+                lines.append(f"{kind} margin (declared by kbench; the paper states none): ±{claim.margin}.")
             lines += [
                 "",
                 "| model | task / dataset | difference [95% CI] | n | p | p Holm | verdict | test |",
                 "|---|---|---:|---:|---:|---:|---|---|",
             ]
             for t in outcome.cells:
-                estimate = t.result["estimate"]
-                lines.append(
-                    f"| {t.model} | {t.column} | {format_estimate(estimate)} | {estimate['n']} | "
-                    f"{_p(t.result['p_value'])} | {_p(t.p_holm)} | {t.verdict} | {t.result['test'].replace('|', '/')} |"
-                )
+                lines.append(_row(t.model, t.column, t.result, t.p_holm, t.verdict))
+                for name, found in t.readings.items():
+                    model = f"{t.model} · reading {name}"
+                    lines.append(_row(model, t.column, found, t.reading_holm.get(name), t.reading_verdicts[name]))
+            for label, where in ((OUTSIDE, outcome.outside), (NOT_MET, outcome.not_met)):
+                lines += [f"| {model} | {column} | — | — | — | — | {label} | — |" for model, column in where]
             lines.append("")
+            read = sorted({name for t in outcome.cells for name in t.readings})
+            if read:
+                same = all(t.verdict != DEPENDS for t in outcome.cells)
+                verdict = "the same under every reading" if same else f"{DEPENDS} where a row says so"
+                lines.append(f"Readings of temperature sampling's recovery rule ({', '.join(read)}): the verdict is {verdict}.")
             lines += [f"Across models, {column}: {text}." for column, text in outcome.across.items()]
             if not outcome.cells:
-                lines.append("No cell of the suite has the data this claim needs.")
+                lines.append(_no_cells(outcome))
             lines += [f"Left out (no data for the statistic): {', '.join(outcome.skipped)}."] if outcome.skipped else []
             lines.append("")
     return "\n".join(lines)
@@ -85,6 +117,13 @@ def terminal_table(tested: list[tuple[ClaimSet, list[ClaimResult]]]):
                 table.add_row(
                     outcome.claim.label, t.model, t.column, format_estimate(t.result["estimate"]), _p(t.p_holm), t.verdict
                 )
+                for name, found in t.readings.items():
+                    estimate, p_holm = format_estimate(found["estimate"]), _p(t.reading_holm.get(name))
+                    model = f"{t.model} · reading {name}"
+                    table.add_row(outcome.claim.label, model, t.column, estimate, p_holm, t.reading_verdicts[name])
+            for label, where in ((OUTSIDE, outcome.outside), (NOT_MET, outcome.not_met)):
+                for model, column in where:
+                    table.add_row(outcome.claim.label, model, column, "", "", label)
             for column, text in outcome.across.items():
                 table.add_row(outcome.claim.label, "(across models)", column, "", "", text)
     return table

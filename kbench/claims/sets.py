@@ -4,16 +4,28 @@ id and verbatim quote.
 A measurable claim names the `kbench evaluate` task whose cells it reads, a statistic (a function
 of `kbench.claims.statistics`, `kbench.claims.across` or `kbench.claims.entries`) with its
 parameters, the scope it reads (one cell; one model's cells by setting, or every task entry of
-one model; every model's cells), and the claimed direction: the statistic > 0, < 0, or within
-+-margin. `kind` tells a reported finding from a design expectation no paper
+one model; every model's cells; the cells of the claim's models against the others'), and the
+claimed direction: the statistic > 0, < 0, within +-margin ("equivalent"), or not above +margin
+("not_greater": A is no better than B, a non-superiority claim such as "comparable to or lags
+behind"). `kind` tells a reported finding from a design expectation no paper
 reports as a result: a contradicted expectation does not contradict the paper. Equivalence claims
 ("similar", "about as well") state no margin in their papers; the set declares one and the
 verdict records it. A claim kbench cannot measure keeps its id and quote, with the reason
 (`unmeasurable`). One claim with two quantities ("A gains and loses more") is two parts.
+
+Scope over models: `models` names the models or families a claim is about (empty: every model)
+and `except_models` those it excludes, each a case-insensitive glob (fnmatch) matched against the
+suite's model label, its model spec and the last path component of its hub id ("*llama-3*"
+matches meta-llama/Meta-Llama-3-8B-Instruct). A model outside the scope gets no verdict.
+`requires` names a setting the claim is about that a plain evaluation does not give: the only one
+is "continual-pretraining", which a model provides when it is a `kbench read` checkpoint (its row
+in suite.json's model table carries the checkpoint's `read` record); a model without it reports
+"setting not met".
 """
 
 from __future__ import annotations
 
+import fnmatch
 import json
 from dataclasses import dataclass, field
 from functools import cache
@@ -37,10 +49,19 @@ class Claim:
     task: str = ""  # the `kbench evaluate` task whose cells it reads
     statistic: str = ""
     params: dict[str, Any] = field(default_factory=dict)
-    scope: Literal["cell", "model", "entries", "scale"] = "cell"
-    direction: Literal["greater", "less", "equivalent"] = "greater"
+    scope: Literal["cell", "model", "entries", "scale", "contrast"] = "cell"
+    direction: Literal["greater", "less", "equivalent", "not_greater"] = "greater"
     kind: Literal["finding", "expectation"] = "finding"
-    margin: float | None = None  # equivalence claims: declared here, no paper states one
+    margin: float | None = None  # equivalence and non-superiority claims: declared here, no paper states one
+    models: tuple[str, ...] = ()  # globs of the models the claim is about (empty: every model)
+    except_models: tuple[str, ...] = ()  # globs of the models it excludes
+    requires: str | None = None  # a setting the suite must provide (SETTINGS)
+
+    def __post_init__(self) -> None:  # JSON lists, kept hashable
+        object.__setattr__(self, "models", tuple(self.models))
+        object.__setattr__(self, "except_models", tuple(self.except_models))
+        if self.requires is not None and self.requires not in SETTINGS:
+            raise ValueError(f"claim {self.id}: requires {self.requires!r}, not one of {', '.join(SETTINGS)}")
 
     @property
     def label(self) -> str:
@@ -49,6 +70,44 @@ class Claim:
     @property
     def measurable(self) -> bool:
         return self.unmeasurable is None
+
+
+def _names(label: str, row: dict) -> list[str]:
+    """What a scope glob is matched against: the label, the model spec, its last path component."""
+    spec = str(row.get("model") or "")
+    return [n.lower() for n in (label, spec, spec.rstrip("/").rsplit("/", 1)[-1]) if n]
+
+
+def _matches(patterns: tuple[str, ...], label: str, row: dict) -> bool:
+    return any(fnmatch.fnmatchcase(name, p.lower()) for p in patterns for name in _names(label, row))
+
+
+def in_scope(claim: Claim, label: str, row: dict | None) -> bool:
+    """Whether the claim is about the model `label` (row: its row of suite.json's model table)."""
+    row = row or {}
+    if claim.models and not _matches(claim.models, label, row):
+        return False
+    return not _matches(claim.except_models, label, row)
+
+
+def scope_text(claim: Claim) -> str:
+    """The claim's models in words ("" for every model)."""
+    parts = [f"models matching {', '.join(claim.models)}"] if claim.models else []
+    parts += [f"except {', '.join(claim.except_models)}"] if claim.except_models else []
+    return " ".join(parts)
+
+
+# the settings a claim can require: what each is, and whether a model (its model-table row) provides it
+SETTINGS = {
+    "continual-pretraining": (
+        "a model after continual pretraining (a `kbench read` checkpoint)",
+        lambda row: bool((row or {}).get("read")),
+    ),
+}
+
+
+def provides(setting: str, row: dict | None) -> bool:
+    return SETTINGS[setting][1](row)
 
 
 @dataclass(frozen=True)

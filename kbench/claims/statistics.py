@@ -2,12 +2,14 @@
 its 95% interval and n) or None when the cells lack the data. `p_value` None: the verdict rests
 on the interval (a bootstrap or a mean over runs, with no exact test), outside Holm.
 
-Four scopes (`Claim.scope`):
+Five scopes (`Claim.scope`):
 - "cell": f(run, **params), one run of the claim's task (one model, one dataset);
 - "model": f(runs, **params), {setting label: run} of one model on one dataset (LEFT's settings);
 - "entries": f(runs, **params), [run] of every task entry of one model on one dataset, told apart
   by the settings each recorded (`kbench.claims.entries`);
-- "scale": f(points, **params), [(parameters, run)] of every model on one dataset (trends in size).
+- "scale": f(points, **params), [(parameters, run)] of every in-scope model on one dataset (trends in size);
+- "contrast": f(inside, outside, **params), [(model label, run)] of the claim's models and of every
+  other model on one dataset (a claim about one family against the rest).
 """
 
 from __future__ import annotations

@@ -10,11 +10,16 @@ Parameters are counted from the loaded weights (tied embeddings once); a served 
 are out of reach, so its count comes from `[models.meta] parameters` or stays null. Whether a model is
 instruction-tuned is no property of its files: the table records whether it takes chat prompts (its
 tokenizer has a chat template, or its server applies one), and `instruction_tuned` only when
-`[models.meta]` says so. Everything but `[models.meta]` is read off the model's `ModelInfo`.
+`[models.meta]` says so. Everything but `[models.meta]` and `read` is read off the model's
+`ModelInfo`. `read`: a `kbench read` checkpoint's record (its base model, the text read, the
+steps), None for any other model; claims that require continual pretraining read it
+(`kbench.claims.sets.SETTINGS`).
 """
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 from kbench.suite.spec import ModelEntry
@@ -39,7 +44,17 @@ def model_row(entry: ModelEntry, opened: Any) -> dict[str, Any]:
         "sha256": info.sha256,
         "training_tokens": meta.training_tokens,
         "release_date": meta.release_date.isoformat() if meta.release_date else None,
+        "read": read_record(info.name),
     }
+
+
+def read_record(name: str) -> dict | None:
+    """What the model table keeps of a `kbench read` checkpoint's read.json (None: not one)."""
+    path = Path(name) / "read.json"
+    if not path.is_file():
+        return None
+    record = json.loads(path.read_text(encoding="utf-8"))
+    return {"base_model": record.get("base_model"), "text_sha256": record.get("text_sha256"), "steps": record.get("steps")}
 
 
 def unavailable_row(entry: ModelEntry, error: str) -> dict[str, Any]:
