@@ -47,7 +47,7 @@ class Design:
     n1: float
     n2: float | None = None
     share1: float = 1.0
-    share2: float | None = None
+    share2: float = 1.0
     reference: float | None = None
 
 
@@ -73,15 +73,43 @@ _SHARE = {  # a KEE metric's group as a share of the facts
 }
 
 
+def _settings(entry: TaskEntry):
+    """The entry's settings as the task reads them (defaults filled in; the suite validated them)."""
+    from kbench.evaluate.task import TASKS
+
+    return TASKS.get(entry.task).Settings(**entry.settings)
+
+
 def _rows_of(suite: Suite, entry: TaskEntry, dataset: str) -> int | None:
     """The items a cell evaluates: the limit, else the lama recipe's rows (capped per relation)."""
-    if entry.settings.get("limit"):
-        return int(entry.settings["limit"])
+    if _settings(entry).limit:
+        return _settings(entry).limit
     spec = suite.dataset(dataset)
     if spec.recipe != "lama":
         return None
     capped = [o for o in spec.overrides if o.startswith("load.max_per_relation=")]
     return LAMA_RELATIONS * int(capped[0].split("=", 1)[1]) if capped else LAMA_ROWS
+
+
+def _kee_lacks(claim: Claim, settings: dict) -> str | None:
+    """What a KEE entry lacks for the claim (None: it has what the statistic reads)."""
+    p, name = claim.params, claim.statistic
+    techniques = [t for t in settings.techniques if t != "baseline"]
+    if name == "technique_above":
+        others = [t for t in p.get("below") or techniques if t not in p["above"]]
+        absent = [t for t in p["above"] if t not in techniques]  # the statistic needs every one of them
+        if absent:
+            return " and ".join(absent)
+        wanted = [] if set(others) & set(techniques) else others
+    elif name in ("prs_share", "sgr_minus_dgr"):
+        wanted = [] if set(p["techniques"]) & set(techniques) else list(p["techniques"])
+    elif name in ("proportion_vs", "technique_setting_difference"):
+        wanted = [] if p["technique"] in techniques else [p["technique"]]
+    elif name == "shallow_share" and settings.sweep_max < p["of"]:
+        return f"K up to {p['of']} (sweep_max)"
+    else:
+        wanted = [] if len(techniques) >= 2 else ["two techniques beside the baseline"]
+    return " or ".join(wanted) or None
 
 
 def _kee(claim: Claim, settings: dict, rows: int) -> Design:
@@ -104,7 +132,7 @@ def _kee(claim: Claim, settings: dict, rows: int) -> Design:
         (_, s), (_, d) = _SHARE["beyond_sampling.*.sgr"], _SHARE["beyond_sampling.*.dgr"]
         return Design("two", f"|D_shallow| ≈ {s:.0%}, |D_deep| ≈ {d:.0%} of {rows} facts", rows * s, rows * d, s, d)
     if name == "level_agreement":  # PRS is undefined for the temperature baselines (they change no prompt or weight)
-        techniques = [t for t in settings.get("techniques", ()) if t != "baseline"]
+        techniques = [t for t in settings.techniques if t != "baseline"]
         if p["level"].startswith("prs"):
             techniques = [t for t in techniques if not t.startswith("temp")]
         return Design("rank", f"{len(techniques)} techniques", len(techniques))
@@ -113,14 +141,14 @@ def _kee(claim: Claim, settings: dict, rows: int) -> Design:
         return Design("bootstrap", f"|F_base| ≈ {share:.0%} of {rows} facts (bootstrap over them)", rows * share)
     if name == "technique_setting_difference":
         return Design("two", f"{rows} facts, paired across entries", rows, rows)
-    raise ValueError(f"the plan has no design for KEE statistic {name}")
+    return _unplanned(name)
 
 
 def _xteval(claim: Claim, settings: dict, rows: int) -> Design:
     name = claim.statistic
-    seeds = {s: int(settings.get(f"{s}_seeds", 3)) for s in ("extraction", "split", "finetune")}
+    seeds = {s: getattr(settings, f"{s}_seeds") for s in ("extraction", "split", "finetune")}
     runs = math.prod(seeds.values())
-    test = XTEVAL_ACC_D * (1 - float(settings.get("train_fraction", 0.6)))
+    test = XTEVAL_ACC_D * (1 - settings.train_fraction)
     if name == "xteval_gap1":
         return Design("gap1", f"{rows} facts of D", rows)
     if name in ("xteval_gap2", "largest_minus_smallest"):
@@ -130,12 +158,12 @@ def _xteval(claim: Claim, settings: dict, rows: int) -> Design:
     if name == "size_trend":
         return Design("rank", "models", 0)
     if name == "xteval_iid_minus_ood":
-        if settings.get("setting") != "both":
+        if settings.setting != "both":
             return Design("none", "no data: IID − OOD needs `setting = \"both\"` in one entry", 0)
         return Design("two", f"test facts ≈ {test:.0%} of {rows} facts", rows * test, rows * test, test, test)
     if name == "downstream_across_learning_rates":
         return Design("two", f"test queries ≈ {test:.0%} of {rows} facts, paired", rows * test, rows * test, test, test)
-    raise ValueError(f"the plan has no design for XTEVAL statistic {name}")
+    return _unplanned(name)
 
 
 def _design(claim: Claim, settings: dict, rows: int) -> Design:
@@ -151,7 +179,11 @@ def _design(claim: Claim, settings: dict, rows: int) -> Design:
         return Design("two", f"edited ≈ {share:.0%} of {rows} questions, paired", rows * share, rows * share, share, share)
     if claim.statistic in ("setting_minus_setting", "closed_minus_prior"):
         return Design("two", f"{rows} statements per setting", rows, rows)
-    raise ValueError(f"the plan has no design for statistic {claim.statistic}")
+    return _unplanned(claim.statistic)
+
+
+def _unplanned(statistic: str) -> Design:
+    return Design("none", f"no size plan for statistic {statistic}", 0)
 
 
 def _columns(suite: Suite, claim: Claim) -> list[tuple[str, TaskEntry, str, list[TaskEntry]]]:
@@ -159,7 +191,7 @@ def _columns(suite: Suite, claim: Claim) -> list[tuple[str, TaskEntry, str, list
     claim: one per task entry and dataset ("cell", "scale"), one per dataset ("model", "entries")."""
     entries = [t for t in suite.spec.tasks if t.task == claim.task]
     datasets = lambda t: t.datasets or tuple(d.name for d in suite.spec.datasets)  # noqa: E731
-    if claim.scope in ("cell", "scale"):
+    if claim.scope in ("cell", "scale", "contrast"):
         return [(f"{t.label} / {d}", t, d, [t]) for t in entries for d in datasets(t)]
     found = []
     for d in dict.fromkeys(d for t in entries for d in datasets(t)):
@@ -168,17 +200,28 @@ def _columns(suite: Suite, claim: Claim) -> list[tuple[str, TaskEntry, str, list
     return found
 
 
+def _with_techniques(claim: Claim, columns: list) -> list:
+    """The KEE columns with an entry that runs the claim's techniques, that entry's sizes counting."""
+    kept = []
+    for column, _, dataset, group in columns:
+        having = [e for e in group if _kee_lacks(claim, _settings(e)) is None]
+        kept += [(column, having[0], dataset, group)] if having else []
+    return kept
+
+
 def _missing_settings(claim: Claim, group: list[TaskEntry]) -> list[str]:
     """LEFT's settings a "model" claim compares that no entry of the column runs."""
     if claim.scope != "model":
         return []
-    labels = {str(t.settings.get("setting", "prior")) + (f"-{t.settings['retriever']}" if t.settings.get("retriever") else "") for t in group}
+    from kbench.tasks.truefalse.task import headline_name
+
+    labels = {headline_name(_settings(t)) for t in group}
     wanted = [claim.params["first"], claim.params["second"]] if "first" in claim.params else ["closed-book"]
     return [w for w in wanted if w not in labels]
 
 
 def _fmt(value: float | None, percent: bool = True) -> str:
-    return "none" if value is None else f"{value:.1%}" if percent else f"{value:.3g}"
+    return "none (n too small)" if value is None else f"{value:.1%}" if percent else f"{value:.3g}"
 
 
 def _limit(n: int | None, shares: tuple[float, ...]) -> int | None:
@@ -256,7 +299,7 @@ def _row(claim: Claim, column: str, scoped: list[str], design: Design, alpha: fl
     else:
         detectable, limit = _interval_row(claim, design)
     paper, paper_limit = _paper_row(claim, design, alpha)
-    n = design.what if claim.scope != "scale" else f"{len(scoped)} models; {design.what}"
+    n = design.what if claim.scope not in ("scale", "contrast") else f"{len(scoped)} models in scope; {design.what}"
     return Row(claim.label, _direction(claim), column, scoped, n, detectable, paper, paper_limit or limit, directional)
 
 
@@ -269,23 +312,29 @@ def plan(suite: Suite) -> dict:
         pending = []
         for claim in claim_set(name).tested:
             scoped = [label for label, row in models if in_scope(claim, label, row)]
-            for column, entry, dataset, group in _columns(suite, claim):
+            columns = _columns(suite, claim)
+            if claim.task == "kee":  # an entry without the claim's techniques has no data for it (DeCoRe's head counts)
+                lacking = columns and _kee_lacks(claim, _settings(columns[0][1]))
+                columns = _with_techniques(claim, columns)
+                if lacking and not columns:
+                    pending.append((claim, f"{claim.task} / *", scoped, Design("none", f"no data: no entry runs {lacking}", 0)))
+            for column, entry, dataset, group in columns:
                 rows, missing = _rows_of(suite, entry, dataset), _missing_settings(claim, group)
                 if missing:
                     design = Design("none", f"no data: the suite runs no {', '.join(missing)} entry", 0)
                 elif rows is None and claim.statistic not in _ROWLESS:
                     design = Design("none", "the whole dataset (its size is known only once built)", 0)
                 else:
-                    design = _design(claim, entry.settings, rows or 0)
+                    design = _design(claim, _settings(entry), rows or 0)
                 pending.append((claim, column, scoped, design))
         tests = sum(
-            1 if c.scope == "scale" else len(s)
+            1 if c.scope in ("scale", "contrast") else len(s)
             for c, _, s, d in pending
             if c.direction in ("greater", "less") and d.kind in _WITH_P
         )
         alpha = ALPHA / max(tests, 1)  # Holm's first step: the bar of the smallest p
         across = {
-            c.label: {"claim": c.label, "models": len(s), "needed": MIN_MODELS} for c, _, s, _ in pending if c.scope != "scale"
+            c.label: {"claim": c.label, "models": len(s), "needed": MIN_MODELS} for c, _, s, _ in pending if c.scope not in ("scale", "contrast")
         }
         sets.append(
             {
