@@ -65,11 +65,11 @@ class Row:
 
 
 _SHARE = {  # a KEE metric's group as a share of the facts
-    "gain": ("|F_base|", 1 - ASSUMED["accuracy"]),
-    "loss": ("|S_base|", ASSUMED["accuracy"]),
-    "prs.tied": ("unrecovered failures ≈ |F_base|", 1 - ASSUMED["accuracy"]),
-    "beyond_sampling.*.sgr": ("|D_shallow|", (1 - ASSUMED["accuracy"]) * ASSUMED["shallow"]),
-    "beyond_sampling.*.dgr": ("|D_deep|", (1 - ASSUMED["accuracy"]) * (1 - ASSUMED["shallow"])),
+    "gain": ("F_base", 1 - ASSUMED["accuracy"]),
+    "loss": ("S_base", ASSUMED["accuracy"]),
+    "prs.tied": ("unrecovered failures ≈ F_base", 1 - ASSUMED["accuracy"]),
+    "beyond_sampling.*.sgr": ("D_shallow", (1 - ASSUMED["accuracy"]) * ASSUMED["shallow"]),
+    "beyond_sampling.*.dgr": ("D_deep", (1 - ASSUMED["accuracy"]) * (1 - ASSUMED["shallow"])),
 }
 
 
@@ -130,7 +130,7 @@ def _kee(claim: Claim, settings: dict, rows: int) -> Design:
         return Design("one", f"{what} ≈ {share:.0%} of {rows} facts", rows * share, share1=share, reference=p.get("reference", 0.5))
     if name == "sgr_minus_dgr":
         (_, s), (_, d) = _SHARE["beyond_sampling.*.sgr"], _SHARE["beyond_sampling.*.dgr"]
-        return Design("two", f"|D_shallow| ≈ {s:.0%}, |D_deep| ≈ {d:.0%} of {rows} facts", rows * s, rows * d, s, d)
+        return Design("two", f"D_shallow ≈ {s:.0%}, D_deep ≈ {d:.0%} of {rows} facts", rows * s, rows * d, s, d)
     if name == "level_agreement":  # PRS is undefined for the temperature baselines (they change no prompt or weight)
         techniques = [t for t in settings.techniques if t != "baseline"]
         if p["level"].startswith("prs"):
@@ -138,7 +138,7 @@ def _kee(claim: Claim, settings: dict, rows: int) -> Design:
         return Design("rank", f"{len(techniques)} techniques", len(techniques))
     if name == "ranking_stability":
         share = 1 - ASSUMED["accuracy"]
-        return Design("bootstrap", f"|F_base| ≈ {share:.0%} of {rows} facts (bootstrap over them)", rows * share)
+        return Design("bootstrap", f"F_base ≈ {share:.0%} of {rows} facts (bootstrap over them)", rows * share)
     if name == "technique_setting_difference":
         return Design("two", f"{rows} facts, paired across entries", rows, rows)
     return _unplanned(name)
@@ -279,7 +279,7 @@ def _paper_row(claim: Claim, design: Design, alpha: float) -> tuple[str, int | N
         needed = power.n_one_proportion(a, b, alpha)
     shares = (design.share1,) + ((design.share2,) if design.kind == "two" else ())
     limit = _limit(needed, shares)
-    return f"{a:.1%} vs {b:.1%}: n {needed} per group, limit {limit}", limit
+    return f"{a:.1%} vs {b:.1%}: n {needed}{' per group' if design.kind == 'two' else ''}, limit {limit}", limit
 
 
 _ROWLESS = {"size_trend", "xteval_gap2", "largest_minus_smallest", "xteval_split_spread", "level_agreement"}

@@ -109,3 +109,22 @@ def sign_test_models(alpha: float = ALPHA) -> int:
 def smallest_rank_p(points: int) -> float:
     """The smallest two-sided exact permutation p of a rank correlation over `points` (2 / points!)."""
     return min(1.0, 2 / math.factorial(points)) if points >= 2 else 1.0
+
+
+def n_to_decide(estimate: dict, direction: str, margin: float | None, alpha: float = ALPHA, power: float = POWER) -> int | None:
+    """The n at which an observed difference would decide, scaled from its own 95% interval (the
+    standard error shrinks as 1/sqrt(n)): a directional claim, 80% power at `alpha` (two-sided);
+    an interval claim (equivalence, non-superiority), the half-width that fits between the
+    estimate and the margin. None when the estimate cannot tell (no interval, a zero-width one,
+    no difference, or an estimate on the margin's wrong side, which no n brings inside)."""
+    value, low, high, n = estimate.get("value"), estimate.get("ci_low"), estimate.get("ci_high"), estimate.get("n")
+    if value is None or low is None or high is None or not n or high <= low:
+        return None
+    half = (high - low) / 2
+    if direction in ("greater", "less"):
+        if value == 0:
+            return None
+        standard_error = half / z(0.975)
+        return math.ceil(n * ((z(1 - alpha / 2) + z(power)) * standard_error / abs(value)) ** 2)
+    room = margin - (abs(value) if direction == "equivalent" else value)
+    return math.ceil(n * (half / room) ** 2) if room > 0 else None
