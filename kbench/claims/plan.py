@@ -127,7 +127,9 @@ def _kee(claim: Claim, settings: dict, rows: int) -> Design:
         else:
             what, share = _SHARE["beyond_sampling.*.sgr"]
             what += f" at K = {p['of']}"
-        return Design("one", f"{what} ≈ {share:.0%} of {rows} facts", rows * share, share1=share, reference=p.get("reference", 0.5))
+        return Design(
+            "one", f"{what} ≈ {share:.0%} of {rows} facts", rows * share, share1=share, reference=p.get("reference", 0.5)
+        )
     if name == "sgr_minus_dgr":
         (_, s), (_, d) = _SHARE["beyond_sampling.*.sgr"], _SHARE["beyond_sampling.*.dgr"]
         return Design("two", f"D_shallow ≈ {s:.0%}, D_deep ≈ {d:.0%} of {rows} facts", rows * s, rows * d, s, d)
@@ -159,7 +161,7 @@ def _xteval(claim: Claim, settings: dict, rows: int) -> Design:
         return Design("rank", "models", 0)
     if name == "xteval_iid_minus_ood":
         if settings.setting != "both":
-            return Design("none", "no data: IID − OOD needs `setting = \"both\"` in one entry", 0)
+            return Design("none", 'no data: IID − OOD needs `setting = "both"` in one entry', 0)
         return Design("two", f"test facts ≈ {test:.0%} of {rows} facts", rows * test, rows * test, test, test)
     if name == "downstream_across_learning_rates":
         return Design("two", f"test queries ≈ {test:.0%} of {rows} facts, paired", rows * test, rows * test, test, test)
@@ -334,7 +336,9 @@ def plan(suite: Suite) -> dict:
         )
         alpha = ALPHA / max(tests, 1)  # Holm's first step: the bar of the smallest p
         across = {
-            c.label: {"claim": c.label, "models": len(s), "needed": MIN_MODELS} for c, _, s, _ in pending if c.scope not in ("scale", "contrast")
+            c.label: {"claim": c.label, "models": len(s), "needed": MIN_MODELS}
+            for c, _, s, _ in pending
+            if c.scope not in ("scale", "contrast")
         }
         sets.append(
             {

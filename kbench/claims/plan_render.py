@@ -4,7 +4,16 @@ from __future__ import annotations
 
 from kbench.claims.power import sign_test_models
 
-_COLUMNS = ("claim", "claimed", "task / dataset", "models", "n per cell", "smallest detectable (80% power)", "paper's effect", "limit needed")
+_COLUMNS = (
+    "claim",
+    "claimed",
+    "task / dataset",
+    "models",
+    "n per cell",
+    "smallest detectable (80% power)",
+    "paper's effect",
+    "limit needed",
+)
 
 
 def _cells(row: dict) -> list[str]:

@@ -55,10 +55,11 @@ def summary(tested: list[tuple[ClaimSet, list[ClaimResult]]]) -> list[str]:
         encoded = len({r.claim.id for r in results if r.claim.measurable})
         with_data = len({r.claim.id for r in results if r.cells})
         decided = [r.claim.id for r in results for t in r.cells if t.verdict in ("supported", "contradicted")]
+        claims = len(set(decided))
         lines.append(
             f"- `{chosen.name}`: {len({r.claim.id for r in results})} claims, {encoded} encoded for kbench to test, "
             f"{with_data} tested with data; {len(verdicts)} verdicts per model and dataset: {counts}; decided: "
-            f"{len(decided)} of {len(verdicts)} verdicts, {len(set(decided))} distinct claim{'s' if len(set(decided)) != 1 else ''}"
+            f"{len(decided)} of {len(verdicts)} verdicts, {claims} distinct claim{'s' if claims != 1 else ''}"
         )
     return lines
 
