@@ -1,0 +1,106 @@
+"""`kbench claims plan` on the packaged claims-cpu suite (no model runs) and on constructed suite
+files: sizes from the settings, Holm over the directional tests, the paper's effect, the models."""
+
+from __future__ import annotations
+
+import json
+import math
+
+from kbench.claims import power
+from kbench.claims.plan import plan
+from kbench.claims.sets import claim_set
+from kbench.suite.spec import load_suite
+from tests.conftest import run_kbench
+
+SUITE = """[suite]
+name = "planned"
+claims = ["maple", "kola"]
+{models}
+[[datasets]]
+name = "maple-wiki"
+recipe = "maple-wiki"
+
+[[tasks]]
+task = "kee"
+datasets = ["maple-wiki"]
+[tasks.settings]
+limit = {limit}
+techniques = ["baseline", "temp0.7", "temp1.2", "recite", "genread", "caa", "iti", "decore", "activation_decoding"]
+
+[[tasks]]
+task = "extraction"
+datasets = ["maple-wiki"]
+[tasks.settings]
+limit = 300
+"""
+
+
+def _suite(tmp_path, models: int = 2, limit: int = 400):
+    text = "".join(f'[[models]]\nmodel = "smollm2-135m"\nname = "m{i}"\ndtype = "{("float32", "bfloat16", "float16")[i % 3]}"\n'
+                   f'device = "cuda:{i}"\n' for i in range(models))
+    path = tmp_path / "planned.toml"
+    path.write_text(SUITE.format(models=text, limit=limit))
+    return load_suite(path)
+
+
+def test_every_claim_of_the_packaged_cpu_suite_is_planned():
+    found = plan(load_suite("claims-cpu"))
+    suite = load_suite("claims-cpu")
+    assert [s["name"] for s in found["sets"]] == list(suite.spec.suite.claims)
+    for chosen in found["sets"]:
+        rows = chosen["rows"]
+        assert {c.label for c in claim_set(chosen["name"]).tested} == {r["claim"] for r in rows}
+        assert not [r for r in rows if r["n"].startswith("no size plan")]  # every statistic has a design
+        directional = [r for r in rows if r["directional"]]
+        assert chosen["holm_tests"] == sum(1 if "models in scope" in r["n"] else len(r["models"]) for r in directional)
+        assert all(a["needed"] == power.sign_test_models() == 5 for a in chosen["across"])
+
+
+def test_sizes_come_from_the_settings_and_the_paper_effect_from_the_claim(tmp_path):
+    found = plan(_suite(tmp_path, models=2, limit=400))
+    [maple] = [s for s in found["sets"] if s["name"] == "maple"]
+    rows = {r["claim"]: r for r in maple["rows"]}
+    alpha = 0.05 / maple["holm_tests"]
+    # Gain: F_base is half the 400 facts under the assumed 50% accuracy
+    assert rows["MAPLE-1"]["n"] == "F_base ≈ 50% of 400 facts, per technique"
+    assert rows["MAPLE-1"]["detectable"] == f"{power.detectable_two(0.5, 200, 200, alpha):.1%} at 50%"
+    # MAPLE-22: CAA's DGR 4.10% against 0.24% (the paper's Table 3), on D_deep (a quarter of the facts)
+    needed = power.n_two_proportions(0.041, 0.0024, alpha)
+    assert rows["MAPLE-22"]["paper"] == f"4.1% vs 0.2%: n {needed} per group, limit {math.ceil(needed / 0.25)}"
+    assert rows["MAPLE-22"]["limit_needed"] == math.ceil(needed / 0.25)
+    # an equivalence claim: the interval against the margin, and the limit at which it fits
+    assert rows["MAPLE-6"]["limit_needed"] == math.ceil(power.n_for_margin(0.5, 0.5, 0.05) / 0.5)
+    # MAPLE-25's PRS level leaves the temperature baselines out (their PRS is undefined): 6 techniques
+    assert rows["MAPLE-25 (PRS)"]["n"] == "6 techniques"
+    assert all(a["models"] == 2 for a in maple["across"])
+
+
+def test_a_larger_limit_detects_a_smaller_difference(tmp_path):
+    small, large = (plan(_suite(tmp_path, limit=limit)) for limit in (100, 1000))
+    first = lambda found: float(next(r for r in found["sets"][0]["rows"] if r["claim"] == "MAPLE-1")["detectable"].split("%")[0])  # noqa: E731
+    assert first(large) < first(small)
+
+
+def test_the_cli_prints_writes_and_refuses(tmp_path):
+    done = run_kbench("claims", "plan", "claims-cpu", "--json", "--out", str(tmp_path / "plan.md"))
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["suite"] == "claims-cpu"
+    assert (tmp_path / "plan.md").read_text().startswith("# Claims plan for suite claims-cpu\n")
+    table = run_kbench("claims", "plan", "claims-cpu", env={"COLUMNS": "250"})
+    assert table.returncode == 0 and "MAPLE-1" in table.stdout and "(across models)" in table.stdout
+    broken = tmp_path / "broken.toml"
+    broken.write_text("[suite\nname = 1\n")
+    for args, message in (
+        ((str(broken),), "broken.toml: not valid TOML"),
+        (("missing.toml",), "missing.toml: suite file not found"),
+        ((), "kbench claims plan SUITE: give a suite file"),
+    ):
+        refused = run_kbench("claims", "plan", *args)
+        assert refused.returncode == 2 and message in refused.stderr and "Traceback" not in refused.stderr, refused.stderr
+
+
+def test_a_suite_naming_no_claim_set_is_refused(tmp_path):
+    path = tmp_path / "none.toml"
+    path.write_text(SUITE.format(models='[[models]]\nmodel = "smollm2-135m"\n', limit=10).replace('["maple", "kola"]', "[]"))
+    refused = run_kbench("claims", "plan", str(path))
+    assert refused.returncode == 2 and "names no claim set to plan" in refused.stderr
