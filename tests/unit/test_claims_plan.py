@@ -36,8 +36,11 @@ limit = 300
 
 
 def _suite(tmp_path, models: int = 2, limit: int = 400):
-    text = "".join(f'[[models]]\nmodel = "smollm2-135m"\nname = "m{i}"\ndtype = "{("float32", "bfloat16", "float16")[i % 3]}"\n'
-                   f'device = "cuda:{i}"\n' for i in range(models))
+    text = "".join(
+        f'[[models]]\nmodel = "smollm2-135m"\nname = "m{i}"\ndtype = "{("float32", "bfloat16", "float16")[i % 3]}"\n'
+        f'device = "cuda:{i}"\n'
+        for i in range(models)
+    )
     path = tmp_path / "planned.toml"
     path.write_text(SUITE.format(models=text, limit=limit))
     return load_suite(path)

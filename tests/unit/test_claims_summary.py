@@ -58,7 +58,10 @@ def test_claims_md_shows_the_n_to_decide_and_reads_back():
     text = markdown("s", _tested())
     numbers = parse_claims(text)
     # P-4 is inconclusive; Holm over the set's 4 directional tests: alpha 0.0125 sizes its n
-    assert numbers["P-4 | m0 | kee / data"].split(" | ")[5] == f"≈ {n_to_decide(_cell('m0', '').result['estimate'], 'greater', None, 0.0125)}"
+    assert (
+        numbers["P-4 | m0 | kee / data"].split(" | ")[5]
+        == f"≈ {n_to_decide(_cell('m0', '').result['estimate'], 'greater', None, 0.0125)}"
+    )
     assert numbers["P-1 | m0 | kee / data"].split(" | ")[4:6] == ["supported", "—"]
 
 
@@ -68,11 +71,16 @@ def test_provenance_names_a_command_anyone_can_run(tmp_path, monkeypatch):
     document = {"suite": load_suite("claims-cpu").document(), "cells": {}}
     monkeypatch.chdir(tmp_path)
     found = rerun(document, Path("runs/claims-cpu"), Path("docs/claims.md"), [])
-    assert found == "`kbench suite run claims-cpu --out runs/claims-cpu`, then `kbench claims runs/claims-cpu --out docs/claims.md`"
+    assert (
+        found == "`kbench suite run claims-cpu --out runs/claims-cpu`, then `kbench claims runs/claims-cpu --out docs/claims.md`"
+    )
     # a suite folder outside the working folder (a private notes folder): no path of this machine
     elsewhere = tmp_path.parent / "notes" / "claims-cpu-run"
     found = rerun(document, elsewhere, tmp_path / "claims.md", ["maple"])
-    assert found == "`kbench suite run claims-cpu --out runs/claims-cpu`, then `kbench claims runs/claims-cpu --set maple --out claims.md`"
+    assert (
+        found
+        == "`kbench suite run claims-cpu --out runs/claims-cpu`, then `kbench claims runs/claims-cpu --set maple --out claims.md`"
+    )
     assert str(tmp_path.parent) not in found
     # a suite that is not the packaged one, unchanged: its suite file, which suite.json records in full
     document["suite"]["suite"]["retries"] = 0
@@ -82,4 +90,6 @@ def test_provenance_names_a_command_anyone_can_run(tmp_path, monkeypatch):
 @pytest.mark.parametrize("columns", [8, 9])
 def test_check_reads_both_table_formats(columns):
     row = "| " + " | ".join(["x"] * columns) + " |"
-    assert parse_claims(f"# Claims tested on suite s\n\n### C-1: c\n\n{row}\n") == {"C-1 | x | x": " | ".join(["x"] * (columns - 2))}
+    assert parse_claims(f"# Claims tested on suite s\n\n### C-1: c\n\n{row}\n") == {
+        "C-1 | x | x": " | ".join(["x"] * (columns - 2))
+    }
