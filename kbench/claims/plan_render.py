@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from kbench.claims.plan import TARGET
 from kbench.claims.power import sign_test_models
 
 _COLUMNS = (
@@ -30,7 +31,8 @@ def _preamble(found: dict) -> list[str]:
         "tests: its smallest detectable difference is at Holm's first step, alpha / (the number of tests). An interval claim "
         "(equivalence, non-superiority) needs its 95% interval's half-width inside the declared margin. Where the paper "
         "prints an effect, the n that detects it (per group) and the limit that gives that n. `limit needed`: the facts, "
-        "statements or questions a cell must evaluate for the paper's effect or the margin.",
+        "statements or questions a cell must evaluate for the paper's effect, for the margin, or, where the paper prints "
+        f"no effect, for a difference of {TARGET:.0%} (kbench's planning target).",
         "",
         f"Assumed where n or the variance depends on what the model knows (no paper prints these for the suite's models): "
         f"{assumed}. XTEVAL: acc_D 34% (OPT-125M, XTEVAL L179) and sigma 0.011 over runs (XTEVAL L103).",

@@ -17,19 +17,19 @@ name = "planned"
 claims = ["maple", "kola"]
 {models}
 [[datasets]]
-name = "maple-wiki"
-recipe = "maple-wiki"
+name = "facts"
+path = "org/facts"
 
 [[tasks]]
 task = "kee"
-datasets = ["maple-wiki"]
+datasets = ["facts"]
 [tasks.settings]
 limit = {limit}
 techniques = ["baseline", "temp0.7", "temp1.2", "recite", "genread", "caa", "iti", "decore", "activation_decoding"]
 
 [[tasks]]
 task = "extraction"
-datasets = ["maple-wiki"]
+datasets = ["facts"]
 [tasks.settings]
 limit = 300
 """
@@ -76,6 +76,18 @@ def test_sizes_come_from_the_settings_and_the_paper_effect_from_the_claim(tmp_pa
     # MAPLE-25's PRS level leaves the temperature baselines out (their PRS is undefined): 6 techniques
     assert rows["MAPLE-25 (PRS)"]["n"] == "6 techniques"
     assert all(a["models"] == 2 for a in maple["across"])
+
+
+def test_a_packaged_recipe_caps_the_limit_at_its_rows(tmp_path):
+    path = tmp_path / "capped.toml"
+    text = SUITE.format(models='[[models]]\nmodel = "smollm2-135m"\n', limit=400)
+    path.write_text(text.replace('path = "org/facts"', 'recipe = "maple-wiki"'))
+    [maple, _] = plan(load_suite(path))["sets"]
+    assert maple["rows"][0]["n"] == "F_base ≈ 50% of 133 facts, per technique"  # the maple-wiki demo's 133 facts
+    found = plan(load_suite("claims-cpu"))
+    rows = {(r["claim"], r["column"]): r for s in found["sets"] for r in s["rows"]}
+    assert rows[("XTEVAL-1", "xteval-lr1e-5 / lama")]["n"] == "155 facts of D"  # 31 relations × 5 facts
+    assert rows[("MAPLE-1", "kee / maple-wiki")]["n"] == "F_base ≈ 50% of 8 facts, per technique"
 
 
 def test_a_larger_limit_detects_a_smaller_difference(tmp_path):
