@@ -42,7 +42,8 @@ def _preamble(found: dict) -> list[str]:
 
 
 def markdown(found: dict) -> str:
-    lines = [f"# Claims plan for suite {found['suite']}", "", *_preamble(found), ""]
+    lines = [f"# Claims plan for suite {found['suite']}", "", f"Written by `kbench claims plan {found['suite']}`.", ""]
+    lines += [*_preamble(found), ""]
     for chosen in found["sets"]:
         lines += [f"## Claim set `{chosen['name']}`", "", f"Directional tests under Holm: {chosen['holm_tests']}.", ""]
         lines += ["| " + " | ".join(_COLUMNS) + " |", "|" + "---|" * len(_COLUMNS)]

@@ -119,3 +119,13 @@ def test_a_suite_naming_no_claim_set_is_refused(tmp_path):
     path.write_text(SUITE.format(models='[[models]]\nmodel = "smollm2-135m"\n', limit=10).replace('["maple", "kola"]', "[]"))
     refused = run_kbench("claims", "plan", str(path))
     assert refused.returncode == 2 and "names no claim set to plan" in refused.stderr
+
+
+def test_docs_claims_plan_md_is_the_commands_output():
+    from kbench.claims.plan_render import markdown
+    from tests.conftest import REPO_ROOT
+
+    written = (REPO_ROOT / "docs" / "claims-plan.md").read_text(encoding="utf-8")
+    assert written == markdown(plan(load_suite("claims-cpu"))), (
+        "regenerate: kbench claims plan claims-cpu --out docs/claims-plan.md"
+    )
