@@ -17,7 +17,7 @@ import math
 from dataclasses import asdict, dataclass
 
 from kbench.claims import power
-from kbench.claims.sets import Claim, claim_set, in_scope
+from kbench.claims.sets import SETTINGS, Claim, claim_set, in_scope, provides
 from kbench.claims.verdicts import ALPHA, MIN_MODELS
 from kbench.suite.spec import Suite, TaskEntry
 
@@ -326,12 +326,21 @@ def _row(claim: Claim, column: str, scoped: list[str], design: Design, alpha: fl
 def plan(suite: Suite) -> dict:
     """The plan of every claim set the suite names: {"suite", "alpha", "power", "assumed", "sets":
     [{"name", "holm_tests", "rows": [Row], "across": [{"claim", "models", "needed"}]}]}."""
-    models = [(m.label, {"model": m.model}) for m in suite.spec.models]
+    from kbench.suite.model_table import read_record
+
+    # the model table's rows as far as they are known before a run: the spec, and a `kbench read` checkpoint's record
+    models = [(m.label, {"model": m.model, "read": read_record(m.model)}) for m in suite.spec.models]
     sets = []
     for name in suite.spec.suite.claims:
         pending = []
         for claim in claim_set(name).tested:
             scoped = [label for label, row in models if in_scope(claim, label, row)]
+            if claim.requires:  # a model without the setting the claim requires is not tested (verdict "setting not met")
+                scoped = [label for label, row in models if label in scoped and provides(claim.requires, row)]
+                if not scoped:
+                    need = SETTINGS[claim.requires][0]
+                    pending.append((claim, f"{claim.task} / *", [], Design("none", f"setting not met: no model is {need}", 0)))
+                    continue
             columns = _columns(suite, claim)
             if claim.task == "kee":  # an entry without the claim's techniques has no data for it (DeCoRe's head counts)
                 lacking = columns and _kee_lacks(claim, _settings(columns[0][1]))
