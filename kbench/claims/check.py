@@ -2,7 +2,9 @@
 numbers of a claims.md? Sampling is seeded, so a rerun of the same suite must match exactly.
 
 A claims.md is read back with `parse_claims`: every table row (claim, model, task / dataset ->
-difference, n, p, p Holm, verdict, n to decide) and every "Across models" line. The provenance section (command,
+difference, n, p, p Holm, verdict, n to decide; a reading's row names its model "MODEL · reading NAME", a
+model outside the claim's scope or without its setting has dashes and that verdict) and every "Across
+models" line. The provenance section (command,
 commit, date, machine, models) is what differs between two runs of one suite, and is not compared.
 """
 

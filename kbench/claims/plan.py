@@ -109,7 +109,7 @@ def _kee_lacks(claim: Claim, settings: dict) -> str | None:
         wanted = [] if set(others) & set(techniques) else others
     elif name in ("prs_share", "sgr_minus_dgr"):
         wanted = [] if set(p["techniques"]) & set(techniques) else list(p["techniques"])
-    elif name in ("proportion_vs", "technique_setting_difference"):
+    elif name in ("proportion_vs", "technique_setting_difference", "technique_lowest_on"):
         wanted = [] if p["technique"] in techniques else [p["technique"]]
     elif name == "shallow_share" and settings.sweep_max < p["of"]:
         return f"K up to {p['of']} (sweep_max)"
@@ -147,6 +147,9 @@ def _kee(claim: Claim, settings: dict, rows: int) -> Design:
     if name == "ranking_stability":
         share = 1 - ASSUMED["accuracy"]
         return Design("bootstrap", f"F_base ≈ {share:.0%} of {rows} facts (bootstrap over them)", rows * share)
+    if name == "technique_lowest_on":  # a model of the claim's against every other model: unpaired
+        what, share = _SHARE[p["metric"]]
+        return Design("two", f"{what} ≈ {share:.0%} of {rows} facts, per model", rows * share, rows * share, share, share)
     if name == "technique_setting_difference":
         return Design("two", f"{rows} facts, paired across entries", rows, rows)
     return _unplanned(name)
@@ -163,8 +166,6 @@ def _xteval(claim: Claim, settings: dict, rows: int) -> Design:
         return Design("runs", f"{runs} runs per model", runs)
     if name == "xteval_split_spread":
         return Design("runs", f"{seeds['extraction'] * seeds['finetune']} runs per split seed", runs // seeds["split"])
-    if name == "size_trend":
-        return Design("rank", "models", 0)
     if name == "xteval_iid_minus_ood":
         if settings.setting != "both":
             return Design("none", 'no data: IID − OOD needs `setting = "both"` in one entry', 0)
@@ -175,6 +176,8 @@ def _xteval(claim: Claim, settings: dict, rows: int) -> Design:
 
 
 def _design(claim: Claim, settings: dict, rows: int) -> Design:
+    if claim.statistic in ("size_trend", "accuracy_size_trend"):  # a rank correlation over the models
+        return Design("rank", "models", 0)
     if claim.task == "kee":
         return _kee(claim, settings, rows)
     if claim.task == "xteval":
@@ -292,22 +295,32 @@ def _paper_row(claim: Claim, design: Design, alpha: float) -> tuple[str, int | N
     a, b = float(effect["value"]), float(effect["against"])
     interval = claim.direction not in ("greater", "less")
     if interval:  # the paper's rates inside the margin: the n for the interval to fit
-        needed = power.n_for_margin(a, b if design.kind == "two" else None, claim.margin - abs(a - b))
+        room = claim.margin - (abs(a - b) if claim.direction == "equivalent" else a - b)
+        needed = power.n_for_margin(a, b if design.kind == "two" else None, room) if room > 0 else None
     elif design.kind == "two":
         needed = power.n_two_proportions(a, b, alpha)
     else:
         needed = power.n_one_proportion(a, b, alpha)
+    if needed is None:
+        return f"{a:.1%} vs {b:.1%}: no n detects it (equal rates, or beyond the margin)", None
     shares = (design.share1,) + ((design.share2,) if design.kind == "two" else ())
     limit = _limit(needed, shares)
     return f"{a:.1%} vs {b:.1%}: n {needed}{' per group' if design.kind == 'two' else ''}, limit {limit}", limit
 
 
-_ROWLESS = {"size_trend", "xteval_gap2", "largest_minus_smallest", "xteval_split_spread", "level_agreement"}
+_ROWLESS = {
+    "size_trend",
+    "accuracy_size_trend",
+    "xteval_gap2",
+    "largest_minus_smallest",
+    "xteval_split_spread",
+    "level_agreement",
+}
 _WITH_P = ("one", "two", "rank", "gap1")  # the designs whose test has a p-value: Holm counts them
 
 
 def _direction(claim: Claim) -> str:
-    return {"greater": "> 0", "less": "< 0"}.get(claim.direction, f"{claim.direction} ±{claim.margin}")
+    return {"greater": "> 0", "less": "< 0", "not_greater": f"≤ +{claim.margin}"}.get(claim.direction, f"within ±{claim.margin}")
 
 
 def _row(claim: Claim, column: str, scoped: list[str], design: Design, alpha: float) -> Row:
@@ -335,6 +348,9 @@ def plan(suite: Suite) -> dict:
         pending = []
         for claim in claim_set(name).tested:
             scoped = [label for label, row in models if in_scope(claim, label, row)]
+            if not scoped:
+                pending.append((claim, f"{claim.task} / *", [], Design("none", "outside the claim's scope: every model", 0)))
+                continue
             if claim.requires:  # a model without the setting the claim requires is not tested (verdict "setting not met")
                 scoped = [label for label, row in models if label in scoped and provides(claim.requires, row)]
                 if not scoped:

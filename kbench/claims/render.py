@@ -1,6 +1,9 @@
 """claims.md and the terminal table of tested claims: each claim's id, quote, what it compares,
-the verdict per model (difference, 95% interval, n, p, Holm p; beside an inconclusive verdict, the n
-it would need at the observed difference) and across models."""
+the models it is about, the verdict per model (difference, 95% interval, n, p, Holm p; beside an
+inconclusive verdict, the n it would need at the observed difference) and across models. Below a
+cell's row, one row per reading of a rule the paper leaves open ("MODEL · reading NAME"), where the
+cell's statistic reads it; after the tested rows, a row per model outside the claim's scope, or
+without the setting it requires, with dashes and no verdict."""
 
 from __future__ import annotations
 
@@ -103,8 +106,8 @@ def markdown(suite_name: str, tested: list[tuple[ClaimSet, list[ClaimResult]]], 
             if claim.requires:
                 lines.append(f"Requires: {SETTINGS[claim.requires][0]}.")
             if claim.margin is not None:
-                kind = "Non-superiority" if claim.direction == "not_greater" else "Equivalence"
-                lines.append(f"{kind} margin (declared by kbench; the paper states none): ±{claim.margin}.")
+                kind, sign = ("Non-superiority", "+") if claim.direction == "not_greater" else ("Equivalence", "±")
+                lines.append(f"{kind} margin (declared by kbench; the paper states none): {sign}{claim.margin}.")
             lines += [
                 "",
                 "| model | task / dataset | difference [95% CI] | n | p | p Holm | verdict | n to decide | test |",
@@ -116,8 +119,14 @@ def markdown(suite_name: str, tested: list[tuple[ClaimSet, list[ClaimResult]]], 
                     model, verdict = f"{t.model} · reading {name}", t.reading_verdicts[name]
                     needed = _needed(claim, found, verdict, alpha)
                     lines.append(_row(model, t.column, found, t.reading_holm.get(name), verdict, needed))
-            for label, where in ((OUTSIDE, outcome.outside), (NOT_MET, outcome.not_met)):
-                lines += [f"| {model} | {column} | — | — | — | — | {label} | — | — |" for model, column in where]
+            for model, column in outcome.outside:
+                if (model, column) in outcome.beyond:
+                    found, verdict = outcome.beyond[(model, column)]
+                    label = f"{OUTSIDE}; does it generalise? {verdict} (p unadjusted)"
+                    lines.append(_row(model, column, found, None, label, "—"))
+                else:
+                    lines.append(f"| {model} | {column} | — | — | — | — | {OUTSIDE} | — | — |")
+            lines += [f"| {model} | {column} | — | — | — | — | {NOT_MET} | — | — |" for model, column in outcome.not_met]
             lines.append("")
             read = sorted({name for t in outcome.cells for name in t.readings})
             if read:
@@ -148,9 +157,13 @@ def terminal_table(tested: list[tuple[ClaimSet, list[ClaimResult]]]):
                     estimate, p_holm = format_estimate(found["estimate"]), _p(t.reading_holm.get(name))
                     model = f"{t.model} · reading {name}"
                     table.add_row(outcome.claim.label, model, t.column, estimate, p_holm, t.reading_verdicts[name])
-            for label, where in ((OUTSIDE, outcome.outside), (NOT_MET, outcome.not_met)):
-                for model, column in where:
-                    table.add_row(outcome.claim.label, model, column, "", "", label)
+            for model, column in outcome.outside:
+                found, verdict = outcome.beyond.get((model, column), (None, None))
+                estimate = format_estimate(found["estimate"]) if found else ""
+                label = f"{OUTSIDE}; does it generalise? {verdict} (p unadjusted)" if found else OUTSIDE
+                table.add_row(outcome.claim.label, model, column, estimate, "", label)
+            for model, column in outcome.not_met:
+                table.add_row(outcome.claim.label, model, column, "", "", NOT_MET)
             for column, text in outcome.across.items():
                 table.add_row(outcome.claim.label, "(across models)", column, "", "", text)
     return table

@@ -22,6 +22,7 @@ from kbench.metrics.uncertainty import difference_unpaired, mcnemar, wilson
 from kbench.report.runs import Run
 
 Z_95 = 1.959963984540054
+Labelled = list[tuple[str, Run]]  # (model label, run) of several models
 
 
 def _fisher(k1: int, n1: int, k2: int, n2: int) -> float:
@@ -55,14 +56,32 @@ def _per_technique(run: Run) -> dict:
     return run.metrics.get("per_technique") or {}
 
 
+def _prs_undefined(run: Run, name: str) -> bool:
+    """Whether a technique's PRS is undefined. PRS compares the gold rank under the technique with
+    the baseline's, and temperature sampling changes neither the prompt nor the weights: its rank
+    is the baseline's, every failure it leaves is Tied by construction (MAPLE's Figure 2 has no τ
+    rows). KEE records such a PRS as undefined (n = 0, an "undefined" reason); runs written before
+    carry a computed one, told by the sampling temperature among the technique's recorded params
+    (RECITE's is `recite_temperature`), or, in a run without params, by MAPLE's τ names (temp0.7)."""
+    prs = _per_technique(run).get(name, {}).get("prs") or {}
+    if not prs.get("n") or "undefined" in prs:
+        return True
+    params = (run.metrics.get("technique_params") or {}).get(name)
+    return "temperature" in params if isinstance(params, dict) else name.startswith("temp")
+
+
 def technique_above(run: Run, metric: str, above: Sequence[str], below: Sequence[str] = (), pick: str = "weakest") -> dict | None:
     """metric(a) − metric(b) for a in `above`, b in `below` (default: every other non-baseline
     technique of the run), reported for the pair that decides the claim: the smallest difference
     ("weakest": every a above every b holds only if it does), or the largest in size ("farthest":
-    an equivalence holds only if it does). `metric` is a path in a technique's block; "*" stands
-    for each sampling partition of SGR / DGR. Unpaired Newcombe interval, two-sided Fisher exact p
-    (conservative: the techniques share the baseline's failures)."""
+    an equivalence holds only if it does), or the largest ("largest": A no better than any b holds
+    only if it does). `metric` is a path in a technique's block; "*" stands for each sampling
+    partition of SGR / DGR. A PRS metric leaves out the techniques whose PRS is undefined
+    (`_prs_undefined`). Unpaired Newcombe interval, two-sided Fisher exact p (conservative: the
+    techniques share the baseline's failures)."""
     table = _per_technique(run)
+    if metric.startswith("prs."):
+        table = {name: block for name, block in table.items() if not _prs_undefined(run, name)}
     if any(a not in table for a in above):
         return None
     others = [t for t in (below or [t for t in table if t != "baseline" and t not in above]) if t in table]
@@ -79,8 +98,8 @@ def technique_above(run: Run, metric: str, above: Sequence[str], below: Sequence
                     )
     if not pairs:
         return None
-    key = (lambda p: p[3]["value"]) if pick == "weakest" else (lambda p: -abs(p[3]["value"]))
-    a, b, path, estimate, first, second = min(pairs, key=key)
+    key = {"weakest": lambda p: p[3]["value"], "farthest": lambda p: -abs(p[3]["value"]), "largest": lambda p: -p[3]["value"]}
+    a, b, path, estimate, first, second = min(pairs, key=key[pick])
     return {
         "estimate": estimate,
         "p_value": _fisher(first["k"], first["n"], second["k"], second["n"]),
@@ -213,8 +232,11 @@ def level_agreement(run: Run, level: str, reverse: bool = False) -> dict | None:
     """Kendall tau-b of Gain with another metric level over the run's techniques (the baseline left
     out; a technique without both values too), exact permutation p. `level` is a path in a
     technique's block, "*" each sampling partition: the partition with the smallest tau decides.
-    `reverse`: a lower value of the level counts as higher (PRS Tied: fewer tied, more moved)."""
+    `reverse`: a lower value of the level counts as higher (PRS Tied: fewer tied, more moved). A
+    PRS level leaves out the techniques whose PRS is undefined (`_prs_undefined`)."""
     table = {name: block for name, block in _per_technique(run).items() if name != "baseline"}
+    if level.startswith("prs."):
+        table = {name: block for name, block in table.items() if not _prs_undefined(run, name)}
     partitions = next((list(b.get("beyond_sampling", {})) for b in table.values()), []) if "*" in level else [""]
     found = []
     for partition in partitions:
@@ -253,3 +275,46 @@ def shallow_share(run: Run, k: int, of: int, reference: float) -> dict | None:
         "p_value": _binomial(at_k, at_of, reference),
         "test": f"shallow failures at K = {k} of those at K = {of} (the {partition} partition) vs {reference}, exact binomial",
     }
+
+
+def technique_lowest_on(
+    inside: list[tuple[str, Run]], outside: list[tuple[str, Run]], technique: str, metric: str
+) -> dict | None:
+    """A technique's `metric` (a proportion in its block) on the claim's models against every other
+    model: the highest over the claim's models − the lowest over the others, the pair that decides
+    "lowest on these models" (below 0 only if every value of theirs lies below every other);
+    Newcombe, two-sided Fisher exact (different models: different items). None without a model on
+    each side."""
+
+    def values(found):
+        return [(label, b) for label, run in found if (b := _at(_per_technique(run).get(technique, {}), metric))]
+
+    ours, theirs = values(inside), values(outside)
+    if not ours or not theirs:
+        return None
+    (high, a), (low, b) = max(ours, key=lambda f: f[1]["k"] / f[1]["n"]), min(theirs, key=lambda f: f[1]["k"] / f[1]["n"])
+    return {
+        "estimate": difference_unpaired(a["k"], a["n"], b["k"], b["n"]),
+        "p_value": _fisher(a["k"], a["n"], b["k"], b["n"]),
+        "test": f"{technique} {metric}: {high} (highest of {len(ours)} in scope) − {low} (lowest of {len(theirs)} others), "
+        "two-sided Fisher exact",
+    }
+
+
+def accuracy_size_trend(points: list[tuple[int, Run]], metric: str | None = None) -> dict | None:
+    """Spearman's rho of a headline accuracy (`metric`, a proportion; default each run's primary
+    metric) against parameter count over the models, with the exact two-sided permutation p (1/n!
+    resolution: 3 models cannot reach 0.05, 5 can)."""
+    from kbench.claims.across import _spearman  # across reads this module: imported here
+
+    named = [(params, run, metric or run.primary) for params, run in points]
+    found = [(float(params), run.headline[name]["value"]) for params, run, name in named if params and name in run.headline]
+    metric = metric or next((name for _, _, name in named if name), "the primary metric")
+    if len(found) < 2:
+        return None
+    xs, ys = [x for x, _ in found], [y for _, y in found]
+    rho = _spearman(xs, ys)
+    perms = list(itertools.permutations(ys))
+    p_value = sum(abs(_spearman(xs, list(p))) >= abs(rho) - 1e-12 for p in perms) / len(perms)
+    estimate = {"value": rho, "ci_low": None, "ci_high": None, "n": len(found), "interval": "none (rank correlation)"}
+    return {"estimate": estimate, "p_value": p_value, "test": f"Spearman rho of {metric} with size, exact permutation p"}

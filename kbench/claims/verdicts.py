@@ -21,12 +21,14 @@ XTEVAL at three learning rates); a "contrast" claim reads the cells of the claim
 those of every other model on one dataset (MAPLE-11: CAA's lowest Gain is on Qwen2.5).
 Scope (`kbench.claims.sets`): a model the claim is not about is listed as "outside the claim's
 scope" with no verdict, and a model without the setting the claim requires (continual
-pretraining) as "setting not met"; neither is tested nor counted across models.
+pretraining) as "setting not met"; neither is tested nor counted across models. Beside an
+out-of-scope model of a per-model claim, "does it generalise?" reports the statistic there and
+what it would say at its unadjusted p: outside Holm, and no verdict on the paper.
 Readings (`kbench.claims.readings`): where a run records SGR / DGR of temperature sampling under
 several readings of MAPLE's unstated recovery rule, a statistic that reads them is computed under
 each, Holm is run again over the set with every test under that reading, and a cell whose
 verdicts differ between readings reads "depends on the reading" (each reading's verdict is kept).
-Across models, per (task, dataset): an exact one-sided sign test over the models (directional:
+Across models, per (task, dataset): an exact one-sided sign test over the in-scope models (directional:
 the sign of each model's difference; equivalence and non-superiority: supported against
 contradicted models). One side reaches alpha only with 5 or more models, so with fewer the
 verdict is "inconclusive across models (n models)", beside the per-model verdicts.
@@ -72,6 +74,8 @@ class ClaimResult:
     skipped: list[str] = field(default_factory=list)  # cells without the data the statistic needs
     outside: list[tuple[str, str]] = field(default_factory=list)  # (model, column) the claim is not about
     not_met: list[tuple[str, str]] = field(default_factory=list)  # (model, column) without the required setting
+    # (model, column) outside the scope -> (the statistic there, what it would say at unadjusted p)
+    beyond: dict[tuple[str, str], tuple[dict, str]] = field(default_factory=dict)
 
 
 def test_suite(folder: Path, set_names: list[str]) -> list[tuple[ClaimSet, list[ClaimResult]]]:
@@ -128,21 +132,33 @@ def _groups(claim: Claim, runs: list[tuple[dict, object]], sizes: dict, others) 
 
 
 def _column(claim: Claim, cell: dict) -> str:
-    return f"{cell['task'] if claim.scope == 'cell' else claim.task} / {cell['dataset']}"
+    """The column a cell's test is reported under (as `_groups` names it)."""
+    return f"{claim.task if claim.scope in ('model', 'entries') else cell['task']} / {cell['dataset']}"
+
+
+def _found(claim: Claim, fn, read: list) -> dict | None:
+    """The statistic on one group of runs (`_groups`), None without the data it needs."""
+    if claim.scope == "cell":
+        found = fn(read[0], **claim.params)
+    elif claim.scope == "model":
+        found = fn({_setting(r): r for r in read}, **claim.params)
+    else:  # "entries": [run], told apart by the settings each recorded; "scale": [(parameters, run)]; "contrast"
+        found = fn(*read, **claim.params) if claim.scope == "contrast" else fn(read, **claim.params)
+    return None if found is None or found["estimate"].get("value") is None else found
 
 
 def _measure(claim: Claim, folder: Path, cells: list[dict], rows: dict) -> ClaimResult:
     """The claim's statistic on every cell, model or dataset its scope reads: the models it is
-    about and that provide the setting it requires; the others are listed, untested."""
+    about and that provide the setting it requires; the others are listed, untested (a per-model
+    claim's statistic is still computed on a model outside its scope: "does it generalise?")."""
     outcome, fn = ClaimResult(claim), _statistic(claim.statistic)
     runs, others = [], []
     for cell in cells:
         model, row = cell["model"], rows.get(cell["model"])
         where = (model, _column(claim, cell))
         if not in_scope(claim, model, row):
-            if claim.scope == "contrast":
-                others.append((cell, load_run(folder / cell["run_dir"])))
-            elif where not in outcome.outside:
+            others.append((cell, load_run(folder / cell["run_dir"])))
+            if claim.scope != "contrast" and where not in outcome.outside:
                 outcome.outside.append(where)
         elif claim.requires and not provides(claim.requires, row):
             if where not in outcome.not_met:
@@ -151,20 +167,18 @@ def _measure(claim: Claim, folder: Path, cells: list[dict], rows: dict) -> Claim
             runs.append((cell, load_run(folder / cell["run_dir"])))
     sizes = {label: (row or {}).get("parameters") for label, row in rows.items()}
     for model, column, read in _groups(claim, runs, sizes, others):
-        if claim.scope == "cell":
-            measure = lambda run: fn(run, **claim.params)  # noqa: E731
-            found = measure(read[0])
-        elif claim.scope == "model":
-            found = fn({_setting(r): r for r in read}, **claim.params)
-        else:  # "entries": [run], told apart by the settings each recorded; "scale": [(parameters, run)]; "contrast"
-            found = fn(*read, **claim.params) if claim.scope == "contrast" else fn(read, **claim.params)
-        if found is None or found["estimate"].get("value") is None:
+        found = _found(claim, fn, read)
+        if found is None:
             outcome.skipped.append(f"{model} on {column}")
             continue
         test = CellTest(model, column, found)
         if claim.scope == "cell":  # KEE's cells: SGR / DGR under each reading of the recovery rule
-            test.readings = results_by_reading(read[0], measure, found)
+            test.readings = results_by_reading(read[0], lambda run: fn(run, **claim.params), found)
         outcome.cells.append(test)
+    if claim.scope in ("cell", "model", "entries"):  # does it generalise? Beside the verdicts, never one of them
+        for model, column, read in _groups(claim, others, sizes, []):
+            if (found := _found(claim, fn, read)) is not None:
+                outcome.beyond[(model, column)] = (found, _verdict(claim, found, found["p_value"]))
     return outcome
 
 

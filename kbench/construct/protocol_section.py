@@ -24,6 +24,12 @@ def render_protocol(protocol: Protocol | None) -> str:
         for d in protocol.deviations:
             cells = [f"`{d.id}`", d.paper, d.kbench, d.effect]
             lines.append("| " + " | ".join(c.replace("|", "\\|").replace("\n", " ") for c in cells) + " |")
+    if protocol.interpretations:
+        lines += ["", "**Interpretations** (the paper is silent; kbench's reading, not the paper's):", ""]
+        lines += ["| id | the paper | this build | alternatives | affects |", "|---|---|---|---|---|"]
+        for i in protocol.interpretations:
+            cells = [f"`{i.id}`", i.paper, i.kbench, "; ".join(i.alternatives), i.effect]
+            lines.append("| " + " | ".join(c.replace("|", "\\|").replace("\n", " ") for c in cells) + " |")
     if note := frequency_stand_in(protocol):
         lines += ["", f"**Head / tail differences** drawn from this dataset: {note}; quote the note beside the number."]
     lines += ["", "The same block is in `manifest.json` (`protocol`)."]

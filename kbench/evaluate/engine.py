@@ -49,7 +49,7 @@ LOG = logging.getLogger(__name__)
 
 SCHEMA = "kbench.results.v2"
 ENVELOPE_SCHEMA = "results.v2.json"
-PROTOCOL_SCHEMA = "protocol.v1.json"
+PROTOCOL_SCHEMAS = ("protocol.v2.json", "protocol.v1.json")  # v1: results written before interpretations
 JOURNAL = "journal.jsonl"
 
 
@@ -82,8 +82,8 @@ def validate(document: dict, schema_name: str, where: str = "") -> None:
     from jsonschema import Draft202012Validator
     from referencing import Registry, Resource
 
-    envelope, protocol = load_schema(ENVELOPE_SCHEMA), load_schema(PROTOCOL_SCHEMA)
-    registry = Registry().with_resources((schema["$id"], Resource.from_contents(schema)) for schema in (envelope, protocol))
+    schemas = [load_schema(name) for name in (ENVELOPE_SCHEMA, *PROTOCOL_SCHEMAS)]
+    registry = Registry().with_resources((schema["$id"], Resource.from_contents(schema)) for schema in schemas)
     error = next(Draft202012Validator(load_schema(schema_name), registry=registry).iter_errors(document), None)
     if error is not None:
         path = ".".join(str(p) for p in error.absolute_path) or "(top)"

@@ -1,6 +1,7 @@
 """`kbench claims` on a constructed suite folder whose numbers are chosen: KoLA-13 (head above
-tail) holds in every model, EVQA-1 (outdated about as good as updated) is contradicted, and the
-verdict across models needs 5 models."""
+tail) holds in every model, EVQA-1 (outdated about as good as updated, after continual
+pretraining) reports "setting not met" on static models and is contradicted on `kbench read`
+checkpoints, and the verdict across models needs 5 models."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ def write_run(folder: Path, task: str, model: str, headline: dict, metrics: dict
     pl.DataFrame(items).write_parquet(folder / "items.parquet")
 
 
-def constructed_suite(root: Path, models: int, tasks: tuple[str, ...] = ("extraction", "qa")) -> Path:
+def constructed_suite(root: Path, models: int, tasks: tuple[str, ...] = ("extraction", "qa"), rows: dict | None = None) -> Path:
     """`models` models; extraction: head 80/100 (less 5 per model) vs tail 10/100; qa: 60 edited
     questions, none right against the outdated answer, 40 right against the updated one."""
     cells = {}
@@ -41,7 +42,7 @@ def constructed_suite(root: Path, models: int, tasks: tuple[str, ...] = ("extrac
                                          "run_dir": f"cells/{name}__qa__evo"}
     suite = {"suite": {"name": "constructed"}, "tasks": [{"task": "extraction", "name": "facts"}, {"task": "qa", "name": "qa"}]}
     suite["tasks"] = [t for t in suite["tasks"] if t["task"] in tasks]
-    (root / "suite.json").write_text(json.dumps({"schema": "kbench.suite.v1", "suite": suite, "cells": cells, "models": {}}))
+    (root / "suite.json").write_text(json.dumps({"schema": "kbench.suite.v1", "suite": suite, "cells": cells, "models": rows or {}}))
     return root
 
 
@@ -55,8 +56,18 @@ def test_one_claim_holds_and_one_is_contradicted(tmp_path):
     assert kola.count("| supported |") == 2 and "inconclusive across models (2 models)" in kola
     assert "holds for 2 of 2 models" in kola
     assert "yielding similar EM/F1 scores for 'Outdated' and 'Updated' questions" in evqa
-    assert evqa.count("| contradicted |") == 2 and "±0.1" in evqa and "-0.667" in evqa
-    assert "KoLA-13" in done.stdout and "contradicted" in done.stdout
+    assert 'Source: EvolvingQA evaluation card, "Common pitfalls", line 43' in evqa  # the card's words, not the paper's
+    assert evqa.count("| setting not met |") == 2 and "Verdict: setting not met: no model of the suite is a model after" in evqa
+    assert "KoLA-13" in done.stdout and "setting not met" in done.stdout
+
+
+def test_evqa_1_is_tested_on_models_after_continual_pretraining(tmp_path):
+    read = {"base_model": {"name": "org/base"}, "text_sha256": ["0" * 64], "steps": 10}
+    folder = constructed_suite(tmp_path / "suite", models=2, tasks=("qa",), rows={"m0": {"model": "ckpt", "read": read}, "m1": {}})
+    assert run_kbench("claims", str(folder)).returncode == 0
+    evqa = (folder / "claims.md").read_text().split("### EVQA-1")[1].split("\n### ")[0]
+    assert "| m0 | qa / evo | -0.667 [" in evqa and evqa.count("| contradicted |") == 1 and "±0.1" in evqa
+    assert "| m1 | qa / evo | — | — | — | — | setting not met | — |" in evqa
 
 
 def test_the_one_sided_sign_test():
@@ -69,9 +80,10 @@ def test_five_models_decide_across_models_on_a_suite(tmp_path):
     from kbench.claims.verdicts import test_suite
 
     [(kola, results)] = test_suite(constructed_suite(tmp_path / "suite", models=5, tasks=("extraction",)), ["kola"])
-    [result] = [r for r in results if r.claim.measurable]
-    assert len(results) == 13 and result.claim.id == "KoLA-13"  # the 12 others are listed, with their reason
-    assert all(r.claim.unmeasurable.startswith("not measurable by kbench: ") for r in results if r is not result)
+    [trend, result] = [r for r in results if r.claim.measurable]
+    assert len(results) == 13 and result.claim.id == "KoLA-13"  # the 11 others are listed, with their reason
+    assert trend.claim.id == "KoLA-1" and not trend.cells  # the model table gives no sizes here
+    assert all(r.claim.unmeasurable.startswith("not measurable by kbench: ") for r in results if r not in (trend, result))
     assert kola.name == "kola" and [t.verdict for t in result.cells] == ["supported"] * 5
     # Holm over the 5 tests: every p is tiny, so each stays below 0.05
     assert all(t.p_holm < 0.05 for t in result.cells)
@@ -85,7 +97,7 @@ def test_a_claim_set_needing_a_task_the_suite_lacks_exits_2(tmp_path):
     assert done.returncode == 2 and "--set kola: claim set kola needs task(s) extraction, which the suite lacks" in done.stderr
     assert "Traceback" not in done.stderr and not (folder / "claims.md").exists()
     listed = run_kbench("claims", "list")
-    assert listed.returncode == 0 and "kola: 1 tested, 12 not measurable" in listed.stdout
+    assert listed.returncode == 0 and "kola: 2 tested, 11 not measurable" in listed.stdout
     assert "  KoLA-13 (expectation): " in listed.stdout and "  EVQA-1: " in listed.stdout
     for name in ("maple", "xteval", "left", "kola", "evolvingqa"):
         assert f"\n{name}: " in f"\n{listed.stdout}"

@@ -57,6 +57,7 @@ def test_the_grid_and_its_model_table(reference):
     assert a["family"] == "llama" and a["context_length"] == 256 and a["chat_template"] is False
     assert a["release_date"] == "2024-11-01" and a["training_tokens"] == 1e6 and b["release_date"] is None
     assert a["sha256"] != b["sha256"] and len(a["sha256"]) == 64
+    assert a["read"] is None  # not a `kbench read` checkpoint
     status = run_kbench("suite", "status", str(reference))
     assert status.returncode == 0 and "4 done" in status.stdout and "exact_accuracy" in status.stdout
 

@@ -37,7 +37,7 @@ limit = 300
 
 def _suite(tmp_path, models: int = 2, limit: int = 400):
     text = "".join(
-        f'[[models]]\nmodel = "smollm2-135m"\nname = "m{i}"\ndtype = "{("float32", "bfloat16", "float16")[i % 3]}"\n'
+        f'[[models]]\nmodel = "smollm2-135m"\nname = "llama-3-m{i}"\ndtype = "{("float32", "bfloat16", "float16")[i % 3]}"\n'
         f'device = "cuda:{i}"\n'
         for i in range(models)
     )
@@ -75,7 +75,10 @@ def test_sizes_come_from_the_settings_and_the_paper_effect_from_the_claim(tmp_pa
     assert rows["MAPLE-6"]["limit_needed"] == math.ceil(power.n_for_margin(0.5, 0.5, 0.05) / 0.5)
     # MAPLE-25's PRS level leaves the temperature baselines out (their PRS is undefined): 6 techniques
     assert rows["MAPLE-25 (PRS)"]["n"] == "6 techniques"
-    assert all(a["models"] == 2 for a in maple["across"])
+    # a claim about other families (MAPLE-10: OLMo2 and Qwen2.5) has no model of this suite in its scope
+    assert rows["MAPLE-10 (gain)"]["n"] == "outside the claim's scope: every model" and rows["MAPLE-10 (gain)"]["models"] == []
+    assert rows["MAPLE-22"]["models"] == ["llama-3-m0", "llama-3-m1"]  # the Llama3 claim, by the models' labels
+    assert {a["claim"]: a["models"] for a in maple["across"]}["MAPLE-1"] == 2
 
 
 def test_a_packaged_recipe_caps_the_limit_at_its_rows(tmp_path):

@@ -1,8 +1,8 @@
-"""MAPLE's SGR / DGR for the temperature baselines on a tiny real model: an item counts as
-recovered when one of K new seed-B samples reaches the gold, not when the 10-sample majority
-vote does. The golds are picked from the model's own samples so that, on some items, the vote
-misses the gold while a later sample reaches it; the test recomputes the paper's count from
-the samples stored in items.jsonl."""
+"""SGR / DGR of the temperature baselines on a tiny real model: K new seed-B samples (MAPLE's draw)
+decide recovery under kbench's reading (any of the K correct; MAPLE does not say), not the
+10-sample majority vote; every reading (any of K, majority of K, one sample) is recomputed from
+the samples stored in items.jsonl. The golds are picked from the model's own samples so that, on
+some items, the vote misses the gold while a later sample reaches it."""
 
 from __future__ import annotations
 
@@ -109,3 +109,26 @@ def test_majority_vote_option_reads_the_vote_and_is_recorded(runs):
     assert vote - seed_b == {"sgr-majority-vote"} and seed_b <= vote
     # the vote itself is the same either way: the first 10 of the same seed-B draw
     assert results["metrics"]["per_technique"]["temp0.7"]["gain"] == runs["seed-b"][0]["metrics"]["per_technique"]["temp0.7"]["gain"]
+
+
+def test_sgr_dgr_under_each_reading_recomputed_from_the_stored_samples(runs):
+    results, items = runs["seed-b"]
+    readings = {
+        "any-of-k": any,
+        "majority-of-k": lambda flags: 2 * sum(flags) > K,
+        "one-sample": lambda flags: flags[0],
+    }
+    got = results["metrics"]["per_technique"]["temp0.7"]["beyond_sampling"]["0.7"]["readings"]
+    for reading, rule in readings.items():
+        expected = _recount(items, lambda row: rule(row["sample_correct"][:K]))
+        assert {rate: (got[reading][rate]["k"], got[reading][rate]["n"]) for rate in ("sgr", "dgr")} == expected, reading
+    assert got["any-of-k"] == {rate: results["metrics"]["per_technique"]["temp0.7"]["beyond_sampling"]["0.7"][rate]
+                               for rate in ("sgr", "dgr")}
+    # the majority vote option keeps no seed-B samples: no readings to compute
+    assert "readings" not in runs["majority-vote"][0]["metrics"]["per_technique"]["temp0.7"]["beyond_sampling"]["0.7"]
+
+
+def test_temperature_methods_have_no_prs(runs):
+    results, _ = runs["seed-b"]
+    prs = results["metrics"]["per_technique"]["temp0.7"]["prs"]
+    assert prs["n"] == 0 and prs["tied"]["value"] is None and "baseline's" in prs["undefined"]

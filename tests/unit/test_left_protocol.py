@@ -41,10 +41,21 @@ def test_each_setting_names_its_procedure_and_records_the_zero_shot_judge():
     assert block["name"] == "left-prior" and block["faithful"] is False and "Go to School" in block["reference"]
     assert [d["id"] for d in block["deviations"]] == ["zero-shot-judge"]
     assert "BoolQ" in block["deviations"][0]["paper"] and "logP(' True')" in block["deviations"][0]["kbench"]
-    assert ids(setting="open-book", retriever="sbert") == ["zero-shot-judge", "passage-cut"]
+    assert ids(setting="open-book", retriever="sbert") == ["zero-shot-judge", "sbert-chapter-scope", "passage-cut"]
     assert ids(setting="open-book", retriever="gold") == ["zero-shot-judge", "gold-paragraph-by-overlap", "passage-cut"]
     assert ids(limit=4) == ["zero-shot-judge", "sample-limit"]
     assert left_protocol(TrueFalseSettings(setting="open-book", retriever="sbert"), 4).name == "left-open-book"
+
+
+def test_open_book_sbert_records_its_chapter_scope_and_its_readings():
+    protocol = left_protocol(TrueFalseSettings(setting="open-book", retriever="sbert"), 4)
+    scope = next(d for d in protocol.deviations if d.id == "sbert-chapter-scope")
+    assert "statement's own chapter" in scope.kbench and "hint" in scope.kbench and "textbook" in scope.paper
+    assert [i.id for i in protocol.interpretations] == ["sbert-checkpoint", "sbert-query"]
+    assert all(i.alternatives for i in protocol.interpretations)
+    # goldIR retrieves nothing: neither the scope nor the sBERT readings
+    gold = left_protocol(TrueFalseSettings(setting="open-book", retriever="gold"), 4)
+    assert "sbert-chapter-scope" not in [d.id for d in gold.deviations] and gold.interpretations == ()
 
 
 def test_closed_book_records_its_zero_shot_judge(tmp_path):

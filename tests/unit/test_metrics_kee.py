@@ -142,3 +142,31 @@ def test_ranking_stability_intervals_without_failures_or_methods_are_undefined()
     got = kee.ranking_stability_intervals({"a": True}, {"a": [True]}, {"m": {"a": True}}, 1, 1, resamples=10)
     assert got["sgr"]["1"]["value"] is None and got["sgr"]["1"]["ci_low"] is None
     assert got["sgr"]["1"]["undefined_resamples"] == 10 and got["sgr"]["1"]["n"] == 0
+
+
+def test_each_reading_of_recovered_by_hand():
+    samples = [False, True, True, False]   # first wrong; 2 of 4 correct; 2 of the first 3
+    assert [kee.recovered(samples, 4, r) for r in kee.READINGS] == [True, False, False]   # 2 of 4 is no majority
+    assert [kee.recovered(samples, 3, r) for r in kee.READINGS] == [True, True, False]    # 2 of 3 is one
+    assert [kee.recovered(samples, 1, r) for r in kee.READINGS] == [False, False, False]
+    assert all(kee.recovered(True, 4, r) for r in kee.READINGS)   # an answer reads the same under each
+    with pytest.raises(ValueError, match="unknown reading"):
+        kee.recovered(samples, 2, "best-of-k")
+    with pytest.raises(ValueError, match="fewer than K"):
+        kee.recovered(samples, 5, "one-sample")
+
+
+def test_reading_rates_differ_as_the_readings_do():
+    # shallow s1, s2; deep d1, d2 (the partition comes from seed-A samples, these are seed-B)
+    seed_b = {"s1": [False, True, False], "s2": [True, True, False], "d1": [False, False, True], "d2": [False] * 3}
+    rates = kee.reading_rates({"s1", "s2"}, {"d1", "d2"}, seed_b, k=3)
+    assert list(rates) == list(kee.READINGS)
+    assert (rates["any-of-k"]["sgr"], rates["any-of-k"]["dgr"]) == (proportion(2, 2), proportion(1, 2))
+    assert (rates["majority-of-k"]["sgr"], rates["majority-of-k"]["dgr"]) == (proportion(1, 2), proportion(0, 2))
+    assert (rates["one-sample"]["sgr"], rates["one-sample"]["dgr"]) == (proportion(1, 2), proportion(0, 2))
+
+
+def test_prs_undefined_has_no_items_and_says_why():
+    block = kee.prs_undefined(kee.SAMPLING_PRS_UNDEFINED)
+    assert block["n"] == 0 and all(block[k]["value"] is None for k in ("improved", "tied", "worsened"))
+    assert "neither the prompt nor the weights" in block["undefined"]

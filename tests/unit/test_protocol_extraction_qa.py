@@ -1,6 +1,7 @@
 """The protocol block of `evaluate extraction` and `evaluate qa` (issue #29, docs/protocol.md): the
-paper's defaults give `faithful: true`; each departing option adds exactly its entry, made by the
-code path that departs. Real runs of the tiny models through the engine."""
+paper's defaults give `faithful: true` (MAPLE's: a chat model; the tiny model has no chat template, so
+its plain question is recorded); each departing option adds exactly its entry, made by the code path
+that departs; MAPLE's silences are interpretations, apart. Real runs of the tiny models through the engine."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import pytest
 
 from kbench.evaluate.engine import evaluate, validate
 from kbench.tasks.extraction.task import Extraction, ExtractionSettings
+from kbench.tasks.kee.task import KeeSettings, run_protocol
 from kbench.tasks.qa.task import KnowledgeUpdateQA, QASettings
 from kbench.evaluate.task import RunContext, Summary, Task
 from kbench.models.loading import load_model
@@ -50,10 +52,18 @@ def _ids(block: dict) -> list[str]:
     return [d["id"] for d in block["deviations"]]
 
 
-def test_maple_extraction_paper_defaults_are_faithful(causal, facts, tmp_path):
+def test_maple_extraction_plain_question_is_recorded_as_kee_records_it(causal, facts, tmp_path):
+    # MAPLE's instruct models answer through their chat template: a plain question prompt departs,
+    # in extraction as in KEE (the same id and text)
     block = _block(Extraction(), causal, facts, tmp_path / "run", ExtractionSettings(prompt="question"))
     assert block["name"] == "maple-extraction" and block["reference"] == REFERENCES["maple"]
-    assert block["faithful"] is True and block["deviations"] == []
+    assert block["faithful"] is False and _ids(block) == ["prompt-question-form"]
+    kee, _ = run_protocol(KeeSettings(techniques=("baseline",), prompt="question"), False, None, {})
+    assert block["deviations"][0]["paper"] == kee.deviations[0].paper
+    # where MAPLE is silent: interpretations, apart from the deviations
+    readings = {i["id"]: i for i in block["interpretations"]}
+    assert set(readings) == {"matching-case", "question-wording"}
+    assert readings["matching-case"]["kbench"].startswith("case-insensitive") and readings["matching-case"]["alternatives"]
 
 
 @pytest.mark.parametrize(
@@ -62,18 +72,25 @@ def test_maple_extraction_paper_defaults_are_faithful(causal, facts, tmp_path):
         ({"prompt": "cloze"}, "prompt-form", "--prompt cloze"),
         ({"prompt": "question", "fewshot": 1}, "fewshot", "1 solved example from the train split"),
         ({"prompt": "question", "limit": 4}, "sample-limit", "4 of the 9 items (--limit 4, --seed 0)"),
-        ({"prompt": "question", "case_sensitive": True}, "case-sensitive-matching", "--case-sensitive"),
     ],
 )
 def test_each_maple_extraction_option_adds_exactly_its_entry(causal, facts, tmp_path, options, entry, said):
     block = _block(Extraction(), causal, facts, tmp_path / "run", ExtractionSettings(max_new_tokens=2, **options))
-    assert block["faithful"] is False and _ids(block) == [entry]
+    question = ["prompt-question-form"] if options["prompt"] == "question" else []
+    assert block["faithful"] is False and _ids(block) == [entry, *question]
     assert said in block["deviations"][0]["kbench"] and block["deviations"][0]["paper"]
+
+
+def test_case_sensitive_matching_is_the_other_reading_not_a_deviation(causal, facts, tmp_path):
+    block = _block(Extraction(), causal, facts, tmp_path / "run", ExtractionSettings(prompt="question", case_sensitive=True))
+    assert _ids(block) == ["prompt-question-form"]
+    case = next(i for i in block["interpretations"] if i["id"] == "matching-case")
+    assert "--case-sensitive" in case["kbench"] and case["alternatives"][0].startswith("case-insensitive")
 
 
 def test_a_limit_that_keeps_every_item_is_no_deviation(causal, facts, tmp_path):
     block = _block(Extraction(), causal, facts, tmp_path / "run", ExtractionSettings(prompt="question", limit=50))
-    assert block["faithful"] is True
+    assert _ids(block) == ["prompt-question-form"]   # no sample-limit
 
 
 def test_lama_over_lamas_common_vocabulary_is_faithful(masked, facts, tmp_path, shared_data):

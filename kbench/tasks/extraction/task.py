@@ -25,8 +25,11 @@ Nothing is approximated.
 Protocol (`results.json` `protocol`, docs/protocol.md): `maple-extraction` (MAPLE's short-answer
 questions, greedy, matched with aliases) or `lama-strict-p@1` (Petroni et al.'s cloze templates over
 their common vocabulary). Each setting that departs from the paper adds its entry where it is applied:
-a `--limit` sample, `--fewshot`, a prompt form the paper does not use, `--case-sensitive` matching,
-a LAMA run over the full vocabulary or over another word list than LAMA's.
+a `--limit` sample, `--fewshot`, a prompt form the paper does not use, a plain question prompt on a
+causal LM (MAPLE's instruct models answer through their chat template; KEE records the same), a
+LAMA run over the full vocabulary or over another word list than LAMA's. Where MAPLE is silent
+the block lists kbench's reading as an interpretation (`maple_interpretations`): the case of its
+matching (`--case-sensitive` takes the other reading) and the wording of the question.
 
 Metrics are reported overall, per relation, per source (T-REx, Google-RE, ...), per frequency
 bin; every number is an Estimate with its n and 95% interval (`kbench.metrics.uncertainty`).
@@ -58,7 +61,7 @@ from kbench.io import write_parquet
 from kbench.metrics import uncertainty as u
 from kbench.metrics.matching import distinct_fact_hits, exact_match, maple_correct
 from kbench.models.interface import Capability
-from kbench.protocol import REFERENCES, Deviation, Protocol
+from kbench.protocol import REFERENCES, Deviation, Interpretation, Protocol
 
 UNIT_ITEMS = 256  # items per work unit; the model batches inside a unit
 #: why a rank metric is undefined, by what the backend knows of ranks
@@ -174,13 +177,24 @@ def prompt_deviation(protocol: str, form: str) -> Deviation | None:
     )
 
 
-CASE_SENSITIVE = Deviation(
-    id="case-sensitive-matching",
-    paper="matches after removing special characters and whitespace; case handling is not stated, and kbench's "
-    "reading (its default) compares case-insensitively",
-    kbench="--case-sensitive: case is kept when matching",
-    effect="maple_accuracy, exact_accuracy, their breakdowns and the known facts",
-)
+def maple_interpretations(s) -> tuple[Interpretation, ...]:
+    """kbench's readings where MAPLE is silent (none for LAMA, whose procedure is its code)."""
+    if s.protocol != "maple":
+        return ()
+    out = [departures.maple_case(s.case_sensitive, "maple_accuracy, exact_accuracy, their breakdowns and the known facts")]
+    if s.prompt in ("question", "chat"):
+        out.append(
+            Interpretation(
+                "question-wording",
+                paper="each fact is asked 'in a short-answer question format'; the wording of the prompt is not in the "
+                "text kbench follows",
+                kbench="'Answer the question with a short answer.' then 'Question: ...' and 'Answer:'"
+                + (" through the model's chat template" if s.prompt == "chat" else ""),
+                alternatives=("another instruction or cue around the same question (e.g. MAPLE's released prompts)",),
+                effect="maple_accuracy, exact_accuracy and every breakdown and rank of them",
+            )
+        )
+    return tuple(out)
 
 
 def rank_knowledge(model) -> str:
@@ -198,6 +212,7 @@ class ExtractionPlan:
     stop: list[str]
     ranks: str  # rank_knowledge(model)
     deviations: tuple[Deviation, ...] = ()  # where this run departs from its protocol's paper
+    interpretations: tuple[Interpretation, ...] = ()  # kbench's readings where the paper is silent
 
 
 def _estimates(rows: Sequence[dict], protocol: str, ranks: str) -> dict:
@@ -276,8 +291,9 @@ class Extraction(Task):
         if s.protocol == "lama":
             rows, prompts, drops, candidates, vocabulary = lama_filter(rows, prompts, model, s.common_vocab)
             deviations.append(vocabulary)
-        elif s.case_sensitive:
-            deviations.append(CASE_SENSITIVE)
+        elif s.prompt == "question":
+            # MAPLE's instruct models answer through their chat template (KEE records the same)
+            deviations.append(departures.maple_question_form("--prompt question", EVERY_NUMBER))
         stop = list(prompts[0].stop) if prompts else []
         state = ExtractionPlan(
             rows=rows,
@@ -286,6 +302,7 @@ class Extraction(Task):
             stop=stop,
             ranks=rank_knowledge(model),
             deviations=departures.present(*deviations),
+            interpretations=maple_interpretations(s),
         )
         units = chunks(list(zip(rows, prompts)), UNIT_ITEMS)
         return Plan(units=units, dataset=split.describe(), depends_on={"stop": stop}, state=state)
@@ -365,7 +382,8 @@ class Extraction(Task):
         first = headline_keys[0] if protocol == "maple" else "first_token_p1"  # a macro mean has no Newcombe difference
         headline.update({f"{first} {contrast}": values[first] for contrast, values in differences.items() if first in values})
         name, reference = PROTOCOLS[protocol]
-        return Summary(headline=headline, metrics=metrics, protocol=Protocol(name, reference, state.deviations))
+        protocol = Protocol(name, reference, state.deviations, state.interpretations)
+        return Summary(headline=headline, metrics=metrics, protocol=protocol)
 
     def finish(self, ctx: RunContext, state: ExtractionPlan, rows: list[dict], results: dict) -> None:
         """known_facts.parquet: the dataset rows the model answered correctly (D^theta)."""

@@ -6,11 +6,14 @@ Definitions follow the MAPLE paper (Section 3.2; docs/definitions.md, "KEE metri
 - Gain = |F_base ∩ S_kee| / |F_base|; Loss = |S_base ∩ F_kee| / |S_base|.
 - PRS: over the unflipped 0→0 items (wrong under both), drop items whose first gold token is
   ranked first (rank 1) under either setting, then label each remaining item Improved
-  (r_kee < r_base), Tied or Worsened and report each label's proportion.
+  (r_kee < r_base), Tied or Worsened and report each label's proportion. Undefined for a
+  temperature-sampling method (`SAMPLING_PRS_UNDEFINED`): its rank is the baseline's.
 - SGR / DGR: base failures split by K seed-A samples into shallow (some sample correct) and deep
   (none correct); SGR = |recovered ∩ shallow| / |shallow|, DGR = |recovered ∩ deep| / |deep|. A
-  method answering once recovers an item when its answer is correct; a temperature-sampling
-  method when one of its first K seed-B samples is (`recovered`, docs/definitions.md).
+  method answering once recovers an item when its answer is correct. For a temperature-sampling
+  method MAPLE draws K new seed-B samples but never says when they recover an item: `READINGS`
+  are the three readings kbench computes (`recovered`; "any-of-k" is the run's default, an
+  interpretation, docs/definitions.md).
 - Kendall tau-b between two score vectors (ties handled as in tau-b), used to compare the method
   ranking at each K with the ranking at the reference K = 20.
 
@@ -58,6 +61,18 @@ def loss(base_correct: Mapping[str, bool], kee_correct: Mapping[str, bool]) -> d
     """Share of baseline successes that the technique answers incorrectly."""
     _same_items(base_correct, kee_correct, "loss")
     return u.proportion_of([not kee_correct[i] for i, ok in base_correct.items() if ok])
+
+
+#: Why a temperature-sampling method has no PRS (`prs_undefined`).
+SAMPLING_PRS_UNDEFINED = (
+    "a temperature-sampling method changes neither the prompt nor the weights: its gold rank is the baseline's, "
+    "so Tied would be 100% by construction"
+)
+
+
+def prs_undefined(reason: str) -> dict:
+    """A PRS block with no items (n = 0, every share undefined) and the reason it is undefined."""
+    return {**prs({}, {}, {}, {}), "undefined": reason}
 
 
 def prs(
@@ -114,20 +129,42 @@ def shallow_counts(
     return {str(k): sum(hit < k for hit in first_hit) for k in range(1, sweep_max + 1)}
 
 
-def recovered(outcome: bool | Sequence[bool], k: int) -> bool:
+#: The readings of "recovered" for a method that keeps K seed-B samples (MAPLE is silent on which):
+#: any of the first K correct, more than half of them correct, the first sample correct.
+READINGS = ("any-of-k", "majority-of-k", "one-sample")
+
+
+def recovered(outcome: bool | Sequence[bool], k: int, reading: str = "any-of-k") -> bool:
     """Whether a method recovers an item at K = k: `outcome` is its answer's correctness (a bool,
-    the same at every K) or its seed-B samples' correctness in draw order (recovered when one of
-    the first k is correct; fewer than k samples is an error)."""
+    the same at every K and under every reading) or its seed-B samples' correctness in draw order,
+    read as `reading` (`READINGS`; "one-sample" reads the first sample at every K). Fewer than k
+    samples is an error."""
     if isinstance(outcome, (bool, int)):
         return bool(outcome)
     if len(outcome) < k:
         raise ValueError(f"{len(outcome)} seed-B samples, fewer than K={k}")
-    return any(outcome[:k])
+    first = [bool(x) for x in outcome[:k]]
+    if reading == "any-of-k":
+        return any(first)
+    if reading == "majority-of-k":
+        return 2 * sum(first) > k  # strictly more than half: a tie at even K does not recover
+    if reading == "one-sample":
+        return first[0]
+    raise ValueError(f"unknown reading {reading!r}; known: {', '.join(READINGS)}")
 
 
-def recovered_by(method_outcomes: Mapping[str, bool | Sequence[bool]], k: int) -> dict[str, bool]:
+def recovered_by(method_outcomes: Mapping[str, bool | Sequence[bool]], k: int, reading: str = "any-of-k") -> dict[str, bool]:
     """{item: recovered at K = k} of one method (`recovered`)."""
-    return {i: recovered(outcome, k) for i, outcome in method_outcomes.items()}
+    return {i: recovered(outcome, k, reading) for i, outcome in method_outcomes.items()}
+
+
+def reading_rates(shallow: set[str], deep: set[str], outcomes: Mapping[str, Sequence[bool]], k: int) -> dict[str, dict]:
+    """{reading: {"sgr", "dgr"}} of a method with seed-B samples, under each of `READINGS`."""
+    out = {}
+    for reading in READINGS:
+        sgr, dgr = gain_rates(shallow, deep, recovered_by(outcomes, k, reading))
+        out[reading] = {"sgr": sgr, "dgr": dgr}
+    return out
 
 
 def gain_rates(shallow: set[str], deep: set[str], kee_correct: Mapping[str, bool]) -> tuple[dict, dict]:

@@ -1,19 +1,30 @@
-"""The protocol block of a KEE run: where this run departs from MAPLE (`kbench.protocol`).
+"""The protocol block of a KEE run: where this run departs from MAPLE, and where MAPLE is silent and
+kbench chose (`kbench.protocol`).
 
-Entries come from the settings the run used, the model's prompt form and the data it found,
+Deviations come from the settings the run used, the model's prompt form and the data it found,
 plus each technique's own (`Technique.deviations`, from its parameters and what it fitted). Ids
-are stable slugs; MAPLE's defaults give none (every technique at its MAPLE setting, a chat model,
-TruthfulQA in the data root, no train split). MAPLE's values, as its text gives them:
+are stable slugs. MAPLE's defaults give none for the baseline, the temperature baselines,
+GenRead, CAA, ITI and Activation Decoding (a chat model, TruthfulQA in the data root, no train
+split); RECITE and DeCoRe always give one each at their defaults, since kbench cannot run them as
+MAPLE's text says: `recite-sampled-recitations` (MAPLE's 20 runs are greedy, so kbench samples
+the recitations) and `decore-synthetic-retrieval-heads` (retrieval heads from a synthetic copy
+task, not Wu et al.'s needle-in-a-haystack detection). MAPLE's values, as its text gives them:
 K = 20 seed-A samples, a K sweep of 1..30, tau = 0.7 and 1.2, plain temperature sampling,
 K new seed-B samples for the temperature baselines' SGR / DGR, CAA fitted in two folds of its
 3,254-fact pool, instruction-tuned models.
+
+Interpretations (`kee_interpretations`) are kbench's readings where MAPLE is silent: when K seed-B
+samples recover an item (`sgr-recovery-rule`), the case of its matching (`matching-case`), how
+a vote groups answers (`vote-grouping`) and which token PRS ranks (`prs-gold-token`). They never
+make a run unfaithful; each names the readings kbench did not take.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from kbench.protocol import REFERENCES, Deviation, Protocol
+from kbench.evaluate.departures import maple_case, maple_question_form
+from kbench.protocol import REFERENCES, Deviation, Interpretation, Protocol
 from kbench.tasks.kee.techniques import TECHNIQUES
 
 NAME = "maple-kee"
@@ -38,9 +49,10 @@ def kee_protocol(
         out.append(
             Deviation(
                 "sgr-majority-vote",
-                paper="for tau_0.7 and tau_1.2, K new samples are drawn with seed B = 0 and an item counts as recovered "
-                "when they reach the gold answer",
-                kbench="an item counts as recovered when the 10-sample majority vote is correct (--sgr-recovery majority-vote)",
+                paper="for tau_0.7 and tau_1.2, K new samples are drawn with seed B = 0 for SGR / DGR at each K (when they "
+                "recover an item is not said: an interpretation, sgr-recovery-rule)",
+                kbench="no new samples: an item counts as recovered when the 10-sample majority vote is correct, the same "
+                "at every K (--sgr-recovery majority-vote)",
                 effect=f"SGR, DGR and their K-sweep ranking of {', '.join(sampling)}",
             )
         )
@@ -82,19 +94,58 @@ def kee_protocol(
             )
         )
     if not chat:
-        out.append(
-            Deviation(
-                "prompt-question-form",
-                paper="instruction-tuned models (OLMo2, Qwen2.5, Llama3 -Instruct) answer MAPLE's prompts",
-                kbench="plain-text prompts ending in a cue ('Answer:'), no chat template"
-                + (" (--prompt question)" if s.prompt == "question" else " (the model has none)"),
-                effect="every number",
-            )
-        )
+        out.append(maple_question_form("--prompt question" if s.prompt == "question" else "the model has none", "every number"))
     out += _pool_deviations(techniques, pool, fitted)
     for name in techniques:
         out += technique_deviations[name]
-    return Protocol(NAME, REFERENCES["maple"], tuple(out))
+    return Protocol(NAME, REFERENCES["maple"], tuple(out), kee_interpretations(s, sampling, technique_params))
+
+
+def kee_interpretations(s, sampling: Sequence[str], technique_params: Mapping[str, dict]) -> tuple[Interpretation, ...]:
+    """kbench's readings where MAPLE is silent, for the techniques this run has."""
+    out = []
+    if sampling and s.sgr_recovery == "seed-b":
+        out.append(
+            Interpretation(
+                "sgr-recovery-rule",
+                paper="for tau_0.7 and tau_1.2, K new samples are drawn with seed B = 0 and S_m is 'the set of instances "
+                "recovered by method m'; when K samples recover an instance is not said",
+                kbench="recovered when any of the first K seed-B samples is correct",
+                alternatives=(
+                    "majority of K: more than half of the first K seed-B samples correct",
+                    "one sample: the first seed-B sample correct",
+                ),
+                effect=f"SGR, DGR and their K-sweep ranking of {', '.join(sampling)}: under any of K a temperature "
+                "method's expected SGR is at least the shallow share of its own partition (the same sampler found the "
+                "shallow failures with K seed-A samples), which moves MAPLE-21, 22 and 24; SGR / DGR under each reading "
+                "are in beyond_sampling.*.readings",
+            )
+        )
+    out.append(maple_case(s.case_sensitive, "every correctness: Acc, Gain, Loss, SGR, DGR, the shallow/deep partition"))
+    voting = [*sampling, *(["recite"] if "recite" in technique_params and technique_params["recite"]["runs"] > 1 else [])]
+    if voting:
+        out.append(
+            Interpretation(
+                "vote-grouping",
+                paper="the final answer is the majority vote over the samples (RECITE: over its runs); how answers are "
+                "grouped and ties broken is not said",
+                kbench="answers vote together when equal after MAPLE's normalisation; a tie goes to the answer drawn first",
+                alternatives=("answers vote as exact strings", "a tie broken at random"),
+                effect=f"{', '.join(voting)}: Acc, Gain, Loss",
+            )
+        )
+    if any(n != "baseline" and n not in sampling for n in s.techniques):
+        out.append(
+            Interpretation(
+                "prs-gold-token",
+                paper="PRS compares the rank of 'the gold token' under the baseline and the technique",
+                kbench="the full-vocabulary rank of the first token of the gold label (not its aliases) as the answer's "
+                "continuation",
+                alternatives=("the best rank over the gold label and its aliases", "the rank of every gold token, averaged"),
+                effect="PRS (improved / tied / worsened) of every technique",
+            )
+        )
+    return tuple(out)
 
 
 def _truncated_draws(s, sampling: Sequence[str], technique_params: Mapping[str, dict]) -> list[str]:

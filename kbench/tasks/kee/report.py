@@ -7,6 +7,9 @@ atomically, beside results.json:
   Loss, PRS shares with the sign test of Improved vs Worsened, SGR/DGR per temperature, the paired
   test against the baseline when present), overall and per frequency bin; proportions in percent
   with their 95% intervals, `*` for n < 30, "undefined" for an empty denominator. comparison.md
+  says which PRS are undefined and why (a temperature-sampling method's: `metrics.SAMPLING_PRS_UNDEFINED`,
+  also for a file written before kbench said so) and shows SGR/DGR under each reading of "recovered"
+  side by side (`readings_section`); comparison.md
   opens with the run's protocol block ("faithful to maple-kee" or its deviations, each with what
   MAPLE does, what the run did and which numbers it touches; "not recorded" for an older file);
   the tables give the ids of each technique's own deviations (`technique_details.*.deviations`);
@@ -32,6 +35,8 @@ from kbench.report.explorer import FROM_DATASET, plain
 from kbench.report.legacy import to_v2
 from kbench.report.plots import estimate_bars, pyplot, save_chart
 from kbench.report.runs import V2, is_estimate, leaves
+from kbench.tasks.kee.metrics import READINGS, SAMPLING_PRS_UNDEFINED, prs_undefined
+from kbench.tasks.kee.techniques import is_sampling
 
 
 def _envelope(results: dict) -> dict:
@@ -40,7 +45,27 @@ def _envelope(results: dict) -> dict:
         raise InputError(
             "results.json", "a KEE report needs metrics.per_technique ({technique: metrics})", key="metrics.per_technique"
         )
-    return env
+    return sampling_prs_undefined(env)
+
+
+def sampling_prs_undefined(env: dict) -> dict:
+    """The envelope with every temperature-sampling technique's PRS undefined
+    (`metrics.SAMPLING_PRS_UNDEFINED`): a file written before kbench said so carries a PRS of
+    100 % Tied, which no reader shows."""
+    metrics = env["metrics"]
+    slices = [metrics["per_technique"], *metrics.get("per_frequency_bin", {}).values()]
+    if not any("prs" in m and "undefined" not in m["prs"] and is_sampling(t) for s in slices for t, m in s.items()):
+        return env
+    fixed = [{t: _without_prs(t, m) for t, m in s.items()} for s in slices]
+    bins = dict(zip(metrics.get("per_frequency_bin", {}), fixed[1:]))
+    new_metrics = {**metrics, "per_technique": fixed[0], **({"per_frequency_bin": bins} if bins else {})}
+    return {**env, "metrics": new_metrics}
+
+
+def _without_prs(technique: str, m: dict) -> dict:
+    if "prs" not in m or "undefined" in m["prs"] or not is_sampling(technique):
+        return m
+    return {**m, "prs": prs_undefined(SAMPLING_PRS_UNDEFINED)}
 
 
 def _text(value) -> str:
@@ -55,7 +80,8 @@ def comparison_tables(results: dict) -> tuple[str, str]:
     env = _envelope(results)
     metrics = env["metrics"]
     slices = [("overall", metrics["per_technique"])] + [(f"bin: {b}", s) for b, s in metrics.get("per_frequency_bin", {}).items()]
-    flat = [(name, {t: leaves(m) for t, m in techniques.items()}) for name, techniques in slices]
+    # the readings of "recovered" get their own section (`readings_section`), not a column each
+    flat = [(name, {t: leaves(_without_readings(m)) for t, m in techniques.items()}) for name, techniques in slices]
     details = metrics.get("technique_details", {})
     deviations = {t: d.get("deviations") for t, d in details.items()}
     columns = list(dict.fromkeys(c for _, rows in flat for cells in rows.values() for c in cells))
@@ -92,8 +118,53 @@ def comparison_tables(results: dict) -> tuple[str, str]:
                 ]
             )
         md.append("")
+    md += prs_notes(metrics["per_technique"]) + readings_section(slices)
     md += comparison_sections(metrics, results_bin_note(env))
     return "\n".join(md), buffer.getvalue()
+
+
+def _without_readings(m: dict) -> dict:
+    rates = m.get("beyond_sampling")
+    if not isinstance(rates, dict):
+        return m
+    return {**m, "beyond_sampling": {t: {k: v for k, v in r.items() if k != "readings"} for t, r in rates.items()}}
+
+
+def prs_notes(per_technique: dict) -> list[str]:
+    """One line per reason a technique's PRS is undefined, naming the techniques."""
+    reasons: dict[str, list[str]] = {}
+    for t, m in per_technique.items():
+        if isinstance(m.get("prs"), dict) and m["prs"].get("undefined"):
+            reasons.setdefault(m["prs"]["undefined"], []).append(t)
+    return [f"PRS undefined for {', '.join(ts)}: {reason}." for reason, ts in reasons.items()] + ([""] if reasons else [])
+
+
+def readings_section(slices: list[tuple[str, dict]]) -> list[str]:
+    """SGR / DGR of each technique that kept seed-B samples under each reading of "recovered",
+    side by side (MAPLE does not say which reading it uses)."""
+    rows = [
+        (name, t, temp, rates["readings"])
+        for name, techniques in slices
+        for t, m in techniques.items()
+        for temp, rates in (m.get("beyond_sampling") or {}).items()
+        if isinstance(rates, dict) and "readings" in rates
+    ]
+    if not rows:
+        return []
+    md = [
+        '## SGR / DGR under each reading of "recovered"',
+        "",
+        "MAPLE draws K new seed-B samples for a temperature method but does not say when they recover an item "
+        "(an interpretation, `sgr-recovery-rule`): any-of-k = one of the first K is correct (the tables above), "
+        "majority-of-k = more than half of them, one-sample = the first sample.",
+        "",
+        "| slice | technique | τ | " + " | ".join(f"{rate} {r}" for rate in ("SGR", "DGR") for r in READINGS) + " |",
+        "|---|---|---|" + "---|" * (2 * len(READINGS)),
+    ]
+    for name, t, temp, readings in rows:
+        cells = [_text(readings.get(r, {}).get(rate)) for rate in ("sgr", "dgr") for r in READINGS]
+        md.append(f"| {name} | {t} | {temp} | " + " | ".join(cells) + " |")
+    return md + [""]
 
 
 def protocol_section(env: dict) -> list[str]:
@@ -102,7 +173,14 @@ def protocol_section(env: dict) -> list[str]:
     lines = [f"**Protocol: {describe(protocol)}**" + (f" ({protocol.reference})" if protocol else ""), ""]
     for d in protocol.deviations if protocol else ():
         lines.append(f"- `{d.id}`: {d.kbench}. MAPLE: {d.paper}. Touches: {d.effect}.")
-    return lines + ([""] if protocol and protocol.deviations else [])
+    lines += [""] if protocol and protocol.deviations else []
+    if protocol and protocol.interpretations:
+        lines += ["**Interpretations** (MAPLE is silent; kbench's reading, not MAPLE's):", ""]
+        for i in protocol.interpretations:
+            others = "; ".join(i.alternatives)
+            lines.append(f"- `{i.id}`: {i.kbench}. MAPLE: {i.paper}. Alternatives: {others}. Touches: {i.effect}.")
+        lines.append("")
+    return lines
 
 
 def _deviates(deviations: list[str] | None) -> str:
@@ -199,7 +277,9 @@ def _techniques(env: dict) -> tuple[list[str], dict[str, dict]]:
 
 def prs_chart(results: dict, out_dir: Path) -> str:
     plt = pyplot()
-    names, per = _techniques(_envelope(results))
+    env = _envelope(results)
+    names, per = _techniques(env)
+    names = [n for n in names if "undefined" not in env["metrics"]["per_technique"][n].get("prs", {})]
     fig, ax = plt.subplots(figsize=(max(5, 1.1 * len(names) + 2), 4))
     bottom = [0.0] * len(names)
     for label, colour in (("improved", "#2a9d8f"), ("tied", "#bbbbbb"), ("worsened", "#e76f51")):

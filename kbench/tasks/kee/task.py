@@ -5,9 +5,13 @@ through the model: the final answer, MAPLE correctness and strict exact match, a
 token's full-vocabulary rank under the technique. For the shallow/deep partition,
 `max(k, sweep_max)` samples per item at each temperature with seed A = 42 on the baseline prompt.
 The temperature baselines answer by the majority vote of their first 10 seed-B samples (Gain,
-Loss, PRS) and, as MAPLE, count an item recovered for SGR / DGR when one of K new samples drawn
-with seed B = 0 is correct (the same draw: `sweep_max` samples, the first K at each K); the
-`sgr_recovery = "majority-vote"` option reads the vote instead and is recorded as a deviation.
+Loss; their PRS is undefined: sampling changes neither the prompt nor the weights) and, for SGR /
+DGR, keep K new samples drawn with seed B = 0 as MAPLE does (the same draw: `sweep_max` samples,
+the first K at each K). MAPLE does not say when K samples recover an item: kbench counts it
+recovered when any of them is correct (an interpretation, `sgr-recovery-rule` in the protocol
+block) and also reports SGR / DGR under a majority of K and under one sample (`readings`); the
+`sgr_recovery = "majority-vote"` option reads the 10-sample vote instead, whatever K, and is
+recorded as a deviation.
 
 Work units are (stage, 64 items): a stage is a technique or a partition temperature. Outputs:
 - `items.parquet` / `items.jsonl`: one row per (technique, item), plus one row per
@@ -15,7 +19,8 @@ Work units are (stage, 64 items): a stage is a technique or a partition temperat
   baseline's row holds its seed-B samples (`detail.samples`) and their correctness (`sample_correct`);
 - `results.json` (metrics schema `results.kee.v2.json`): per technique Acc, exact Acc, Gain, Loss
   (Wilson intervals; `kbench.tasks.kee.metrics`, the one definition), PRS improved/tied/worsened with the
-  sign test of Improved vs Worsened, SGR/DGR at each temperature, and the exact McNemar test against
+  sign test of Improved vs Worsened, SGR/DGR at each temperature (a temperature baseline's also
+  under each reading of "recovered", `beyond_sampling.*.readings`), and the exact McNemar test against
   the baseline on the paired items (b, c, p), overall and per frequency bin; the exact McNemar test
   of every pair of techniques (`pairwise_tests`, Holm-adjusted); head - tail and head - torso
   (unpaired Newcombe differences, `frequency_bin_differences`); the Kendall tau of the method
@@ -47,7 +52,7 @@ from kbench.protocol import Deviation, Protocol
 from kbench.tasks.kee import metrics
 from kbench.tasks.kee.protocol import kee_protocol
 from kbench.tasks.kee.rows import PARTITION, SEED_A, output_rows, partition_rows, to_item
-from kbench.tasks.kee.techniques import TECHNIQUES, get_technique, known_techniques
+from kbench.tasks.kee.techniques import TECHNIQUES, get_technique, is_sampling, known_techniques
 from kbench.tasks.kee.techniques.base import KeeContext, KeeItem, use_chat
 from kbench.tasks.kee.techniques.settings import fit_records, resolve, technique_overrides
 from kbench.tasks.kee.techniques.temperature import sampling_intervention
@@ -74,8 +79,9 @@ class KeeSettings(TaskSettings):
     prompt: Literal["auto", "chat", "question"] = Field("auto", description="auto: the chat template when the model has one.")
     sgr_recovery: Literal["seed-b", "majority-vote"] = Field(
         "seed-b",
-        description="SGR/DGR of the temperature baselines: seed-b counts an item recovered when one of K new seed-B "
-        "samples is correct (MAPLE); majority-vote reads the 10-sample vote (a recorded deviation).",
+        description="SGR/DGR of the temperature baselines: seed-b reads K new seed-B samples (as MAPLE), an item "
+        "recovered when any of them is correct (kbench's reading; the others are reported beside it); majority-vote "
+        "reads the 10-sample vote whatever K (a recorded deviation).",
     )
 
     @field_validator("techniques", mode="before")
@@ -136,7 +142,9 @@ def _summary(
 ) -> dict:
     """Metrics of every technique over the items `ids` (the whole split or one frequency bin).
     SGR / DGR count an item recovered as `metrics.recovered` reads the row: the seed-B samples
-    of a temperature baseline (`sample_correct`, one of the first k correct), else the answer."""
+    of a temperature baseline (`sample_correct`, one of the first k correct: the run's reading),
+    else the answer. A technique with seed-B samples also gets SGR / DGR under every reading
+    (`readings`, `metrics.READINGS`) and no PRS (`metrics.SAMPLING_PRS_UNDEFINED`)."""
     base = {i: by_tech["baseline"][i]["correct"] for i in ids}
     base_rank = {i: by_tech["baseline"][i]["gold_rank"] for i in ids}
     splits = {t: metrics.partition_failures(base, {i: partitions[t][i] for i in ids}, k) for t in partitions}
@@ -144,17 +152,23 @@ def _summary(
     for name in techniques:
         rows = by_tech[name]
         correct = {i: rows[i]["correct"] for i in ids}
-        recovered = metrics.recovered_by({i: _outcome(rows[i]) for i in ids}, k)
+        outcomes = {i: _outcome(rows[i]) for i in ids}
+        recovered = metrics.recovered_by(outcomes, k)
+        seed_b = bool(ids) and all(rows[i]["sample_correct"] is not None for i in ids)
         rates = {}
         for t, (shallow, deep) in splits.items():
             sgr, dgr = metrics.gain_rates(shallow, deep, recovered)
             rates[str(t)] = {"sgr": sgr, "dgr": dgr, "shallow": len(shallow), "deep": len(deep)}
+            if seed_b:
+                rates[str(t)]["readings"] = metrics.reading_rates(shallow, deep, outcomes, k)
         out[name] = {
             "accuracy": metrics.accuracy(correct),
             "exact_accuracy": metrics.accuracy([rows[i]["exact"] for i in ids]),
             "gain": metrics.gain(base, correct),
             "loss": metrics.loss(base, correct),
-            "prs": _prs(base, correct, base_rank, {i: rows[i]["gold_rank"] for i in ids}),
+            "prs": metrics.prs_undefined(metrics.SAMPLING_PRS_UNDEFINED)
+            if is_sampling(name)
+            else _prs(base, correct, base_rank, {i: rows[i]["gold_rank"] for i in ids}),
             "beyond_sampling": rates,
             "vs_baseline": u.mcnemar(correct, base),
         }
@@ -171,9 +185,9 @@ def _prs(base, correct, base_rank, rank) -> dict:
     """PRS with its sign test (metrics.prs); undefined, with the reason, where the model gave no
     exact ranks (a rank known only within a server's top k would change which items count)."""
     if any(base_rank[i] is None or rank[i] is None for i in base):
-        empty = metrics.prs({}, {}, {}, {})  # n = 0: proportions and sign test over no items
-        reason = "the model has no exact full-vocabulary ranks (capability rank_exact); PRS is not approximated"
-        return {**empty, "undefined": reason}
+        return metrics.prs_undefined(
+            "the model has no exact full-vocabulary ranks (capability rank_exact); PRS is not approximated"
+        )
     return metrics.prs(base, correct, base_rank, rank)
 
 

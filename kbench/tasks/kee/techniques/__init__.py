@@ -30,6 +30,12 @@ def known_techniques() -> list[str]:
     return TECHNIQUES.names()
 
 
+def is_sampling(name: str) -> bool:
+    """Whether `name` is a temperature-sampling technique (family "sampling"): it answers from the
+    baseline's prompt and weights. False for a name no longer registered (an old results file)."""
+    return name in TECHNIQUES and TECHNIQUES.get(name)[0].family == "sampling"
+
+
 def get_technique(name: str, **overrides: Any):
     """A technique instance; `overrides` replace registered parameters (e.g. recite runs=5).
     Unknown or invalid parameters are a UserError naming the technique and the parameter."""
