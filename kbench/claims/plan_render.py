@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kbench.claims.plan import TARGET
+from kbench.claims.plan_sizes import TARGET
 from kbench.claims.power import sign_test_models
 
 _COLUMNS = (
