@@ -40,8 +40,8 @@ LAMA_RELATIONS = 31
 class Design:
     """One cell's test: `kind` "two" (two proportions), "one" (one against `reference`), "rank" (a rank
     correlation over `n1` points), "runs" (a mean over `n1` runs), "gap1" (any unpredicted fact),
-    "bootstrap" (an interval with no power formula); `share1`/`share2` the share of the limit each
-    group is (to turn an n into a limit); `what` says what n counts."""
+    "bootstrap" (an interval with no power formula), "none" (no test: `what` says why); `share1` and
+    `share2` the share of the limit each group is (to turn an n into a limit); `what` says what n counts."""
 
     kind: str
     what: str
