@@ -8,6 +8,7 @@ interval and the exact McNemar test."""
 from __future__ import annotations
 
 import itertools
+import json
 from collections.abc import Sequence
 
 from kbench.metrics.uncertainty import difference_paired, mcnemar
@@ -61,19 +62,30 @@ def _query_correct(run: Run, setting: str) -> dict[str, bool]:
     }
 
 
-def downstream_across_learning_rates(runs: Sequence[Run], learning_rates: Sequence[float], setting: str = "iid") -> dict | None:
-    """XTEVAL's downstream accuracy at one fine-tuning learning rate − at another, on the test
-    queries both runs share (one D^theta, one split seed: the same queries); of every pair of
-    `learning_rates` the one farthest apart decides (an equivalence holds only if it holds there).
-    None unless every learning rate has a run."""
-    by_lr: dict[float, Run] = {}
+def _finetune_runs(runs: Sequence[Run], param: str, values: Sequence[float]) -> dict[float, Run] | None:
+    """value of the fine-tuning setting `param` -> the run at it, among runs whose other fine-tuning
+    settings agree (a suite with learning-rate entries and negatives entries has three runs at
+    4 negatives: the one at the default learning rate is the one that differs only in negatives).
+    The first group of agreeing runs (suite order) with every value decides; None if none has."""
+    groups: dict[str, dict[float, Run]] = {}
     for run in runs:
-        lr = ((run.results.get("settings") or {}).get("finetune") or {}).get("lr")
-        if lr is not None:
-            by_lr.setdefault(float(lr), run)
-    if any(float(lr) not in by_lr for lr in learning_rates):
+        finetune = (run.results.get("settings") or {}).get("finetune") or {}
+        if finetune.get(param) is not None:
+            others = json.dumps({k: v for k, v in finetune.items() if k != param}, sort_keys=True)
+            groups.setdefault(others, {}).setdefault(float(finetune[param]), run)
+    return next((g for g in groups.values() if all(float(v) in g for v in values)), None)
+
+
+def downstream_across_finetune(runs: Sequence[Run], param: str, values: Sequence[float], setting: str = "iid") -> dict | None:
+    """XTEVAL's downstream accuracy at one value of a fine-tuning setting (`lr`, XTEVAL-16;
+    `negatives_per_type`, XTEVAL-7) − at another, on the test queries both runs share (one
+    D^theta, one split seed: the same queries; the test distractors do not depend on the setting);
+    of every pair of `values` the one farthest apart decides (an equivalence holds only if it holds
+    there). None unless every value has a run whose other fine-tuning settings agree."""
+    by_value = _finetune_runs(runs, param, values)
+    if by_value is None:
         return None
-    correct = {float(lr): _query_correct(by_lr[float(lr)], setting) for lr in learning_rates}
+    correct = {float(v): _query_correct(by_value[float(v)], setting) for v in values}
     found = []
     for a, b in itertools.combinations(sorted(correct), 2):
         tested = _paired(correct[b], correct[a])
@@ -85,5 +97,6 @@ def downstream_across_learning_rates(runs: Sequence[Run], learning_rates: Sequen
     return {
         "estimate": estimate,
         "p_value": p_value,
-        "test": f"downstream accuracy ({setting}): lr {high:g} − lr {low:g}, the farthest of {len(found)} pairs, exact McNemar",
+        "test": f"downstream accuracy ({setting}): {param} {high:g} − {param} {low:g}, the farthest of {len(found)} pairs, "
+        "exact McNemar",
     }

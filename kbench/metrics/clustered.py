@@ -41,6 +41,7 @@ Comparisons of two systems on facts:
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -60,6 +61,29 @@ class RunCounts:
     @property
     def extraction_seed(self) -> int:
         return self.key[0]
+
+
+def _run_key(row: dict) -> tuple[int, int, int]:
+    return (int(row["extraction_seed"]), int(row["split_seed"]), int(row["finetune_seed"]))
+
+
+def run_counts(queries: list[dict]) -> list[RunCounts]:
+    """One setting's query rows as per-run counts (correct of queries), in run-key order."""
+    per_run: dict[tuple, list[bool]] = defaultdict(list)
+    for q in queries:
+        per_run[_run_key(q)].append(bool(q["correct"]))
+    return [RunCounts(k, sum(v), len(v)) for k, v in sorted(per_run.items())]
+
+
+def headline_values(runs: list[RunCounts], known: dict[int, tuple[int, int]]) -> dict[str, float]:
+    """The headline figures of one setting: each the mean over runs of the run's figure."""
+    acc_d = [known[r.extraction_seed][0] / known[r.extraction_seed][1] for r in runs]
+    down = [r.correct / r.queries for r in runs]
+    return {
+        "downstream_accuracy": sum(down) / len(runs),
+        "usable_knowledge": sum(a * d for a, d in zip(acc_d, down)) / len(runs),
+        "gap2": sum(a * (1 - d) for a, d in zip(acc_d, down)) / len(runs),
+    }
 
 
 def gap_replicates(

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from kbench.errors import UserError
-from kbench.metrics.clustered import RunCounts, bootstrap_estimate, gap_replicates, paired_shares
+from kbench.metrics.clustered import bootstrap_estimate, gap_replicates, headline_values, paired_shares, run_counts
 
 FIGURES = ("downstream_accuracy", "usable_knowledge", "gap2")
 DIFFERENCES = ("downstream_accuracy", "usable_knowledge")
@@ -25,10 +25,6 @@ PAIRING = (
     "difference of the headline means; two-level bootstrap paired on runs (the same extraction x split x "
     "fine-tune keys and D^theta draws), the IID and OOD test queries resampled independently (different facts)"
 )
-
-
-def _key(row: dict) -> tuple[int, int, int]:
-    return (int(row["extraction_seed"]), int(row["split_seed"]), int(row["finetune_seed"]))
 
 
 def _fact_shares(queries: list[dict]) -> dict[str, float]:
@@ -52,23 +48,12 @@ def downstream_headline(rows: list[dict], known: dict[int, tuple[int, int]], set
     queries = {s: [r for r in rows if r["kind"] == "query" and r["setting"] == s] for s in settings}
     if any("fact_id" not in q for qs in queries.values() for q in qs):
         raise UserError("the run's journal was written by an older kbench (query rows without fact_id): rerun into a new --out")
-    counts = {}
-    for setting, qs in queries.items():
-        per_run: dict[tuple, list[bool]] = defaultdict(list)
-        for q in qs:
-            per_run[_key(q)].append(bool(q["correct"]))
-        counts[setting] = [RunCounts(k, sum(v), len(v)) for k, v in sorted(per_run.items())]
+    counts = {setting: run_counts(qs) for setting, qs in queries.items()}
     replicates = gap_replicates(counts, known, seed=seed)
     values: dict[str, dict[str, float]] = {}
     headline = {}
     for setting, runs in counts.items():
-        acc_d = [known[r.extraction_seed][0] / known[r.extraction_seed][1] for r in runs]
-        down = [r.correct / r.queries for r in runs]
-        values[setting] = {
-            "downstream_accuracy": sum(down) / len(runs),
-            "usable_knowledge": sum(a * d for a, d in zip(acc_d, down)) / len(runs),
-            "gap2": sum(a * (1 - d) for a, d in zip(acc_d, down)) / len(runs),
-        }
+        values[setting] = headline_values(runs, known)
         extra = {"runs": len(runs), "queries": sum(r.queries for r in runs), "covers": _covers(len(runs))}
         n_facts = len({q["fact_id"] for q in queries[setting]})
         for figure in FIGURES:
