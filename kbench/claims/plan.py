@@ -21,9 +21,9 @@ from kbench.claims.plan_sizes import (
     ASSUMED,
     ROWLESS,
     TARGET,
-    XTEVAL_SIGMA,
     Design,
     cell_design,
+    finetune_value,
     kee_lacks,
     rows_of,
     settings_of,
@@ -69,8 +69,12 @@ def _with_techniques(claim: Claim, columns: list) -> list:
     return kept
 
 
-def _missingsettings_of(claim: Claim, group: list[TaskEntry]) -> list[str]:
-    """LEFT's settings a "model" claim compares that no entry of the column runs."""
+def _missing_settings(claim: Claim, group: list[TaskEntry]) -> list[str]:
+    """The settings a claim compares across entries that no entry of the column runs: LEFT's
+    settings ("model"), XTEVAL's fine-tuning values ("entries", `param` and `values`)."""
+    if claim.scope == "entries" and claim.task == "xteval":
+        ran = {finetune_value(settings_of(t), claim.params["param"]) for t in group}
+        return [f"{claim.params['param']} = {v:g}" for v in claim.params["values"] if float(v) not in ran]
     if claim.scope != "model":
         return []
     from kbench.tasks.truefalse.task import headline_name
@@ -91,11 +95,6 @@ def _limit(n: int | None, shares: tuple[float, ...]) -> int | None:
 def _interval_row(claim: Claim, design: Design) -> tuple[str, int | None]:
     """An equivalence / non-superiority claim: the expected half-width against the margin, and the limit that fits."""
     margin = claim.margin
-    if design.kind == "runs":
-        if design.n1 < 2:
-            return f"needs 2 runs or more for an interval (has {design.n1:g}); margin ±{margin}", None
-        half = power.z(0.975) * XTEVAL_SIGMA * math.sqrt(2 / design.n1)
-        return f"half-width {half:.3f} (σ {XTEVAL_SIGMA}, XTEVAL L103) vs margin ±{margin}", None
     rate = ASSUMED["rate"] if design.reference is None else design.reference
     two = design.kind == "two"
     half = power.half_width(rate, rate if two else None, design.n1, design.n2)
@@ -107,18 +106,13 @@ def _interval_row(claim: Claim, design: Design) -> tuple[str, int | None]:
 
 
 def _directional_row(claim: Claim, design: Design, alpha: float, models: int) -> str:
-    if design.kind == "gap1":
-        return f"any Gap 1 > 0 (one unpredicted fact of {design.n1:g} decides)"
+    if design.kind == "proof":
+        return f"any gap above 0: one miss among ≈ {design.n1:.0f} items decides"
     if design.kind == "rank":
         points = models if claim.scope == "scale" else int(design.n1)
         smallest = power.smallest_rank_p(points)
         verdict = "can decide" if smallest < alpha else "cannot decide"
         return f"{points} points: smallest exact p {smallest:.3g} vs alpha {alpha:.3g} after Holm ({verdict})"
-    if design.kind == "runs":
-        if design.n1 < 2:
-            return f"needs 2 runs or more for an interval (has {design.n1:g})"
-        detectable = (power.z(0.975) + power.z(power.POWER)) * XTEVAL_SIGMA / math.sqrt(design.n1)
-        return f"{detectable:.3f} (σ {XTEVAL_SIGMA} over runs, XTEVAL L103; interval only, outside Holm)"
     if design.kind == "bootstrap":
         return "a bootstrap interval (no power formula; outside Holm)"
     if design.kind == "one":
@@ -157,7 +151,7 @@ def _paper_row(claim: Claim, design: Design, alpha: float) -> tuple[str, int | N
     return f"{a:.1%} vs {b:.1%}: n {needed}{' per group' if design.kind == 'two' else ''}, limit {limit}", limit
 
 
-_WITH_P = ("one", "two", "rank", "gap1")  # the designs whose test has a p-value: Holm counts them
+_WITH_P = ("one", "two", "rank", "proof")  # the designs whose test has a p-value: Holm counts them
 
 
 def _direction(claim: Claim) -> str:
@@ -177,6 +171,47 @@ def _row(claim: Claim, column: str, scoped: list[str], design: Design, alpha: fl
     return Row(claim.label, _direction(claim), column, scoped, n, detectable, paper, paper_limit or limit, directional)
 
 
+def _tests(suite: Suite, claim: Claim, models: list[tuple[str, dict]]) -> list[tuple[Claim, str, list[str], Design]]:
+    """(claim, column, the models in its scope, the cell's design) for each test the claim makes on the suite."""
+    scoped = [label for label, row in models if in_scope(claim, label, row)]
+    if claim.requires:  # a model without the setting the claim requires is not tested ("setting not met")
+        provided = [label for label, row in models if label in scoped and provides(claim.requires, row)]
+        if scoped and not provided:
+            return [
+                (claim, f"{claim.task} / *", [], Design("none", f"setting not met: no model is {SETTINGS[claim.requires][0]}", 0))
+            ]
+        scoped = provided
+    if not scoped:
+        return [(claim, f"{claim.task} / *", [], Design("none", "outside the claim's scope: every model", 0))]
+    sizes = claim.params.get("min_sizes", 2)
+    if claim.scope == "scale" and len(scoped) < sizes:
+        return [
+            (
+                claim,
+                f"{claim.task} / *",
+                scoped,
+                Design("none", f"no data: {len(scoped)} models in scope, the trend needs {sizes}", 0),
+            )
+        ]
+    columns = _columns(suite, claim)
+    found = []
+    if claim.task == "kee":  # an entry without the claim's techniques has no data for it (DeCoRe's head counts)
+        lacking = columns and kee_lacks(claim, settings_of(columns[0][1]))
+        columns = _with_techniques(claim, columns)
+        if lacking and not columns:
+            found.append((claim, f"{claim.task} / *", scoped, Design("none", f"no data: no entry runs {lacking}", 0)))
+    for column, entry, dataset, group in columns:
+        rows, missing = rows_of(suite, entry, dataset), _missing_settings(claim, group)
+        if missing:
+            design = Design("none", f"no data: the suite runs no {', '.join(missing)} entry", 0)
+        elif rows is None and claim.statistic not in ROWLESS:
+            design = Design("none", "the whole dataset (its size is known only once built)", 0)
+        else:
+            design = cell_design(claim, settings_of(entry), rows or 0)
+        found.append((claim, column, scoped, design))
+    return found
+
+
 def plan(suite: Suite) -> dict:
     """The plan of every claim set the suite names: {"suite", "alpha", "power", "assumed", "sets":
     [{"name", "holm_tests", "rows": [Row], "across": [{"claim", "models", "needed"}]}]}."""
@@ -186,33 +221,7 @@ def plan(suite: Suite) -> dict:
     models = [(m.label, {"model": m.model, "read": read_record(m.model)}) for m in suite.spec.models]
     sets = []
     for name in suite.spec.suite.claims:
-        pending = []
-        for claim in claim_set(name).tested:
-            scoped = [label for label, row in models if in_scope(claim, label, row)]
-            if not scoped:
-                pending.append((claim, f"{claim.task} / *", [], Design("none", "outside the claim's scope: every model", 0)))
-                continue
-            if claim.requires:  # a model without the setting the claim requires is not tested (verdict "setting not met")
-                scoped = [label for label, row in models if label in scoped and provides(claim.requires, row)]
-                if not scoped:
-                    need = SETTINGS[claim.requires][0]
-                    pending.append((claim, f"{claim.task} / *", [], Design("none", f"setting not met: no model is {need}", 0)))
-                    continue
-            columns = _columns(suite, claim)
-            if claim.task == "kee":  # an entry without the claim's techniques has no data for it (DeCoRe's head counts)
-                lacking = columns and kee_lacks(claim, settings_of(columns[0][1]))
-                columns = _with_techniques(claim, columns)
-                if lacking and not columns:
-                    pending.append((claim, f"{claim.task} / *", scoped, Design("none", f"no data: no entry runs {lacking}", 0)))
-            for column, entry, dataset, group in columns:
-                rows, missing = rows_of(suite, entry, dataset), _missingsettings_of(claim, group)
-                if missing:
-                    design = Design("none", f"no data: the suite runs no {', '.join(missing)} entry", 0)
-                elif rows is None and claim.statistic not in ROWLESS:
-                    design = Design("none", "the whole dataset (its size is known only once built)", 0)
-                else:
-                    design = cell_design(claim, settings_of(entry), rows or 0)
-                pending.append((claim, column, scoped, design))
+        pending = [test for claim in claim_set(name).tested for test in _tests(suite, claim, models)]
         tests = sum(
             1 if c.scope in ("scale", "contrast") else len(s)
             for c, _, s, d in pending
