@@ -91,6 +91,11 @@ def test_a_packaged_recipe_caps_the_limit_at_its_rows(tmp_path):
     rows = {(r["claim"], r["column"]): r for s in found["sets"] for r in s["rows"]}
     assert rows[("XTEVAL-1", "xteval-lr1e-5 / lama")]["n"] == "155 facts of D"  # 31 relations × 5 facts
     assert rows[("MAPLE-1", "kee / maple-wiki")]["n"] == "F_base ≈ 50% of 8 facts, per technique"
+    # a claim about models after continual pretraining, on a suite with none; entries the suite lacks
+    assert rows[("EVQA-1", "qa / *")]["n"].startswith("setting not met: no model is a model after continual pretraining")
+    assert rows[("XTEVAL-7", "xteval / lama")]["n"] == (
+        "no data: the suite runs no negatives_per_type = 2, negatives_per_type = 10 entry"
+    )
 
 
 def test_a_larger_limit_detects_a_smaller_difference(tmp_path):
