@@ -35,7 +35,8 @@ def _preamble(found: dict) -> list[str]:
         f"no effect, for a difference of {TARGET:.0%} (kbench's planning target).",
         "",
         f"Assumed where n or the variance depends on what the model knows (no paper prints these for the suite's models): "
-        f"{assumed}. XTEVAL: acc_D 34% (OPT-125M, XTEVAL L179) and sigma 0.011 over runs (XTEVAL L103).",
+        f"{assumed}. XTEVAL: acc_D 34% (OPT-125M, XTEVAL L179), and a downstream figure as a proportion over its "
+        "test queries (the items' variance dominates the runs': XTEVAL L103 prints sigma <= 0.011 over 27 runs).",
         "",
         f"Across models: an exact one-sided sign test needs {sign_test_models(found['alpha'])} models in the claim's scope.",
     ]
