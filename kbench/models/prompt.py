@@ -94,10 +94,6 @@ def as_prompt(prompt: Prompt | str) -> Prompt:
     return prompt if isinstance(prompt, Prompt) else Prompt(prompt)
 
 
-def as_prompts(prompts: Sequence[Prompt | str]) -> list[Prompt]:
-    return [as_prompt(p) for p in prompts]
-
-
 def prompt_key(prompt: Prompt | str) -> str | dict:
     return as_prompt(prompt).key
 

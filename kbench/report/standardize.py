@@ -48,12 +48,8 @@ def task_name(run) -> str:
     return cls().standard_name(run) if cls is not None else run.task
 
 
-def run_tasks(run_dir: Path) -> tuple[str, dict[str, float]]:
-    """(model label, {task: raw score}) of one run directory: one task, one score."""
-    return _scores(load_run(run_dir))
-
-
-def _scores(run: Run) -> tuple[str, dict[str, float]]:
+def run_scores(run: Run) -> tuple[str, dict[str, float]]:
+    """(model label, {task: raw score}) of one run: one task, one score."""
     metric = run.primary
     value = run.headline[metric]["value"] if metric else None
     if value is None:
@@ -69,7 +65,7 @@ def standardize_runs(run_dirs: list[Path], out_dir: Path) -> dict:
     source: dict[tuple[str, str], Path] = {}
     protocols: dict[str, dict[str, Protocol | None]] = {}  # task -> model -> its run's protocol
     for run in [load_run(Path(d)) for d in run_dirs]:  # every file checked before anything is written
-        model, tasks = _scores(run)
+        model, tasks = run_scores(run)
         for task, value in tasks.items():
             if (model, task) in source:
                 raise UserError(f"{source[(model, task)]} and {run.path} both give {model!r} a score for {task!r}")

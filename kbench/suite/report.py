@@ -161,14 +161,16 @@ def _protocols(cells: dict, columns: dict[str, dict[str, Run]]) -> list[str]:
             continue
         protocol = read_protocol(run.results, str(run.path / "results.json"))
         ids = ", ".join(d.id for d in protocol.deviations) if protocol else ""
+        readings = ", ".join(i.id for i in protocol.interpretations) if protocol else ""
         rows.append(
             f"<tr><td>{escape(cell['model'])}</td><td>{escape(_column(cell))}</td>"
-            f"<td>{escape(describe(protocol))}</td><td>{escape(ids)}</td></tr>"
+            f"<td>{escape(describe(protocol))}</td><td>{escape(ids)}</td><td>{escape(readings)}</td></tr>"
         )
     return [
         "<h2>Protocol of every cell</h2>",
         "<table><thead><tr><th>model</th><th>task / dataset</th><th>protocol</th>"
-        f"<th>deviations</th></tr></thead><tbody>{''.join(rows)}</tbody></table>",
+        "<th>deviations</th><th>interpretations (the paper is silent)</th></tr></thead>"
+        f"<tbody>{''.join(rows)}</tbody></table>",
     ]
 
 

@@ -97,11 +97,14 @@ def test_metrics_match_the_rows(finished_run):
         assert got["accuracy"] == proportion_of(list(correct.values()))
         assert got["gain"] == metrics.gain(base, correct)
         assert got["loss"] == metrics.loss(base, correct)
-        assert got["prs"] == metrics.prs(base, correct, base_rank, table(name, "gold_rank"))
+        # temperature sampling changes neither the prompt nor the weights: its PRS is undefined, not 100 % Tied
+        expected_prs = metrics.prs_undefined(metrics.SAMPLING_PRS_UNDEFINED) if name == "temp0.7" else \
+            metrics.prs(base, correct, base_rank, table(name, "gold_rank"))
+        assert got["prs"] == expected_prs
         improved, worsened = (round(got["prs"][k]["value"] * got["prs"]["n"]) if got["prs"]["n"] else 0 for k in ("improved", "worsened"))
         assert (got["prs"]["sign_test"]["plus"], got["prs"]["sign_test"]["minus"]) == (improved, worsened)
         shallow, deep = metrics.partition_failures(base, table("partition@0.7", "sample_correct"), 3)
-        # temp0.7 recovers an item when one of its first K = 3 seed-B samples is correct (MAPLE)
+        # temp0.7 recovers an item when one of its first K = 3 seed-B samples is correct (kbench's reading)
         recovered = {i: any(s[:3]) for i, s in table(name, "sample_correct").items()} if name == "temp0.7" else correct
         assert (got["beyond_sampling"]["0.7"]["sgr"], got["beyond_sampling"]["0.7"]["dgr"]) == \
             metrics.gain_rates(shallow, deep, recovered)
@@ -142,7 +145,7 @@ def test_pairwise_tests_bin_differences_and_stability_intervals(finished_run):
     assert "## Paired tests between techniques" in table and "| | temp0.7 | caa | decore |" in table
     assert "PRS sign test" in table and "head - tail" in table and "unpaired" in table
     assert "Kendall" in table and "deviates from MAPLE" in table
-    assert "protocol: 7 deviations from maple-kee" in first.stderr and "decore-retrieval-heads" in first.stderr
+    assert "protocol: 8 deviations from maple-kee" in first.stderr and "decore-retrieval-heads" in first.stderr
 
 
 def test_the_protocol_block_lists_each_departure_of_the_run(finished_run):
@@ -150,20 +153,22 @@ def test_the_protocol_block_lists_each_departure_of_the_run(finished_run):
     results = json.loads((run / "results.json").read_text())
     block = results["protocol"]
     assert block["name"] == "maple-kee" and block["faithful"] is False
-    # --k 3, --sweep-max 4, --top-k/--top-p, a model without a chat template, caa.multiplier=2, decore's heads
+    # --k 3, --sweep-max 4, --top-k/--top-p, a model without a chat template, CAA's folds of the few evaluated
+    # items, caa.multiplier=2, decore's heads
     assert [d["id"] for d in block["deviations"]] == [
-        "partition-k", "sweep-max", "sampling-truncation", "prompt-question-form", "caa-multiplier",
+        "partition-k", "sweep-max", "sampling-truncation", "prompt-question-form", "fit-pool-folds", "caa-multiplier",
         "decore-synthetic-retrieval-heads", "decore-retrieval-heads"]
     details = results["metrics"]["technique_details"]
     assert details["baseline"]["deviations"] == [] and details["caa"]["deviations"] == ["caa-multiplier"]
     assert details["decore"]["deviations"] == ["decore-synthetic-retrieval-heads", "decore-retrieval-heads"]
     table = (run / "comparison.md").read_text()
-    assert "**Protocol: 7 deviations from maple-kee**" in table and "- `decore-retrieval-heads`: 3 masked heads." in table
+    assert "**Protocol: 8 deviations from maple-kee**" in table and "- `decore-retrieval-heads`: 3 masked heads." in table
 
 
 def test_maple_defaults_run_faithful(tiny_causal_dir, tmp_path):  # noqa: F811
-    """A chat model, TruthfulQA-free techniques at MAPLE's settings (K = 20, the 1..30 sweep, both
-    temperatures): the block is empty and says faithful."""
+    """A chat model, techniques that fit nothing at MAPLE's settings (K = 20, the 1..30 sweep, both
+    temperatures): the block is empty and says faithful (CAA here would fit on folds of a few items,
+    not MAPLE's 3,254 facts: `fit-pool-folds`); the interpretations are listed apart."""
     chat_model = tmp_path / "chat-model"
     shutil.copytree(tiny_causal_dir, chat_model)
     config = json.loads((chat_model / "tokenizer_config.json").read_text())
@@ -171,12 +176,15 @@ def test_maple_defaults_run_faithful(tiny_causal_dir, tmp_path):  # noqa: F811
     (chat_model / "tokenizer_config.json").write_text(json.dumps(config))
     dataset = write_dataset(tmp_path / "dataset")
     result = run_kbench("evaluate", "kee", "--dataset", str(dataset), "--model", str(chat_model),
-                        "--techniques", "temp1.2,caa", "--out", str(tmp_path / "run"))
+                        "--techniques", "temp1.2,genread", "--out", str(tmp_path / "run"))
     assert result.returncode == 0, result.stderr
     results = json.loads((tmp_path / "run" / "results.json").read_text())
     assert results["metrics"]["prompt_form"] == "chat"
     assert results["protocol"]["faithful"] is True and results["protocol"]["deviations"] == []
     assert "protocol: faithful to maple-kee" in result.stderr
+    assert [i["id"] for i in results["protocol"]["interpretations"]] == [
+        "sgr-recovery-rule", "matching-case", "vote-grouping", "prs-gold-token"]
+    assert "  ~ sgr-recovery-rule (interpretation; MAPLE is silent): recovered when any" in result.stderr
 
 
 @pytest.mark.parametrize("with_truthfulqa", [False, True])

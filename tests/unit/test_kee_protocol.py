@@ -1,5 +1,6 @@
-"""The KEE run's protocol block (`maple-kee`): MAPLE's defaults give no entry, each option that
-departs from MAPLE gives exactly its own, and ITI's probes count as TruthfulQA only when the
+"""The KEE run's protocol block (`maple-kee`): MAPLE's defaults give no entry (RECITE and DeCoRe
+always give one each), each option that departs from MAPLE gives exactly its own, MAPLE's silences
+are interpretations listed apart, and ITI's probes count as TruthfulQA only when the
 file is TruthfulQA (its fetched sha256 or its 817 questions)."""
 
 from __future__ import annotations
@@ -18,8 +19,9 @@ from kbench.sources.catalog import TRUTHFULQA_CSV
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "truthfulqa" / "TruthfulQA.csv"
 # what a run at MAPLE's settings fits: ITI on TruthfulQA (48 heads), CAA's layer chosen on held-out items
+# of two folds of MAPLE's 3,254 facts
 FAITHFUL_FITS = {"iti": [{"probe_source": "truthfulqa", "not_truthfulqa": None, "heads_used": 48}],
-                 "caa": [{"pool": 40, "select": 8, "layer": 3}, {"pool": 41, "select": 8, "layer": 2}]}
+                 "caa": [{"pool": 1627, "select": 325, "layer": 3}, {"pool": 1627, "select": 325, "layer": 2}]}
 # MAPLE's techniques whose defaults follow it exactly (RECITE and DeCoRe fill gaps in the paper, below)
 FOLLOWING = ("baseline", "temp0.7", "temp1.2", "genread", "caa", "iti", "activation_decoding")
 
@@ -83,12 +85,52 @@ def test_options_of_techniques_that_always_deviate(technique, settings, expected
 def test_what_the_fits_found_adds_its_entry():
     fewer_heads = {**FAITHFUL_FITS, "iti": [{"probe_source": "truthfulqa", "not_truthfulqa": None, "heads_used": 4}]}
     assert ids(techniques=FOLLOWING, fitted=fewer_heads, technique_params={"iti": {"heads": 4}}) == ["iti-heads"]
-    no_held_out = {**FAITHFUL_FITS, "caa": [{"pool": 1, "select": 0, "layer": 0}]}
+    no_held_out = {**FAITHFUL_FITS, "caa": [{"pool": 1627, "select": 0, "layer": 0}, {"pool": 1627, "select": 0, "layer": 1}]}
     assert ids(techniques=FOLLOWING, fitted=no_held_out) == ["caa-layer-not-selected"]
     # CAA fitted on a train split instead of two folds; a fit-pool limit that cut it adds its own entry
     assert ids(techniques=FOLLOWING, pool=("train", 5000, 3254)) == ["fit-pool-split"]
     assert ids(techniques=FOLLOWING, pool=("train", 5000, 100), fit_pool_limit=100) == ["fit-pool-split", "fit-pool-limit"]
     assert ids(techniques=("baseline", "temp0.7"), pool=("train", 5000, 100), fit_pool_limit=100) == []  # nothing fits on it
+
+
+def test_caa_folds_of_the_evaluated_items_and_a_small_split_are_recorded():
+    # no train split at --limit 8: the folds are the evaluated items themselves, 4 facts each
+    small_folds = {**FAITHFUL_FITS, "caa": [{"pool": 4, "select": 1, "layer": 3}, {"pool": 4, "select": 1, "layer": 2}]}
+    protocol, _ = run_protocol(KeeSettings(techniques=FOLLOWING), True, None, small_folds)
+    folds = next(d for d in protocol.deviations if d.id == "fit-pool-folds")
+    assert "8 evaluated items themselves (4 and 4 facts)" in folds.kbench and "3254" in folds.paper
+    # a train split smaller than MAPLE's pool, used whole: the limit did not cut it, but it is not 3,254 facts
+    assert ids(techniques=FOLLOWING, pool=("train", 120, 120)) == ["fit-pool-split", "fit-pool-limit"]
+    limit = run_protocol(KeeSettings(techniques=FOLLOWING), True, ("train", 120, 120), FAITHFUL_FITS)[0].deviations[1]
+    assert limit.kbench == "120 of the train split's 120 items (the whole split, smaller than MAPLE's pool)"
+
+
+def test_interpretations_are_listed_apart_and_keep_a_run_faithful():
+    protocol, _ = run_protocol(KeeSettings(techniques=FOLLOWING), True, None, FAITHFUL_FITS)
+    assert protocol.faithful and protocol.block()["faithful"] is True
+    readings = {i.id: i for i in protocol.interpretations}
+    assert list(readings) == ["sgr-recovery-rule", "matching-case", "vote-grouping", "prs-gold-token"]
+    rule = readings["sgr-recovery-rule"]
+    assert "any of the first K" in rule.kbench and "MAPLE-21, 22 and 24" in rule.effect
+    assert [a.split(":")[0] for a in rule.alternatives] == ["majority of K", "one sample"]
+    assert readings["matching-case"].kbench.startswith("case-insensitive")
+    # --case-sensitive is the other reading, not a departure
+    sensitive, _ = run_protocol(KeeSettings(techniques=FOLLOWING, case_sensitive=True), True, None, FAITHFUL_FITS)
+    assert sensitive.faithful and "--case-sensitive" in {i.id: i for i in sensitive.interpretations}["matching-case"].kbench
+    # the vote option is a deviation, and the recovery rule then has no reading to record
+    vote, _ = run_protocol(KeeSettings(techniques=FOLLOWING, sgr_recovery="majority-vote"), True, None, FAITHFUL_FITS)
+    assert "sgr-recovery-rule" not in [i.id for i in vote.interpretations]
+    # without a temperature method there is no recovery rule or vote to read
+    alone, _ = run_protocol(KeeSettings(techniques=("caa",)), True, None, FAITHFUL_FITS)
+    assert [i.id for i in alone.interpretations] == ["matching-case", "prs-gold-token"]
+
+
+def test_the_module_docstring_names_what_maple_defaults_emit():
+    import kbench.tasks.kee.protocol as module
+
+    always = ids(techniques=ALL_TECHNIQUES)
+    assert always == ["recite-sampled-recitations", "decore-synthetic-retrieval-heads"]
+    assert all(f"`{i}`" in module.__doc__ for i in always) and "give none for the baseline" in module.__doc__
 
 
 def test_the_truthfulqa_fixture_is_never_truthfulqa(tmp_path, monkeypatch):

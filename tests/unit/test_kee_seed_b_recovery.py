@@ -132,3 +132,23 @@ def test_temperature_methods_have_no_prs(runs):
     results, _ = runs["seed-b"]
     prs = results["metrics"]["per_technique"]["temp0.7"]["prs"]
     assert prs["n"] == 0 and prs["tied"]["value"] is None and "baseline's" in prs["undefined"]
+
+
+def test_a_run_with_tau_carries_the_recovery_rule_as_an_interpretation(runs):
+    results, _ = runs["seed-b"]
+    protocol = results["protocol"]
+    assert protocol["schema"] == "kbench.protocol.v2"
+    rule = next(i for i in protocol["interpretations"] if i["id"] == "sgr-recovery-rule")
+    assert "any of the first K" in rule["kbench"] and "not said" in rule["paper"]
+    assert [a.split(":")[0] for a in rule["alternatives"]] == ["majority of K", "one sample"]
+    assert "temp0.7" in rule["effect"] and "readings" in rule["effect"]
+    # kept apart from the deviations: no deviation carries the rule
+    assert "sgr-recovery-rule" not in [d["id"] for d in protocol["deviations"]]
+    # and the readings are there to compare, overall and per frequency bin
+    assert set(results["metrics"]["per_frequency_bin"]["head"]["temp0.7"]["beyond_sampling"]["0.7"]["readings"]) == {
+        "any-of-k", "majority-of-k", "one-sample"}
+    # the comparison report shows them side by side
+    from kbench.tasks.kee.report import comparison_tables
+
+    markdown, _ = comparison_tables(results)
+    assert '## SGR / DGR under each reading of "recovered"' in markdown and "`sgr-recovery-rule`" in markdown

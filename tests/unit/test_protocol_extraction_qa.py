@@ -123,6 +123,9 @@ def test_qa_paper_defaults_are_faithful(causal, evolving, tmp_path):
     block = _block(KnowledgeUpdateQA(), causal, evolving, tmp_path / "qa", QASettings(max_new_tokens=2))
     assert block["name"] == "evolvingqa" and block["reference"] == REFERENCES["evolvingqa"]
     assert block["faithful"] is True and block["deviations"] == []
+    # the paper states how to score an answer, not how to decode it: kbench's reading, apart
+    (decoding,) = block["interpretations"]
+    assert decoding["id"] == "answer-decoding" and "after 2 new tokens" in decoding["kbench"] and decoding["alternatives"]
 
 
 @pytest.mark.parametrize(

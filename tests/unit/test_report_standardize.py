@@ -69,10 +69,11 @@ def test_three_models_two_tasks(tmp_path):
 def test_one_headline_metric_per_task_also_for_v1_runs(tmp_path):
     from pathlib import Path
 
-    from kbench.report.standardize import run_tasks
+    from kbench.report.runs import load_run
+    from kbench.report.standardize import run_scores
 
     golden = Path(__file__).resolve().parents[1] / "fixtures" / "results_v1"
-    tasks = {task: run_tasks(golden / task)[1] for task in ("extraction", "kee", "qa", "truefalse", "xteval")}
+    tasks = {task: run_scores(load_run(golden / task))[1] for task in ("extraction", "kee", "qa", "truefalse", "xteval")}
     assert {t: list(v) for t, v in tasks.items()} == {
         "extraction": ["extraction:maple_accuracy"], "kee": ["kee:accuracy"], "qa": ["qa:updated_em"],
         "truefalse": ["truefalse:prior:dev:accuracy"], "xteval": ["xteval:usable_knowledge"]}

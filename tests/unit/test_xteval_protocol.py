@@ -90,3 +90,27 @@ def test_several_seeds_put_the_seed_spread_inside_the_interval():
     # every seed knows every fact: nothing to resample, Wilson over the facts, still not [1, 1]
     agree, _ = extraction_estimates({e: {f"f{i}": True for i in range(30)} for e in range(3)})
     assert agree["interval"] == "wilson" and agree["ci_low"] < 1.0 == agree["ci_high"]
+
+
+def test_distractors_fewer_than_fifty_are_recorded_with_their_minimum_and_median():
+    from kbench.tasks.xteval.protocol import DISTRACTOR_KINDS
+
+    s = XtevalSettings(**AUTOPROMPT)
+    full = {kind: 50 for kind in DISTRACTOR_KINDS}
+    assert xteval_protocol(s, "masked", 3, PROBED_ALL, [full, full]).faithful
+    # a small D^theta: three queries got fewer (.,r,.) and true-unrelated documents than asked
+    short = [{**full, "(.,r,.)": 3, "true-unrelated": 7}, {**full, "(.,r,.)": 5}, {k: v for k, v in full.items() if k != "(.,r,.)"}]
+    protocol = xteval_protocol(s, "masked", 3, PROBED_ALL, short)
+    assert [d.id for d in protocol.deviations] == ["distractors-available"]
+    text = protocol.deviations[0].kbench
+    assert "(.,r,.) 0 / 3" in text and "true-unrelated 7 / 50" in text and "(.,.,.) 50 / 50" in text and "3 test queries" in text
+    # fewer than asked but the run asked for fewer than 50: distractors-per-type says it; a shortfall below that adds this
+    few = XtevalSettings(**AUTOPROMPT, distractors_per_type=4)
+    fours = {kind: 4 for kind in DISTRACTOR_KINDS}
+    assert [d.id for d in xteval_protocol(few, "masked", 3, PROBED_ALL, [fours]).deviations] == ["distractors-per-type"]
+    assert "distractors-available" in [d.id for d in xteval_protocol(few, "masked", 3, PROBED_ALL, [{**fours, "(h,.,.)": 2}]).deviations]
+
+
+def test_a_tie_in_retrieval_is_an_interpretation_not_a_deviation():
+    protocol = xteval_protocol(XtevalSettings(**AUTOPROMPT), "masked", 3, PROBED_ALL)
+    assert protocol.faithful and [i.id for i in protocol.interpretations] == ["retrieval-ties"]

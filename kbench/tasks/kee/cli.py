@@ -32,6 +32,8 @@ def _comparison_report(results: dict, run_dir) -> None:
     console.print(f"protocol: {describe(protocol)}", markup=False)
     for d in protocol.deviations if protocol else ():
         console.print(f"  {d.id}: {d.kbench} (MAPLE: {d.paper})", markup=False)
+    for i in protocol.interpretations if protocol else ():
+        console.print(f"  ~ {i.id} (interpretation; MAPLE is silent): {i.kbench}", markup=False)
     console.print(_tests_table(results["metrics"]))
     console.print(f"table: {run_dir / 'comparison.md'}; charts: {run_dir / 'prs.png'}, {run_dir / 'gain_loss.png'}")
 

@@ -161,27 +161,43 @@ def _truncated_draws(s, sampling: Sequence[str], technique_params: Mapping[str, 
 
 
 def _pool_deviations(techniques: Sequence[str], pool: tuple[str, int, int] | None, fitted) -> list[Deviation]:
-    """CAA (and ITI with benchmark probes) fit on a split of the dataset instead of two folds."""
+    """Where CAA (and ITI with benchmark probes) fit on other facts than MAPLE's: two folds of fewer
+    evaluated items than its pool (the fold sizes are in the fit records), or a split of the dataset."""
     users = [n for n in ("caa", "iti") if n in techniques and (n == "caa" or _benchmark_probes(fitted.get(n, ())))]
-    if pool is None or not users:
+    if not users:
         return []
+    touched = ", ".join(users) + ": every number"
+    maple = f"CAA fits in two folds of MAPLE's {MAPLE_POOL}-fact pool (every fact before corpus filtering), each fact "
+    if pool is None:
+        folds = next(([r["pool"] for r in fitted[n] if "pool" in r] for n in users if fitted.get(n)), [])
+        if not folds or sum(folds) == MAPLE_POOL:
+            return []
+        return [
+            Deviation(
+                "fit-pool-folds",
+                paper=maple + "answered with the other fold's vector and layer",
+                kbench=f"no train or dev split: two folds of the {sum(folds)} evaluated items themselves "
+                f"({' and '.join(map(str, folds))} facts), each answered with the other fold's vector and layer",
+                effect=touched + " (fewer contrast pairs: a noisier vector and layer choice)",
+            )
+        ]
     split, available, used = pool
     out = [
         Deviation(
             "fit-pool-split",
-            paper=f"CAA fits in two folds of MAPLE's {MAPLE_POOL}-fact pool, each fact answered with the other fold's "
-            "vector and layer",
+            paper=maple + "answered with the other fold's vector and layer",
             kbench=f"{', '.join(users)} fitted once on the dataset's {split} split and applied to every evaluated item",
-            effect=", ".join(users) + ": every number",
+            effect=touched,
         )
     ]
-    if used < available and used != MAPLE_POOL:
+    if used != MAPLE_POOL:
+        why = "--fit-pool-limit" if used < available else "the whole split, smaller than MAPLE's pool"
         out.append(
             Deviation(
                 "fit-pool-limit",
                 paper=f"the fitting pool holds {MAPLE_POOL} facts",
-                kbench=f"{used} of the {split} split's {available} items (--fit-pool-limit)",
-                effect=", ".join(users) + ": every number",
+                kbench=f"{used} of the {split} split's {available} items ({why})",
+                effect=touched,
             )
         )
     return out

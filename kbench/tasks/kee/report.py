@@ -7,11 +7,12 @@ atomically, beside results.json:
   Loss, PRS shares with the sign test of Improved vs Worsened, SGR/DGR per temperature, the paired
   test against the baseline when present), overall and per frequency bin; proportions in percent
   with their 95% intervals, `*` for n < 30, "undefined" for an empty denominator. comparison.md
-  says which PRS are undefined and why (a temperature-sampling method's: `metrics.SAMPLING_PRS_UNDEFINED`,
-  also for a file written before kbench said so) and shows SGR/DGR under each reading of "recovered"
-  side by side (`readings_section`); comparison.md
   opens with the run's protocol block ("faithful to maple-kee" or its deviations, each with what
-  MAPLE does, what the run did and which numbers it touches; "not recorded" for an older file);
+  MAPLE does, what the run did and which numbers it touches; "not recorded" for an older file),
+  then, apart, kbench's readings where MAPLE is silent (interpretations, with their alternatives);
+  after the tables it says which PRS are undefined and why (a temperature-sampling method's,
+  `metrics.SAMPLING_PRS_UNDEFINED`, also for a file written before kbench said so) and shows
+  SGR/DGR under each reading of "recovered" side by side (`readings_section`);
   the tables give the ids of each technique's own deviations (`technique_details.*.deviations`);
   comparison.md adds the exact McNemar matrix of every pair of techniques, the head - tail and
   head - torso differences (unpaired, Newcombe) and the Kendall tau of the ranking with its

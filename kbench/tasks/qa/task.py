@@ -19,7 +19,8 @@ interval (`kbench.metrics.uncertainty`); the engine journals fixed units, so a r
 
 Protocol `evolvingqa` (`results.json` `protocol`, docs/protocol.md): the official scorer on questions
 in the standard question form, zero-shot, over every item. `--metric card`, `--prompt chat`,
-`--fewshot` and a `--limit` sample each add their entry where they are applied.
+`--fewshot` and a `--limit` sample each add their entry where they are applied. How an answer is
+decoded is not stated: kbench's reading is an interpretation (`answer_decoding`).
 
 Continual-update loop (README): `kbench read --text DATASET/corpus/new_snapshot.jsonl
 --only change=updated --out CKPT`, then `kbench evaluate qa --model CKPT` -- Outdated should fall
@@ -40,8 +41,21 @@ from kbench.evaluate.prompts import Probe, build_prompts, require_chat
 from kbench.evaluate.task import TASKS, Plan, RunContext, Summary, Task, TaskSettings, Unit, chunks
 from kbench.metrics import uncertainty as u
 from kbench.models.interface import Capability
-from kbench.protocol import REFERENCES, Deviation, Protocol
+from kbench.protocol import REFERENCES, Deviation, Interpretation, Protocol
 from kbench.tasks.qa.metrics import get_scorer
+
+
+def answer_decoding(s) -> Interpretation:
+    """How an answer is generated: the card and the official scorer say how to score one, not how
+    long or by which decoding to produce it."""
+    return Interpretation(
+        "answer-decoding",
+        "the official scorer's EM and F1 score a generated answer; how it is decoded and where it stops is not stated",
+        f"greedy, stopped at the first newline or after {s.max_new_tokens} new tokens (--max-new-tokens), stripped",
+        ("sampled answers", "a longer budget or no newline stop (longer answers lower EM and move F1)"),
+        "every EM and F1 (Unchanged, New, Outdated, Updated); prefers_updated compares log-probabilities, not answers",
+    )
+
 
 CATEGORIES = ("unchanged", "new", "edited")
 SLICES = ("unchanged", "new", "outdated", "updated")
@@ -206,7 +220,7 @@ class KnowledgeUpdateQA(Task):
             "files": files,
             "sha256": stable_hash([f["sha256"] for f in files]),
         }
-        state = Protocol("evolvingqa", REFERENCES["evolvingqa"], deviations)
+        state = Protocol("evolvingqa", REFERENCES["evolvingqa"], deviations, (answer_decoding(s),))
         return Plan(units=chunks(list(zip(items, prompts)), UNIT_ITEMS), dataset=dataset, state=state)
 
     def score(self, ctx: RunContext, state: Protocol, unit: Unit) -> list[dict]:

@@ -6,17 +6,24 @@ warm-up, 20 epochs), a fact known when the model predicts its tail at top-1, the
 fine-tuned with AdamW lr 1e-5, no weight decay, batch 32, 6% warm-up, 20 epochs, 4 negatives of
 each hard type, D^theta split 60/40, 50 test distractors per type, and 3 extraction x 3 split x 3
 fine-tune seeds. Each setting of the run that differs adds its entry here, from the settings, the
-model kind and the facts the extraction found; a run at the defaults of a masked LM, with the soft
-prompts trained on `--prompt-train-dir`, is faithful.
+model kind and the facts the extraction found, and from the distractors the test queries actually got
+(`distractor_shortfall`: a small D^theta cannot give 50 distinct documents of every type); a run at
+the defaults of a masked LM, with the soft prompts trained on `--prompt-train-dir`, is faithful.
 """
 
 from __future__ import annotations
 
+from statistics import median
+
 from kbench.metrics.clustered import FACTS_ONLY
-from kbench.protocol import REFERENCES, Deviation, Protocol
+from kbench.protocol import REFERENCES, Deviation, Interpretation, Protocol
+from kbench.tasks.xteval.documents import GOLD, INPUT_TYPES
 from kbench.tasks.xteval.pipeline import XtevalSettings
 
 ACC_D = "acc_D, Gap 1 and D^theta, so every downstream figure"
+PAPER_DISTRACTORS = 50
+#: the distractor types drawn `distractors_per_type` at a time ((h,r,.) is enumerated whole)
+DISTRACTOR_KINDS = (*(k for k in INPUT_TYPES if k not in (GOLD, "(h,r,.)")), "true-unrelated")
 DOWNSTREAM = "downstream accuracy, usable knowledge and Gap 2"
 
 #: (settings path, paper value, what it is, which numbers it touches): compared one by one
@@ -46,10 +53,13 @@ def _slug(text: str) -> str:
     return text.replace("_", "-")
 
 
-def xteval_protocol(s: XtevalSettings, model_kind: str, seeds: int, counts: dict[str, int]) -> Protocol:
+def xteval_protocol(
+    s: XtevalSettings, model_kind: str, seeds: int, counts: dict[str, int], distractors: list[dict[str, int]] = ()
+) -> Protocol:
     """The block for a run with settings `s` on a model of `model_kind` ("causal" or "masked"), with
-    `seeds` extraction seeds and `counts` of the facts that could not be probed ("unreadable",
-    "untrained", out of "facts")."""
+    `seeds` extraction seeds, `counts` of the facts that could not be probed ("unreadable",
+    "untrained", out of "facts") and each test query's distractor counts by type (its row's
+    `distractors`)."""
     deviations = [*_extraction(s, model_kind), *_not_probed(s, counts)]
     if s.limit is not None:
         deviations.append(
@@ -83,6 +93,9 @@ def xteval_protocol(s: XtevalSettings, model_kind: str, seeds: int, counts: dict
                 f"{DOWNSTREAM} (fewer distractors raise accuracy)",
             )
         )
+    shortfall = distractor_shortfall(s.distractors_per_type, distractors)
+    if shortfall:
+        deviations.append(shortfall)
     counted = {"extraction_seeds": seeds, "split_seeds": s.split_seeds, "finetune_seeds": s.finetune_seeds}
     for key, what, effect in SEEDS:
         if key == "extraction_seeds" and not _soft(s):
@@ -91,7 +104,17 @@ def xteval_protocol(s: XtevalSettings, model_kind: str, seeds: int, counts: dict
             deviations.append(Deviation(_slug(key), f"3 {what} (3 x 3 x 3 = 27 runs)", f"{counted[key]} {what}", effect))
     if seeds == 1:
         deviations.append(_facts_only(s))
-    return Protocol("xteval", REFERENCES["xteval"], tuple(deviations))
+    return Protocol("xteval", REFERENCES["xteval"], tuple(deviations), (RETRIEVAL_TIES,))
+
+
+#: where the paper is silent: a gold document scored equal to a distractor
+RETRIEVAL_TIES = Interpretation(
+    "retrieval-ties",
+    "downstream accuracy is top-1 accuracy of the gold document among the distractors; a tie is not discussed",
+    "the gold counts as retrieved only when it scores strictly higher than every distractor (a tie is a failure)",
+    ("a tie broken at random (expected credit 1 / the tied documents)", "a tie counts for the gold"),
+    DOWNSTREAM,
+)
 
 
 def _soft(s: XtevalSettings) -> bool:
@@ -203,4 +226,23 @@ def _facts_only(s: XtevalSettings) -> Deviation:
         f"{why}: the acc_D and Gap 1 intervals are Wilson intervals over the probed facts; they cover the "
         f"{FACTS_ONLY.split(': ', 1)[0]}, the seed-to-seed spread is not inside them",
         "the acc_D and Gap 1 intervals",
+    )
+
+
+def distractor_shortfall(asked: int, distractors: list[dict[str, int]]) -> Deviation | None:
+    """The distractors the test queries actually got, when some type fell short of the paper's 50
+    (and of the number asked for): per type the minimum and median over the queries. A small
+    D^theta holds too few distinct entities to draw 50 different documents of every type."""
+    if not distractors:
+        return None
+    per_kind = {kind: [q.get(kind, 0) for q in distractors] for kind in DISTRACTOR_KINDS}
+    if min(min(counts) for counts in per_kind.values()) >= min(asked, PAPER_DISTRACTORS):
+        return None
+    used = "; ".join(f"{kind} {min(counts)} / {median(counts):g}" for kind, counts in per_kind.items())
+    return Deviation(
+        "distractors-available",
+        f"{PAPER_DISTRACTORS} test distractors of each non-gold document type",
+        f"{asked} asked per type, fewer drawn (distinct documents the facts allow); per type, minimum / median over "
+        f"the {len(distractors)} test queries: {used}",
+        f"{DOWNSTREAM} (fewer distractors raise accuracy)",
     )

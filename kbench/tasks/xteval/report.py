@@ -50,11 +50,19 @@ def markdown_table(results: dict) -> str:
 
 
 def protocol_lines(results: dict) -> list[str]:
-    """The run's protocol block: "faithful to xteval", or its deviations one per line."""
+    """The run's protocol block: "faithful to xteval", or its deviations one per line; then the
+    interpretations (the paper is silent), apart."""
     protocol = read_protocol(results, "results.json")
     lines = ["", f"Protocol: {describe(protocol)}" + (f" ({protocol.reference})" if protocol else "") + "."]
     if protocol is not None:
         lines += [f"- `{d.id}`: paper: {d.paper}; this run: {d.kbench}; touches: {d.effect}." for d in protocol.deviations]
+        if protocol.interpretations:
+            lines += ["", "Interpretations (the paper is silent; kbench's reading, not the paper's):"]
+            lines += [
+                f"- `{i.id}`: paper: {i.paper}; this run: {i.kbench}; alternatives: {'; '.join(i.alternatives)}; "
+                f"touches: {i.effect}."
+                for i in protocol.interpretations
+            ]
     return lines
 
 

@@ -271,7 +271,8 @@ class Xteval(Task):
             **differences,
         }
         not_probed = {"facts": len(state.rows), "unreadable": log[0]["n_unreadable"], "untrained": log[0]["n_untrained"]}
-        protocol = xteval_protocol(s, ctx.model.info.kind, state.seeds, not_probed)
+        distractors = [r["distractors"] for r in rows if r["kind"] == "query"]
+        protocol = xteval_protocol(s, ctx.model.info.kind, state.seeds, not_probed, distractors)
         return Summary(headline=headline, metrics=metrics, protocol=protocol)
 
     def compare_runs(self, runs: list, items: list[list[dict]]):

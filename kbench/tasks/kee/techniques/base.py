@@ -62,8 +62,8 @@ class TechniqueOutput:
     gold_rank: int | None  # 1 = the gold's first token is the top next token; None: the model has no exact ranks
     gold_logprob: float | None
     detail: dict[str, Any] = field(default_factory=dict)  # samples, votes, passages ... (JSON)
-    #: a sampling technique's seed-B samples, in draw order: SGR / DGR count the item recovered at K
-    #: when one of the first K is correct (None: recovered means the final answer is correct)
+    #: a sampling technique's seed-B samples, in draw order: SGR / DGR read the first K under each
+    #: reading of "recovered" (`metrics.READINGS`; None: recovered means the final answer is correct)
     recovery_samples: list[str] | None = None
 
 

@@ -8,14 +8,17 @@ all of them):
   (MAPLE: "For temperature sampling, the final answer is determined via majority voting across
   10 samples");
 - the first `recovery_samples` samples are the "K new samples with an independent seed (Seed B =
-  0)" that MAPLE draws for SGR / DGR: an item counts as recovered at K when one of the first K
-  is correct (docs/definitions.md, "recovered"). The KEE task asks for as many as its K sweep
-  needs; 0 (the `sgr-majority-vote` option) draws none and SGR / DGR read the vote instead.
+  0)" that MAPLE draws for SGR / DGR. MAPLE does not say when they recover an item; kbench's
+  reading (the `sgr-recovery-rule` interpretation) is any of the first K correct, and the KEE task
+  also reports a majority of K and one sample (docs/definitions.md, "recovered"). The task asks
+  for as many as its K sweep needs; 0 (the `sgr-majority-vote` option) draws none and SGR / DGR
+  read the vote instead.
 
 The sampling scheme is temperature plus optional top-k / top-p truncation (`top_k` None and
 `top_p` 1.0: plain temperature sampling, the default; MAPLE names no truncation). The same
 scheme must draw the shallow/deep partition's seed-A samples, which the KEE evaluation does
-with `sampling_intervention`. PRS rank: read on the baseline prompt, unchanged by sampling.
+with `sampling_intervention`. PRS rank: read on the baseline prompt, unchanged by sampling, so the task
+reports their PRS as undefined (`metrics.SAMPLING_PRS_UNDEFINED`).
 """
 
 from __future__ import annotations
