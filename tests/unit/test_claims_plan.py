@@ -59,6 +59,15 @@ def test_every_claim_of_the_packaged_cpu_suite_is_planned():
         assert all(a["needed"] == power.sign_test_models() == 5 for a in chosen["across"])
 
 
+def test_every_packaged_suite_is_planned():
+    from kbench.suite.spec import packaged_suites
+
+    for name in packaged_suites():
+        found = plan(load_suite(name))
+        unplanned = [r["claim"] for chosen in found["sets"] for r in chosen["rows"] if r["n"].startswith("no size plan")]
+        assert found["sets"] and not unplanned, name
+
+
 def test_sizes_come_from_the_settings_and_the_paper_effect_from_the_claim(tmp_path):
     found = plan(_suite(tmp_path, models=2, limit=400))
     [maple] = [s for s in found["sets"] if s["name"] == "maple"]
