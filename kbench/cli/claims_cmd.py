@@ -43,6 +43,8 @@ def claims(
     from kbench.claims.sets import claim_sets
 
     if target == "plan":
+        if sets or check is not None:
+            raise UserError("--set and --check go with `kbench claims SUITE_DIR`; the plan reads the suite's [suite] claims")
         _plan(suite_file, out, as_json)
         return
     if suite_file is not None or as_json:

@@ -126,6 +126,7 @@ def test_the_cli_prints_writes_and_refuses(tmp_path):
         ((str(broken),), "broken.toml: not valid TOML"),
         (("missing.toml",), "missing.toml: suite file not found"),
         ((), "kbench claims plan SUITE: give a suite file"),
+        (("claims-cpu", "--set", "maple"), "--set and --check go with `kbench claims SUITE_DIR`"),
     ):
         refused = run_kbench("claims", "plan", *args)
         assert refused.returncode == 2 and message in refused.stderr and "Traceback" not in refused.stderr, refused.stderr
