@@ -56,6 +56,9 @@ class Claim:
     models: tuple[str, ...] = ()  # globs of the models the claim is about (empty: every model)
     except_models: tuple[str, ...] = ()  # globs of the models it excludes
     requires: str | None = None  # a setting the suite must provide (SETTINGS)
+    # the effect the paper prints, for `kbench claims plan`: {"value", "against", "quote"[, "note"]}, the
+    # statistic's two rates (or its rate and reference) as the paper reports them
+    paper_effect: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:  # JSON lists, kept hashable
         object.__setattr__(self, "models", tuple(self.models))

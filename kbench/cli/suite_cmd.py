@@ -66,8 +66,9 @@ def write_claims(folder: Path, sets: list[str]) -> None:
     from kbench.io import write_text
     from kbench.suite.status import read_suite_json
 
-    document = read_suite_json(folder)
-    write_text(folder / "claims.md", markdown(document["suite"]["suite"]["name"], test_suite(folder, sets), provenance(document)))
+    document, destination = read_suite_json(folder), folder / "claims.md"
+    found = provenance(document, folder, destination, sets)
+    write_text(destination, markdown(document["suite"]["suite"]["name"], test_suite(folder, sets), found))
     typer.echo(f"claims written to {folder / 'claims.md'}", err=True)
 
 

@@ -106,3 +106,15 @@ def test_a_claim_set_needing_a_task_the_suite_lacks_exits_2(tmp_path):
 
     unknown = run_kbench("claims", str(folder), "--set", "nope")
     assert unknown.returncode == 2 and "no such claim set" in unknown.stderr
+
+
+def test_a_suite_run_writes_claims_md_with_a_command_anyone_can_run(tmp_path):
+    """`kbench suite run` writes claims.md itself when the suite names claim sets: its provenance
+    gives the commands that rebuild it, with no path of this machine."""
+    from kbench.cli.suite_cmd import write_claims
+
+    folder = constructed_suite(tmp_path / "suite", models=1, tasks=("extraction",))
+    write_claims(folder, ["kola"])
+    text = (folder / "claims.md").read_text()
+    command = "`kbench suite run constructed.toml --out runs/constructed`, then `kbench claims runs/constructed --set kola --out claims.md`"
+    assert f"- command: {command}" in text and str(tmp_path) not in text

@@ -13,6 +13,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+from kbench.claims.sets import claim_set
 from kbench.metrics.uncertainty import proportion
 from tests.conftest import REPO_ROOT, run_kbench
 from tests.xteval_cells import numbered, query, summary
@@ -86,8 +87,12 @@ def test_the_papers_claims_get_their_verdicts(tmp_path):
     assert section(text, "XTEVAL-11").count("| contradicted |") == 2
     assert section(text, "LEFT-2").count("| supported |") == 2 and "| 0.300 [" in section(text, "LEFT-2")
     assert "Equivalence margin (declared by kbench; the paper states none): ±0.05" in section(text, "LEFT-3")
-    assert "## Provenance" in text and "- command: `kbench claims " in text and f"- model m1: org/m1, sha256 {'1' * 64}" in text
-    assert "- `maple`: 29 claims, 26 tested by kbench;" in text
+    assert "## Provenance" in text and f"- model m1: org/m1, sha256 {'1' * 64}" in text
+    # a suite folder outside the working folder: no path of this machine, a command anyone can run
+    assert "- command: `kbench suite run constructed.toml --out runs/constructed`, then `kbench claims runs/constructed " in text
+    assert str(tmp_path) not in text
+    encoded = len({c.id for c in claim_set("maple").tested})
+    assert f"- `maple`: 29 claims, {encoded} encoded for kbench to test, " in text
 
 
 def test_check_tells_a_reproduced_file_from_one_that_differs(tmp_path):

@@ -55,7 +55,7 @@ def test_a_verdict_that_differs_between_readings_depends_on_the_reading(tmp_path
     )  # Llama3's claim on OLMo2: no verdict, but does it generalise?
     assert beyond[3:5] == ["—", "outside the claim's scope; does it generalise? inconclusive (p unadjusted)"]
     assert numbers["MAPLE-21 (sgr) | olmo2-7b · reading one-sample | kee / data"].endswith(
-        "| supported | " + sgr.readings["one-sample"]["test"]
+        "| supported | — | " + sgr.readings["one-sample"]["test"]
     )
 
 
