@@ -75,9 +75,16 @@ def _click_kind(exc: BaseException) -> str | None:
     return None
 
 
+def command():
+    """The click command that `main` runs: `app(...)`'s own, its help texts escaped for Rich (cli/help_text.py)."""
+    from kbench.cli.help_text import escape_help
+
+    return escape_help(typer.main.get_command(app))
+
+
 def main(argv: list[str] | None = None) -> None:
     try:
-        app(args=argv, prog_name="kbench", standalone_mode=False)
+        command()(args=argv, prog_name="kbench", standalone_mode=False)
     except UserError as exc:
         typer.echo(f"error: {exc}", err=True)
         sys.exit(exc.exit_code)
