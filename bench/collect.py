@@ -39,7 +39,14 @@ def table(rows: list[dict]) -> list[str]:
     for row in rows:
         m = row["machine"]
         load = "" if m.get("load_1min") is None else cell(round(m["load_1min"], 1))
-        values = [row["date"], f"`{cell(row['command'])}`", row.get("commit") or "", cell(m["cores"]), cell(m["peak_gflops"]), load]
+        values = [
+            row["date"],
+            f"`{cell(row['command'])}`",
+            row.get("commit") or "",
+            cell(m["cores"]),
+            cell(m["peak_gflops"]),
+            load,
+        ]
         lines.append("| " + " | ".join([*values, *(cell(row["figures"].get(f, "")) for f in figures)]) + " |")
     return lines
 
@@ -47,11 +54,15 @@ def table(rows: list[dict]) -> list[str]:
 def page() -> str:
     scripts = sorted(p for p in BENCH.glob("*.py") if p.stem not in HELPERS)
     recorded = [s for s in scripts if (BENCH / "results" / f"{s.stem}.json").is_file()]
-    lines = ["# Benchmarks", "",
-             "Written by `python bench/collect.py` from the rows the bench scripts record with `--record`",
-             "(`bench/results/*.json`): each row is one run, with its exact command, date, commit and machine (usable cores,",
-             "a float32 matmul peak measured at the time, the 1-minute load). Do not edit this page by hand. Older figures,",
-             "typed by hand before the scripts recorded their own, are in [Benchmark notes recorded by hand](benchmarks-archive.md).", ""]
+    lines = [
+        "# Benchmarks",
+        "",
+        "Written by `python bench/collect.py` from the rows the bench scripts record with `--record`",
+        "(`bench/results/*.json`): each row is one run, with its exact command, date, commit and machine (usable cores,",
+        "a float32 matmul peak measured at the time, the 1-minute load). Do not edit this page by hand. Older figures,",
+        "typed by hand before the scripts recorded their own, are in [Benchmark notes recorded by hand](benchmarks-archive.md).",
+        "",
+    ]
     for script in recorded:
         rows = json.loads((BENCH / "results" / f"{script.stem}.json").read_text())
         lines += [f"## `bench/{script.name}`", "", summary(script), "", *table(rows), ""]

@@ -28,7 +28,9 @@ RESULTS = BENCH / "results"
 
 
 def add_record_flag(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    parser.add_argument("--record", action="store_true", help="append this run to bench/results/<script>.json (docs/benchmarks.md)")
+    parser.add_argument(
+        "--record", action="store_true", help="append this run to bench/results/<script>.json (docs/benchmarks.md)"
+    )
     return parser
 
 
@@ -49,7 +51,11 @@ def matmul_peak_gflops(size: int = 2048, repeats: int = 5) -> float:
 def machine() -> dict:
     cpu = platform.processor() or platform.machine()
     try:
-        cpu = next(line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines() if line.startswith("model name"))
+        cpu = next(
+            line.split(":", 1)[1].strip()
+            for line in Path("/proc/cpuinfo").read_text().splitlines()
+            if line.startswith("model name")
+        )
     except (OSError, StopIteration):
         pass
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
@@ -60,10 +66,12 @@ def machine() -> dict:
 def record(script: str, figures: dict) -> Path:
     """Append this run (command, date, commit, machine, `figures`) to bench/results/<script>.json."""
     name = Path(script).stem
-    commit = subprocess.run(["git", "-C", str(BENCH), "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    commit = subprocess.run(
+        ["git", "-C", str(BENCH), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
+    ).stdout.strip()
     row = {
         "command": " ".join(["python", f"bench/{Path(script).name}", *map(shlex.quote, sys.argv[1:])]),
-        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"),
+        "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d"),
         "commit": commit or None,
         "machine": machine(),
         "figures": figures,

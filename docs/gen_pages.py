@@ -53,18 +53,35 @@ def settings_rows(model: type[BaseModel], prefix: str = "") -> list[str]:
         if nested:
             rows += settings_rows(nested[0], f"{prefix}{name}.")
             continue
-        rows.append(f"| `{prefix}{name}` | `{cell(type_name(info.annotation))}` | {default_text(info)} | {cell(info.description or '')} |")
+        rows.append(
+            f"| `{prefix}{name}` | `{cell(type_name(info.annotation))}` | {default_text(info)} | {cell(info.description or '')} |"
+        )
     return rows
 
 
 def task_page(name: str, task_cls) -> str:
     from kbench.cli.common import EVALUATE_COMMANDS
 
-    lines = [f"# Task `{name}`", "", inspect.getdoc(task_cls) or "", "", f"Run it with `kbench evaluate {name} --dataset DIR --model M`."]
-    lines += ["", "## Settings", "", "The task's `Settings` (`" + task_cls.Settings.__module__ + "." + task_cls.Settings.__name__ + "`): "
-              "the CLI's options and `kbench.evaluate(...)`'s keywords. Shared by every task: "
-              + ", ".join(f"`{f}`" for f in SHARED_FIELDS) + ".", "",
-              "| setting | type | default | description |", "| --- | --- | --- | --- |", *settings_rows(task_cls.Settings)]
+    lines = [
+        f"# Task `{name}`",
+        "",
+        inspect.getdoc(task_cls) or "",
+        "",
+        f"Run it with `kbench evaluate {name} --dataset DIR --model M`.",
+    ]
+    lines += [
+        "",
+        "## Settings",
+        "",
+        "The task's `Settings` (`" + task_cls.Settings.__module__ + "." + task_cls.Settings.__name__ + "`): "
+        "the CLI's options and `kbench.evaluate(...)`'s keywords. Shared by every task: "
+        + ", ".join(f"`{f}`" for f in SHARED_FIELDS)
+        + ".",
+        "",
+        "| setting | type | default | description |",
+        "| --- | --- | --- | --- |",
+        *settings_rows(task_cls.Settings),
+    ]
     if name in EVALUATE_COMMANDS:
         flags = EVALUATE_COMMANDS.get(name).flags()
         lines += ["", "## Command-line flags", "", "| setting | flag |", "| --- | --- |"]
@@ -75,17 +92,32 @@ def task_page(name: str, task_cls) -> str:
 def recipe_page(recipe) -> str:
     raw = tomllib.loads(recipe.path.read_text(encoding="utf-8"))
     header = raw.get("pipeline", {})
-    lines = [f"# Recipe `{recipe.name}`", "", recipe.description, "",
-             f"`kbench build {recipe.name}`; the file is `pipelines/{recipe.path.name}`.", "",
-             "| key | value |", "| --- | --- |", *(f"| `{k}` | `{cell(v)}` |" for k, v in header.items() if k != "description")]
+    lines = [
+        f"# Recipe `{recipe.name}`",
+        "",
+        recipe.description,
+        "",
+        f"`kbench build {recipe.name}`; the file is `pipelines/{recipe.path.name}`.",
+        "",
+        "| key | value |",
+        "| --- | --- |",
+        *(f"| `{k}` | `{cell(v)}` |" for k, v in header.items() if k != "description"),
+    ]
     for n, stage in enumerate(raw.get("stages", [])):
         stage_cls = STAGES.get(stage["stage"])
         given = {k: v for k, v in stage.items() if k not in ("stage", "id")}
-        lines += ["", f"## {n + 1}. `{stage.get('id', stage['stage'])}`: stage `{stage['stage']}`", "", first_paragraph(stage_cls), ""]
+        lines += [
+            "",
+            f"## {n + 1}. `{stage.get('id', stage['stage'])}`: stage `{stage['stage']}`",
+            "",
+            first_paragraph(stage_cls),
+            "",
+        ]
         lines += ["| parameter | type | default | this recipe | description |", "| --- | --- | --- | --- | --- |"]
         for name, info in stage_cls.Params.model_fields.items():
             value = f"`{cell(repr(given[name]))}`" if name in given else ""
-            lines.append(f"| `{name}` | `{cell(type_name(info.annotation))}` | {default_text(info)} | {value} | {cell(info.description or '')} |")
+            kind, description = cell(type_name(info.annotation)), cell(info.description or "")
+            lines.append(f"| `{name}` | `{kind}` | {default_text(info)} | {value} | {description} |")
     return "\n".join(lines) + "\n"
 
 
@@ -95,7 +127,12 @@ def cli_page() -> str:
     while todo:
         path, cmd = todo.pop(0)
         ctx = cmd.context_class(cmd, info_name=" ".join(("kbench", *path)))
-        lines += [f"## `{' '.join(('kbench', *path))}`", "", f"`{' '.join(('kbench', *path, *cmd.collect_usage_pieces(ctx)))}`", ""]
+        lines += [
+            f"## `{' '.join(('kbench', *path))}`",
+            "",
+            f"`{' '.join(('kbench', *path, *cmd.collect_usage_pieces(ctx)))}`",
+            "",
+        ]
         lines += [unescape(inspect.cleandoc(cmd.help or "")), ""]
         params = [p for p in cmd.params if not getattr(p, "hidden", False)]
         if params:
@@ -103,7 +140,9 @@ def cli_page() -> str:
             for p in params:
                 names = ", ".join(f"`{o}`" for o in (*p.opts, *p.secondary_opts))
                 default = "" if p.default is None or callable(p.default) or p.required else f"`{cell(p.default)}`"
-                lines.append(f"| {names} | {cell(param_type(p, ctx))} | {default} | {cell(unescape(getattr(p, 'help', None) or ''))} |")
+                lines.append(
+                    f"| {names} | {cell(param_type(p, ctx))} | {default} | {cell(unescape(getattr(p, 'help', None) or ''))} |"
+                )
             lines.append("")
         if hasattr(cmd, "list_commands"):
             todo += [((*path, name), cmd.get_command(ctx, name)) for name in cmd.list_commands(ctx)]
@@ -120,11 +159,20 @@ def unescape(text: str) -> str:
     return text.replace("\\[", "[")  # the help texts are escaped for Rich (kbench/cli/help_text.py)
 
 
-API_MODULES = ("kbench.api", "kbench.evaluate.task", "kbench.protocol", "kbench.construct.stage", "kbench.registry", "kbench.errors")
+API_MODULES = (
+    "kbench.api",
+    "kbench.evaluate.task",
+    "kbench.protocol",
+    "kbench.construct.stage",
+    "kbench.registry",
+    "kbench.errors",
+)
 
 tasks = TASKS.items()
 with mkdocs_gen_files.open("reference/tasks/index.md", "w") as fh:
-    fh.write("# Tasks\n\nOne page per evaluation task, generated from its folder (`kbench/tasks/<name>/`) and its `Settings`.\n\n")
+    fh.write(
+        "# Tasks\n\nOne page per evaluation task, generated from its folder (`kbench/tasks/<name>/`) and its `Settings`.\n\n"
+    )
     fh.writelines(f"- [`{name}`]({name}.md): {first_paragraph(cls)}\n" for name, cls in sorted(tasks.items()))
 for name, cls in tasks.items():
     with mkdocs_gen_files.open(f"reference/tasks/{name}.md", "w") as fh:
@@ -132,7 +180,9 @@ for name, cls in tasks.items():
 
 recipes = packaged_recipes()
 with mkdocs_gen_files.open("reference/recipes/index.md", "w") as fh:
-    fh.write("# Recipes\n\nOne page per packaged recipe (`pipelines/*.toml`), generated from the file and its stages' parameters.\n\n")
+    fh.write(
+        "# Recipes\n\nOne page per packaged recipe (`pipelines/*.toml`), generated from the file and its stages' parameters.\n\n"
+    )
     fh.writelines(f"- [`{r.name}`]({r.name}.md): {r.description}\n" for r in recipes)
 for recipe in recipes:
     with mkdocs_gen_files.open(f"reference/recipes/{recipe.name}.md", "w") as fh:

@@ -27,9 +27,22 @@ def screenshot(page: Path, out: Path, width: int, height: int) -> None:
         sys.exit("headless Chromium is needed (apt-get install -y chromium)")
     with tempfile.TemporaryDirectory() as profile:
         shot = Path(profile) / "shot.png"
-        subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", f"--user-data-dir={profile}",
-                        f"--window-size={width},{height}", f"--screenshot={shot}", page.resolve().as_uri()],
-                       check=True, capture_output=True, timeout=120)
+        subprocess.run(
+            [
+                chromium,
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--hide-scrollbars",
+                f"--user-data-dir={profile}",
+                f"--window-size={width},{height}",
+                f"--screenshot={shot}",
+                page.resolve().as_uri(),
+            ],
+            check=True,
+            capture_output=True,
+            timeout=120,
+        )
         from PIL import Image
 
         image = Image.open(shot).convert("RGB").resize((width * 3 // 4, height * 3 // 4), Image.LANCZOS)
@@ -46,8 +59,18 @@ def main() -> None:
     runs = args.runs if args.runs.is_absolute() else REPO / args.runs
     kbench("build", "lama", "--out", str(runs / "lama"))
     run = runs / f"smollm2-lama-{args.limit}"
-    kbench("evaluate", "extraction", "--dataset", str(runs / "lama"), "--model", "smollm2-135m", "--limit", str(args.limit),
-           "--out", str(run))
+    kbench(
+        "evaluate",
+        "extraction",
+        "--dataset",
+        str(runs / "lama"),
+        "--model",
+        "smollm2-135m",
+        "--limit",
+        str(args.limit),
+        "--out",
+        str(run),
+    )
     kbench("report", str(run), "--out", str(runs / "report-screenshot"))
     screenshot(runs / "report-screenshot" / "index.html", args.out, 1300, 1000)
     print(f"wrote {args.out} ({args.out.stat().st_size:,} bytes)")

@@ -12,7 +12,9 @@ from tests.conftest import REPO_ROOT
 
 
 def test_the_benchmarks_page_is_what_the_bench_scripts_recorded():
-    done = subprocess.run([sys.executable, "bench/collect.py", "--check"], cwd=REPO_ROOT, capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "bench/collect.py", "--check"], cwd=REPO_ROOT, capture_output=True, text=True, timeout=60
+    )
     assert done.returncode == 0, done.stderr
     page = (REPO_ROOT / "docs" / "benchmarks.md").read_text(encoding="utf-8")
     assert "## `bench/stream_memory.py`" in page  # at least one script records its runs
@@ -23,8 +25,12 @@ def test_every_page_of_the_nav_exists_or_is_generated():
     nav = re.findall(r":\s*([\w./-]+\.md)\s*$|^\s*-\s*([\w./-]+\.md)\s*$", (REPO_ROOT / "mkdocs.yml").read_text(), re.MULTILINE)
     pages = [a or b for a, b in nav]
     generated = {p for p in pages if p.startswith("reference/")}
-    assert len(pages) > 20 and generated == {"reference/tasks/index.md", "reference/recipes/index.md", "reference/cli.md",
-                                              "reference/api.md"}
+    assert len(pages) > 20 and generated == {
+        "reference/tasks/index.md",
+        "reference/recipes/index.md",
+        "reference/cli.md",
+        "reference/api.md",
+    }
     assert not [p for p in pages if p not in generated and not (REPO_ROOT / "docs" / p).is_file()]
     gen = (REPO_ROOT / "docs" / "gen_pages.py").read_text()
     assert all(f'"{p}"' in gen for p in generated)
