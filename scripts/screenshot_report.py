@@ -18,6 +18,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def kbench(*args: str) -> None:
+    """`kbench ARGS` in the checkout, on this Python."""
     subprocess.run([sys.executable, "-m", "kbench", *args], cwd=REPO, check=True)
 
 
@@ -56,7 +57,7 @@ def main() -> None:
     parser.add_argument("--runs", type=Path, default=Path("runs"))
     parser.add_argument("--out", type=Path, default=REPO / "docs" / "images" / "report.png")
     args = parser.parse_args()
-    runs = args.runs if args.runs.is_absolute() else REPO / args.runs
+    runs = args.runs  # relative to the checkout (kbench runs there), so the report shows runs/..., not a private path
     kbench("build", "lama", "--out", str(runs / "lama"))
     run = runs / f"smollm2-lama-{args.limit}"
     kbench(
@@ -72,7 +73,7 @@ def main() -> None:
         str(run),
     )
     kbench("report", str(run), "--out", str(runs / "report-screenshot"))
-    screenshot(runs / "report-screenshot" / "index.html", args.out, 1300, 1000)
+    screenshot(REPO / runs / "report-screenshot" / "index.html", args.out, 1300, 1000)
     print(f"wrote {args.out} ({args.out.stat().st_size:,} bytes)")
 
 
