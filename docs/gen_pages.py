@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import inspect
 import re
+import sys
 import tomllib
 import typing
 
-import mkdocs_gen_files
 from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
@@ -27,6 +27,11 @@ def cell(text: object) -> str:
     return " ".join(str(text).split()).replace("|", "\\|")
 
 
+def code(text: object) -> str:
+    """One table cell in backticks: a pipe inside a code span does not split the row (and `\\|` would show)."""
+    return "`" + " ".join(str(text).split()) + "`"
+
+
 def type_name(annotation: object) -> str:
     if isinstance(annotation, type) and not typing.get_args(annotation):
         return annotation.__name__
@@ -37,7 +42,7 @@ def default_text(info) -> str:
     if info.default is PydanticUndefined and info.default_factory is None:
         return "required"
     value = info.get_default(call_default_factory=True)
-    return "`" + cell(value.model_dump() if isinstance(value, BaseModel) else repr(value)) + "`"
+    return code(value.model_dump() if isinstance(value, BaseModel) else repr(value))
 
 
 def first_paragraph(obj: object) -> str:
@@ -54,7 +59,7 @@ def settings_rows(model: type[BaseModel], prefix: str = "") -> list[str]:
             rows += settings_rows(nested[0], f"{prefix}{name}.")
             continue
         rows.append(
-            f"| `{prefix}{name}` | `{cell(type_name(info.annotation))}` | {default_text(info)} | {cell(info.description or '')} |"
+            f"| `{prefix}{name}` | {code(type_name(info.annotation))} | {default_text(info)} | {cell(info.description or '')} |"
         )
     return rows
 
@@ -62,10 +67,11 @@ def settings_rows(model: type[BaseModel], prefix: str = "") -> list[str]:
 def task_page(name: str, task_cls) -> str:
     from kbench.cli.common import EVALUATE_COMMANDS
 
+    about = task_cls.__doc__ or sys.modules[task_cls.__module__].__doc__ or ""  # the class's own, else its module's
     lines = [
         f"# Task `{name}`",
         "",
-        inspect.getdoc(task_cls) or "",
+        inspect.cleandoc(about),
         "",
         f"Run it with `kbench evaluate {name} --dataset DIR --model M`.",
     ]
@@ -101,7 +107,7 @@ def recipe_page(recipe) -> str:
         "",
         "| key | value |",
         "| --- | --- |",
-        *(f"| `{k}` | `{cell(v)}` |" for k, v in header.items() if k != "description"),
+        *(f"| `{k}` | {code(v)} |" for k, v in header.items() if k != "description"),
     ]
     for n, stage in enumerate(raw.get("stages", [])):
         stage_cls = STAGES.get(stage["stage"])
@@ -115,9 +121,9 @@ def recipe_page(recipe) -> str:
         ]
         lines += ["| parameter | type | default | this recipe | description |", "| --- | --- | --- | --- | --- |"]
         for name, info in stage_cls.Params.model_fields.items():
-            value = f"`{cell(repr(given[name]))}`" if name in given else ""
-            kind, description = cell(type_name(info.annotation)), cell(info.description or "")
-            lines.append(f"| `{name}` | `{kind}` | {default_text(info)} | {value} | {description} |")
+            value = code(repr(given[name])) if name in given else ""
+            kind, description = code(type_name(info.annotation)), cell(info.description or "")
+            lines.append(f"| `{name}` | {kind} | {default_text(info)} | {value} | {description} |")
     return "\n".join(lines) + "\n"
 
 
@@ -139,7 +145,7 @@ def cli_page() -> str:
             lines += ["| argument or option | type | default | description |", "| --- | --- | --- | --- |"]
             for p in params:
                 names = ", ".join(f"`{o}`" for o in (*p.opts, *p.secondary_opts))
-                default = "" if p.default is None or callable(p.default) or p.required else f"`{cell(p.default)}`"
+                default = "" if p.default is None or callable(p.default) or p.required else code(p.default)
                 lines.append(
                     f"| {names} | {cell(param_type(p, ctx))} | {default} | {cell(unescape(getattr(p, 'help', None) or ''))} |"
                 )
@@ -168,29 +174,40 @@ API_MODULES = (
     "kbench.errors",
 )
 
-tasks = TASKS.items()
-with mkdocs_gen_files.open("reference/tasks/index.md", "w") as fh:
-    fh.write(
-        "# Tasks\n\nOne page per evaluation task, generated from its folder (`kbench/tasks/<name>/`) and its `Settings`.\n\n"
-    )
-    fh.writelines(f"- [`{name}`]({name}.md): {first_paragraph(cls)}\n" for name, cls in sorted(tasks.items()))
-for name, cls in tasks.items():
-    with mkdocs_gen_files.open(f"reference/tasks/{name}.md", "w") as fh:
-        fh.write(task_page(name, cls))
 
-recipes = packaged_recipes()
-with mkdocs_gen_files.open("reference/recipes/index.md", "w") as fh:
-    fh.write(
-        "# Recipes\n\nOne page per packaged recipe (`pipelines/*.toml`), generated from the file and its stages' parameters.\n\n"
-    )
-    fh.writelines(f"- [`{r.name}`]({r.name}.md): {r.description}\n" for r in recipes)
-for recipe in recipes:
-    with mkdocs_gen_files.open(f"reference/recipes/{recipe.name}.md", "w") as fh:
-        fh.write(recipe_page(recipe))
+def write_pages() -> None:
+    import mkdocs_gen_files
 
-with mkdocs_gen_files.open("reference/cli.md", "w") as fh:
-    fh.write(cli_page())
+    tasks = TASKS.items()
+    with mkdocs_gen_files.open("reference/tasks/index.md", "w") as fh:
+        fh.write(
+            "# Tasks\n\nOne page per evaluation task, generated from its folder (`kbench/tasks/<name>/`) and its `Settings`.\n\n"
+        )
+        fh.writelines(f"- [`{name}`]({name}.md): {first_paragraph(cls)}\n" for name, cls in sorted(tasks.items()))
+    for name, cls in tasks.items():
+        with mkdocs_gen_files.open(f"reference/tasks/{name}.md", "w") as fh:
+            fh.write(task_page(name, cls))
 
-with mkdocs_gen_files.open("reference/api.md", "w") as fh:
-    fh.write("# Python API reference\n\nFrom the docstrings (mkdocstrings). How to use it: [Python API](../python-api.md).\n\n")
-    fh.writelines(f"## `{module}`\n\n::: {module}\n\n" for module in API_MODULES)
+    recipes = packaged_recipes()
+    with mkdocs_gen_files.open("reference/recipes/index.md", "w") as fh:
+        fh.write(
+            "# Recipes\n\nOne page per packaged recipe (`pipelines/*.toml`), generated from the file and its stages'"
+            " parameters.\n\n"
+        )
+        fh.writelines(f"- [`{r.name}`]({r.name}.md): {r.description}\n" for r in recipes)
+    for recipe in recipes:
+        with mkdocs_gen_files.open(f"reference/recipes/{recipe.name}.md", "w") as fh:
+            fh.write(recipe_page(recipe))
+
+    with mkdocs_gen_files.open("reference/cli.md", "w") as fh:
+        fh.write(cli_page())
+
+    with mkdocs_gen_files.open("reference/api.md", "w") as fh:
+        fh.write(
+            "# Python API reference\n\nFrom the docstrings (mkdocstrings). How to use it: [Python API](../python-api.md).\n\n"
+        )
+        fh.writelines(f"## `{module}`\n\n::: {module}\n\n" for module in API_MODULES)
+
+
+if __name__ == "<run_path>":  # mkdocs-gen-files runs this file with runpy; tests import its functions
+    write_pages()

@@ -1,8 +1,9 @@
-"""The README's picture, from a real run: build the LAMA probe, evaluate the packaged SmolLM2-135M on a seeded
-sample of its facts, write the report and photograph it in headless Chromium at 1,300 px, saved as a small
-palette PNG (docs/images/report.png). Rerunning resumes the build and the run.
+"""The docs' pictures, from real runs, photographed in headless Chromium at 1,300 px and saved as small palette
+PNGs: the README's (docs/images/report.png: the LAMA probe built, the packaged SmolLM2-135M evaluated on a seeded
+sample of its facts, its report) and, with --suite, the suite page of SmolLM2-135M and Gemma 3 270M on that probe
+in two prompt forms (docs/images/suite.png, the whole page). Rerunning resumes the builds and the runs.
 
-    .venv/bin/python scripts/screenshot_report.py [--limit 200] [--runs runs] [--out docs/images/report.png]
+    .venv/bin/python scripts/screenshot_report.py [--limit 200] [--runs runs] [--suite]
 """
 
 from __future__ import annotations
@@ -20,6 +21,36 @@ REPO = Path(__file__).resolve().parents[1]
 def kbench(*args: str) -> None:
     """`kbench ARGS` in the checkout, on this Python."""
     subprocess.run([sys.executable, "-m", "kbench", *args], cwd=REPO, check=True)
+
+
+SUITE = """[suite]
+name = "lama-two-models"
+
+[[models]]
+model = "smollm2-135m"
+name = "smollm2-135m"
+
+[[models]]
+model = "gemma3-270m"
+name = "gemma3-270m"
+
+[[datasets]]
+name = "lama"
+path = "lama"
+
+[[tasks]]
+task = "extraction"
+name = "cloze"
+[tasks.settings]
+limit = {limit}
+
+[[tasks]]
+task = "extraction"
+name = "question"
+[tasks.settings]
+prompt = "question"
+limit = {limit}
+"""
 
 
 def screenshot(page: Path, out: Path, width: int, height: int) -> None:
@@ -55,7 +86,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--limit", type=int, default=200)
     parser.add_argument("--runs", type=Path, default=Path("runs"))
-    parser.add_argument("--out", type=Path, default=REPO / "docs" / "images" / "report.png")
+    parser.add_argument("--suite", action="store_true", help="also the suite page (docs/images/suite.png)")
     args = parser.parse_args()
     runs = args.runs  # relative to the checkout (kbench runs there), so the report shows runs/..., not a private path
     kbench("build", "lama", "--out", str(runs / "lama"))
@@ -73,8 +104,18 @@ def main() -> None:
         str(run),
     )
     kbench("report", str(run), "--out", str(runs / "report-screenshot"))
-    screenshot(REPO / runs / "report-screenshot" / "index.html", args.out, 1300, 1000)
-    print(f"wrote {args.out} ({args.out.stat().st_size:,} bytes)")
+    shoot(REPO / runs / "report-screenshot" / "index.html", REPO / "docs" / "images" / "report.png", 1000)
+    if args.suite:
+        suite = REPO / runs / "screenshot-suite.toml"
+        suite.write_text(SUITE.replace("{limit}", str(args.limit)), encoding="utf-8")
+        kbench("suite", "run", str(runs / "screenshot-suite.toml"), "--out", str(runs / "suite-lama-two-models"))
+        kbench("report", str(runs / "suite-lama-two-models"), "--out", str(runs / "suite-report-screenshot"))
+        shoot(REPO / runs / "suite-report-screenshot" / "index.html", REPO / "docs" / "images" / "suite.png", 2600)
+
+
+def shoot(page: Path, out: Path, height: int) -> None:
+    screenshot(page, out, 1300, height)
+    print(f"wrote {out} ({out.stat().st_size:,} bytes)")
 
 
 if __name__ == "__main__":
