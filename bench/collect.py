@@ -27,9 +27,9 @@ def cell(value: object) -> str:
 
 
 def summary(script: Path) -> str:
-    """The first line of the script's docstring."""
+    """The first paragraph of the script's docstring, on one line."""
     doc = ast.get_docstring(ast.parse(script.read_text(encoding="utf-8"))) or ""
-    return doc.split("\n")[0]
+    return " ".join(doc.split("\n\n")[0].split())
 
 
 def table(rows: list[dict]) -> list[str]:
