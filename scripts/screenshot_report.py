@@ -79,7 +79,7 @@ def screenshot(page: Path, out: Path, width: int, height: int) -> None:
 
         image = Image.open(shot).convert("RGB").resize((width * 3 // 4, height * 3 // 4), Image.LANCZOS)
         out.parent.mkdir(parents=True, exist_ok=True)
-        image.quantize(colors=64).save(out, optimize=True)  # a palette keeps the PNG small
+        image.quantize(colors=256, method=Image.Quantize.FASTOCTREE).save(out, optimize=True)  # a palette keeps the PNG small
 
 
 def main() -> None:

@@ -27,11 +27,21 @@ def _panels(plt, n: int):
     """(figure, its n axes): n panels of 4.6 x 3.8 in, `PANELS_PER_ROW` a row; the last row's spare cells hidden."""
     columns = min(PANELS_PER_ROW, n)
     rows = -(-n // columns)
-    fig, grid = plt.subplots(rows, columns, figsize=(4.6 * columns, 3.8 * rows), squeeze=False)
+    # constrained: the rows keep clear of each other (an x label would cross the title of the panel below)
+    fig, grid = plt.subplots(rows, columns, figsize=(4.6 * columns, 3.8 * rows), squeeze=False, layout="constrained")
     axes = [ax for row in grid for ax in row]
     for ax in axes[n:]:
         ax.set_visible(False)
     return fig, axes[:n]
+
+
+def _size_label(parameters: float) -> str:
+    """135M, 1.3B, 70B: a parameter count as a tick label."""
+    for unit, scale in (("T", 1e12), ("B", 1e9), ("M", 1e6), ("K", 1e3)):
+        if parameters >= scale:
+            value = parameters / scale
+            return f"{value:.0f}{unit}" if value >= 10 else f"{value:.1f}".removesuffix(".0") + unit
+    return f"{parameters:g}"
 
 
 def _errors(estimates: list[dict]) -> list[list[float]]:
@@ -66,6 +76,10 @@ def scaling_chart(columns: dict[str, dict[str, Run]], models: dict[str, dict], o
             ax.errorbar([x], [estimate["value"]], yerr=_errors([estimate]), fmt="o", color=colour[family], capsize=3)
             ax.annotate(label, (x, estimate["value"]), textcoords="offset points", xytext=(4, 4), fontsize="x-small")
         ax.set_xscale("log")
+        sizes = sorted({models[label]["parameters"] for label, _ in pairs})
+        ax.minorticks_off()  # log ticks within one decade overlap ("1.4x10^8 1.6x10^8 ..."): one tick per model size
+        ax.set_xticks(sizes, [_size_label(n) for n in sizes])
+        ax.margins(x=0.15)  # room for the labels of the outermost models
         ax.set_ylim(0, 1)
         ax.set_xlabel("parameters (counted from the weights; log)")
         ax.set_ylabel(f"{metric} (95% interval)")

@@ -37,11 +37,12 @@ document.querySelectorAll('table.sortable th').forEach(th => th.addEventListener
 }));
 """
 # The model table and the leaderboard wrap inside the page instead of scrolling sideways (a suite of 12 columns
-# is wider than 1,300 px on one line a cell); a long model name or error breaks anywhere.
+# is wider than 1,300 px on one line a cell); words stay whole, an error message breaks anywhere.
 _EXTRA_CSS = (
     "table.sortable th { cursor: pointer; } td.failed { background: #fde8e8; color: #a11; }"
-    " table.sortable { width: 100%; } table.sortable th, table.sortable td { white-space: normal; overflow-wrap: anywhere; }"
-    " td.error { text-align: left; min-width: 12rem; }"
+    " table.sortable th, table.sortable td { white-space: normal; overflow-wrap: break-word; }"
+    " #leaderboard th:not(:first-child) { overflow-wrap: anywhere; }"
+    " td.error { text-align: left; min-width: 12rem; overflow-wrap: anywhere; }"
 )
 
 
