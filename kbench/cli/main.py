@@ -24,7 +24,7 @@ app.add_typer(evaluate_app, name="evaluate")
 def _print_version(value: bool) -> None:
     # An eager option's callback: it runs while the arguments are parsed, so `kbench --version` needs no command.
     if value:
-        from kbench.cli.version_cmd import version_line
+        from kbench.cli.versions import version_line
 
         typer.echo(version_line())
         raise typer.Exit(0)
