@@ -4,7 +4,7 @@
 
     built = kbench.build("lama", out="runs/lama", data_dir="~/kbench-data")
     result = kbench.evaluate("extraction", dataset=built.path, model="smollm2-135m", limit=20)
-    result.headline["p_at_1"]["value"], result.items.height
+    result.headline["maple_accuracy"]["value"], result.items.height
     kbench.report([result.run_dir], out="report")
 
 The CLI calls these same functions (`kbench build` -> `build`, `kbench evaluate TASK` ->
