@@ -1,6 +1,6 @@
 """Benchmark: the full LAMA build with the embedded Wikidata store, and batched vs naive SPARQL.
 
-    python bench/build_lama.py [--naive-sample 2000]
+    python bench/build_lama.py [--naive-sample 2000] [--record]
 
 Prints
   1. the wall time of `kbench build pipelines/lama-trex.toml` through the library, with a fresh
@@ -24,6 +24,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 
+from record import add_record_flag, record  # noqa: E402  (bench/, the script's own folder, is on sys.path)
+
 
 def build(recipe_path: Path, out: Path, cache: Path):
     from kbench.construct.recipe import load_recipe
@@ -45,7 +47,7 @@ def stage_input(out: Path, recipe, stage_name: str):
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = add_record_flag(argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter))
     parser.add_argument("--recipe", type=Path, default=REPO / "pipelines" / "lama-trex.toml")
     parser.add_argument("--naive-sample", type=int, default=2000, help="facts in the batched-vs-naive comparison")
     args = parser.parse_args()
@@ -113,6 +115,10 @@ def main() -> None:
         print(f"  naive (one query per fact): {naive_client.stats.queries_sent:,} queries, {naive_s:.2f} s")
         print(f"  ratio naive/batched: {naive_s / batched_s:.1f}x time, "
               f"{naive_client.stats.queries_sent / batched_client.stats.queries_sent:.0f}x round trips")
+        if args.record:
+            record(__file__, {"rows": result.stages[-1].rows_out, "cold s wall": round(cold, 1), "cold s CPU": round(cold_cpu, 1),
+                              "cached store s wall": round(warm, 1), "round trips per 1,000 entities": round(per_1000, 2),
+                              "naive / batched time": round(naive_s / batched_s, 1)})
 
 
 if __name__ == "__main__":

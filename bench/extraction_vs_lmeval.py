@@ -56,6 +56,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+from record import matmul_peak_gflops  # noqa: E402  (bench/, the script's own folder, is on sys.path)
 
 STOP = ["\n", ". ", ","]     # kbench.evaluate.prompts.STOPS["cloze"]
 MAX_NEW_TOKENS = 16
@@ -75,17 +76,6 @@ def lama_facts(shared: Path, n: int, per_relation: int = 10) -> list[dict]:
         if len(facts) >= n:
             break
     return facts[:n]
-
-
-def matmul_peak_gflops(torch, size: int = 2048, repeats: int = 5) -> float:
-    a, b = torch.randn(size, size), torch.randn(size, size)
-    best = float("inf")
-    for _ in range(3):
-        start = time.perf_counter()
-        for _ in range(repeats):
-            a @ b
-        best = min(best, time.perf_counter() - start)
-    return 2 * size ** 3 * repeats / best / 1e9
 
 
 def rank_flops(model, token_counts: list[int]) -> float:
@@ -157,7 +147,7 @@ def main() -> None:
         start = time.perf_counter()
         runner.rank_first_token(prompts, golds)  # the ranking pass alone, for peak_fraction
         rank_seconds = min(rank_seconds, time.perf_counter() - start)
-        peak = max(peak, matmul_peak_gflops(torch))
+        peak = max(peak, matmul_peak_gflops())
         runner = ModelRunner(loaded)
         start = time.perf_counter()
         ours = [text for text, _, _ in runner.generate_and_rank(prompts, golds, MAX_NEW_TOKENS, stop=STOP)]

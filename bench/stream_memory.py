@@ -21,7 +21,7 @@ About 90 MB of it is the interpreter, polars and pyarrow. The previous version o
 (the stages' whole-table lazy plans written with `sink_parquet`, without the runner or
 `to_questions`) measured 170 MB vs 253 MB, ratio ~1.5. Usage:
 
-    python bench/stream_memory.py [--sizes 100000 1000000]
+    python bench/stream_memory.py [--sizes 100000 1000000] [--record]
 """
 
 from __future__ import annotations
@@ -33,6 +33,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from record import add_record_flag, record
 
 ENTITIES = 20_000
 RELATIONS = [("P17", "country"), ("P131", "located in the administrative territorial entity"), ("P361", "part of"),
@@ -130,7 +132,7 @@ def run_build(folder: Path) -> dict:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = add_record_flag(argparse.ArgumentParser(description=__doc__.splitlines()[0]))
     parser.add_argument("--sizes", type=int, nargs=2, default=[100_000, 1_000_000])
     parser.add_argument("--child", nargs=2, metavar=("TASK", "FOLDER"), help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -154,7 +156,14 @@ def main() -> None:
         print(f"{result['rows']:>9,} rows -> {result['rows_out']:,} questions: {result['rows_per_s']:,.0f} rows/s, "
               f"peak RSS {result['peak_rss_mb']:.0f} MB (before the build {result['rss_before_mb']:.0f} MB; "
               f"seconds per stage {result['stage_seconds']})")
-    print(f"rss_ratio_1m_over_100k: {results[1]['peak_rss_mb'] / results[0]['peak_rss_mb']:.2f}")
+    ratio = results[1]["peak_rss_mb"] / results[0]["peak_rss_mb"]
+    print(f"rss_ratio_1m_over_100k: {ratio:.2f}")
+    if args.record:
+        figures = {}
+        for result in results:
+            figures[f"rows/s at {result['rows']:,}"] = round(result["rows_per_s"])
+            figures[f"peak RSS MB at {result['rows']:,}"] = round(result["peak_rss_mb"])
+        record(__file__, {**figures, "peak RSS ratio, larger / smaller": round(ratio, 2)})
 
 
 if __name__ == "__main__":

@@ -11,11 +11,15 @@ The names are resolved on first use, so `import kbench` stays light (see kbench/
 from __future__ import annotations
 
 import importlib
+import importlib.metadata
 import sys
 import types
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+try:  # one home for the version: pyproject.toml, read back from the installed package's metadata
+    __version__ = importlib.metadata.version("kbench")
+except importlib.metadata.PackageNotFoundError:  # a bare source tree on sys.path, never installed
+    __version__ = "0+unknown"
 __all__ = ["BuiltDataset", "EvalResult", "build", "evaluate", "report", "__version__"]
 
 if TYPE_CHECKING:

