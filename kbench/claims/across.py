@@ -7,11 +7,9 @@ cluster bootstrap over relations and a bootstrap p, which puts it under Holm
 
 from __future__ import annotations
 
-import itertools
-import math
-
 from kbench.claims.statistics import _fisher
 from kbench.metrics.clustered import RunCounts, bootstrap_estimate, gap_replicates, headline_values, run_counts
+from kbench.metrics.rank_correlation import spearman_exact
 from kbench.metrics.uncertainty import BOOTSTRAP_SEED, difference_unpaired, wilson
 from kbench.report.items import read_items
 from kbench.report.runs import Run
@@ -173,21 +171,6 @@ def closed_minus_prior(runs: dict[str, Run]) -> dict | None:
     }
 
 
-def _spearman(xs: list[float], ys: list[float]) -> float:
-    def ranks(values):
-        order = sorted(range(len(values)), key=lambda i: values[i])
-        out = [0.0] * len(values)
-        for rank, i in enumerate(order):
-            out[i] = float(rank)
-        return out
-
-    rx, ry = ranks(xs), ranks(ys)
-    mx, my = sum(rx) / len(rx), sum(ry) / len(ry)
-    cov = sum((a - mx) * (b - my) for a, b in zip(rx, ry))
-    spread = math.sqrt(sum((a - mx) ** 2 for a in rx) * sum((b - my) ** 2 for b in ry))
-    return cov / spread if spread else 0.0
-
-
 def _size(parameters: int) -> str:
     return f"{parameters / 1e9:.3g}B" if parameters >= 1e9 else f"{parameters / 1e6:.4g}M"
 
@@ -216,9 +199,7 @@ def size_trend(points: list[tuple[int, Run]], path: str, min_sizes: int = 5) -> 
     if len({params for params, _, _ in found}) < max(min_sizes, 2):
         return None
     xs, ys = [float(p) for p, _, _ in found], [v for _, _, v in found]
-    rho = _spearman(xs, ys)
-    perms = list(itertools.permutations(ys))
-    p_value = sum(abs(_spearman(xs, list(p))) >= abs(rho) - 1e-12 for p in perms) / len(perms)
+    rho, p_value = spearman_exact(xs, ys)
     estimate = {"value": rho, "ci_low": None, "ci_high": None, "n": len(found), "interval": "none (rank correlation)"}
     ends = f"{found[0][1].model_name} ({_size(found[0][0])}) to {found[-1][1].model_name} ({_size(found[-1][0])})"
     test = f"Spearman rho of {path} with size over {len(found)} models, {ends}, exact permutation p"

@@ -17,7 +17,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 
-from kbench.metrics.rank_correlation import kendall_tau_b
+from kbench.metrics.rank_correlation import kendall_tau_b, spearman_exact
 from kbench.metrics.uncertainty import difference_unpaired, mcnemar, wilson
 from kbench.report.runs import Run
 
@@ -305,16 +305,12 @@ def accuracy_size_trend(points: list[tuple[int, Run]], metric: str | None = None
     """Spearman's rho of a headline accuracy (`metric`, a proportion; default each run's primary
     metric) against parameter count over the models, with the exact two-sided permutation p (1/n!
     resolution: 3 models cannot reach 0.05, 5 can)."""
-    from kbench.claims.across import _spearman  # across reads this module: imported here
-
     named = [(params, run, metric or run.primary) for params, run in points]
     found = [(float(params), run.headline[name]["value"]) for params, run, name in named if params and name in run.headline]
     metric = metric or next((name for _, _, name in named if name), "the primary metric")
     if len(found) < 2:
         return None
     xs, ys = [x for x, _ in found], [y for _, y in found]
-    rho = _spearman(xs, ys)
-    perms = list(itertools.permutations(ys))
-    p_value = sum(abs(_spearman(xs, list(p))) >= abs(rho) - 1e-12 for p in perms) / len(perms)
+    rho, p_value = spearman_exact(xs, ys)
     estimate = {"value": rho, "ci_low": None, "ci_high": None, "n": len(found), "interval": "none (rank correlation)"}
     return {"estimate": estimate, "p_value": p_value, "test": f"Spearman rho of {metric} with size, exact permutation p"}
