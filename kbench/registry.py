@@ -22,6 +22,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 from collections.abc import Callable
+from pathlib import Path
 from typing import Generic, TypeVar
 
 from kbench.errors import UserError
@@ -37,9 +38,12 @@ class Registry(Generic[T]):
         self._entries: dict[str, T] = {}
         self._loaded = package is None
 
-    def register(self, name: str) -> Callable[[T], T]:
+    def register(self, name: str | None = None) -> Callable[[T], T]:
+        """Register at the definition; without a name, the entry is named by its folder: the package
+        right below the registry's (`kbench.tasks.choice.task` -> "choice")."""
+
         def decorate(entry: T) -> T:
-            self.add(name, entry)
+            self.add(name or self._folder_of(entry), entry)
             return entry
 
         return decorate
@@ -49,6 +53,13 @@ class Registry(Generic[T]):
         if existing is not None and existing is not entry:
             raise ValueError(f"{self.kind} {name!r} is registered twice: {_where(existing)} and {_where(entry)}")
         self._entries[name] = entry
+
+    def _folder_of(self, entry: object) -> str:
+        module = getattr(entry, "__module__", "")
+        for package in self._packages:
+            if module.startswith(f"{package}."):
+                return module.removeprefix(f"{package}.").split(".")[0]
+        raise ValueError(f"{_where(entry)} is not in a folder of {' or '.join(self._packages) or '(no package)'}: name it")
 
     def _load(self) -> None:
         if not self._loaded:
@@ -82,7 +93,7 @@ class Registry(Generic[T]):
         return name in self._entries
 
     def get(self, name: str) -> T:
-        if name not in self._entries and not self._loaded:
+        if name not in self._entries:
             self._load_module_named(name)  # the usual home first: `evaluate extraction` need not import torch
         if name not in self._entries:
             self._load()
@@ -92,11 +103,26 @@ class Registry(Generic[T]):
 
 
 def import_package(package: str) -> None:
-    """Import every module of `package` and of its subpackages, skipping private ("_") names."""
+    """Import every module of `package` and of its subpackages, skipping private ("_") names. A
+    folder of modules without `__init__.py` (a namespace package) counts as a subpackage."""
     root = importlib.import_module(package)
-    for info in pkgutil.walk_packages(root.__path__, prefix=f"{package}."):
+    for info in pkgutil.iter_modules(root.__path__, prefix=f"{package}."):
         if not info.name.rsplit(".", 1)[1].startswith("_"):
             importlib.import_module(info.name)
+            if info.ispkg:
+                import_package(info.name)
+    for folder in sorted({p for path in root.__path__ for p in Path(path).iterdir() if _namespace_folder(p)}):
+        import_package(f"{package}.{folder.name}")
+
+
+def _namespace_folder(path: Path) -> bool:
+    return (
+        path.is_dir()
+        and path.name.isidentifier()
+        and not path.name.startswith("_")
+        and not (path / "__init__.py").exists()
+        and any(path.glob("*.py"))
+    )
 
 
 def _where(entry: object) -> str:

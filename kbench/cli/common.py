@@ -1,18 +1,20 @@
 """What every `kbench evaluate TASK` shares: the options (each defined once, meaning the same
 everywhere), the model set-up, the run itself and its headline table.
 
-A task's options are generated from its `Settings` model (`settings_options`); its command file
+A task's options are generated from its `Settings` model (`settings_options`), its help is the task
+class's docstring: a task folder without `cli.py` needs nothing more. A command file
 (`kbench/tasks/<name>/cli.py`) adds only what cannot be derived, and registers at the definition:
 
-    @evaluate_command("extraction")
-    def extraction(values: dict) -> dict:
+    @evaluate_command("kee", exclude=("technique_params",))
+    def kee(values: dict, technique_param: list[str] = typer.Option(...)) -> TaskCall:
         \"\"\"Help text.\"\"\"
-        return values                          # the settings the user gave (the shared ones are added)
+        return TaskCall({**values, ...}, after=...)   # values: the settings the user gave
 
-The function may take options of its own (typer parameters) and may return a `TaskCall` instead,
-to act on the results afterwards (KEE's comparison report); which models a task runs (LEFT's closed
-book: the checkpoint and the base model) is the task's `roles`, shared with the API. Commands are
-built when first asked for (`EvaluateCommands`), so `kbench --help` and `kbench build` never import the tasks (and torch).
+The function may take options of its own (typer parameters) and may return a `TaskCall` instead of
+the values, to act on the results afterwards (KEE's comparison report); which models a task runs
+(LEFT's closed book: the checkpoint and the base model) is the task's `roles`, shared with the API.
+Commands are built when first asked for (`EvaluateCommands`), so `kbench --help` and `kbench build`
+never import the tasks (and torch).
 """
 
 from __future__ import annotations
@@ -85,6 +87,7 @@ class EvaluateCommand:
     renames: dict[str, str]
     exclude: tuple[str, ...]
     comma: tuple[str, ...]
+    help: str | None = None  # the command's help; None: the function's docstring
 
     def flags(self) -> list[settings_options.Flag]:
         from kbench.evaluate.task import TASKS
@@ -131,7 +134,7 @@ class EvaluateCommand:
                 call.after(results, run_dir)
 
         command.__signature__ = inspect.Signature([*shared, *settings_options.parameters(flags), *own])
-        command.__doc__ = self.fn.__doc__
+        command.__doc__ = self.help or self.fn.__doc__
         app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
         app.command(self.task)(command)
         built = typer.main.get_command(app)
@@ -139,8 +142,42 @@ class EvaluateCommand:
         return built
 
 
-#: task name -> its evaluate command, registered beside the task's code (`kbench/tasks/<name>/cli.py`).
-EVALUATE_COMMANDS: Registry[EvaluateCommand] = Registry("evaluate command", package="kbench.tasks", home="{package}.{name}.cli")
+def _settings_only(values: dict) -> dict:
+    return values
+
+
+class CommandRegistry(Registry[EvaluateCommand]):
+    """task name -> its evaluate command: the one its folder's `cli.py` registers, else one generated
+    from the task's Settings and docstring. Every task has one."""
+
+    def __init__(self) -> None:
+        super().__init__("evaluate command")
+
+    def names(self) -> list[str]:
+        from kbench.evaluate.task import TASKS
+
+        return TASKS.names()
+
+    def __contains__(self, name: str) -> bool:
+        from kbench.evaluate.task import TASKS
+
+        return name in TASKS
+
+    def items(self) -> dict[str, EvaluateCommand]:
+        return {name: self.get(name) for name in self.names()}
+
+    def get(self, name: str) -> EvaluateCommand:
+        from kbench.evaluate.task import TASKS, folder_module
+
+        task = TASKS.get(name)
+        if name not in self._entries:
+            folder_module(task, "cli")  # registers its command, when the folder has one
+        if name not in self._entries:
+            self.add(name, EvaluateCommand(name, _settings_only, {}, {}, (), (), help=task.__doc__))
+        return self._entries[name]
+
+
+EVALUATE_COMMANDS = CommandRegistry()
 
 
 def evaluate_command(

@@ -7,7 +7,9 @@ tell a flag the user typed from one left out).
 A nested model (XTEVAL's `finetune: FinetuneConfig`) gives one option per field of its own, named
 with the prefix the command chooses (`finetune` -> "": `--lr`; `softprompt` -> "prompt-":
 `--prompt-lr`); `renames` gives single fields another flag (`finetune.batch_size` ->
-`--train-batch-size`, as `--batch-size` is the model's). Validation errors name the flag.
+`--train-batch-size`, as `--batch-size` is the model's). A tuple field is a repeatable option, or
+one comma-separated value where the command's `comma` or the field itself asks for it
+(`Field(..., json_schema_extra={"comma": True})`: choice's `--top-k 5,10`). Validation errors name the flag.
 """
 
 from __future__ import annotations
@@ -59,7 +61,8 @@ def settings_flags(
                 walk(kind, (*path, name), prefixes.get(dotted, f"{name}-"))
                 continue
             flag = renames.get(dotted) or f"--{prefix}{name.replace('_', '-')}"
-            out.append(_flag((*path, name), flag, info, dotted in comma))
+            asks = isinstance(info.json_schema_extra, dict) and info.json_schema_extra.get("comma") is True
+            out.append(_flag((*path, name), flag, info, dotted in comma or asks))
 
     walk(settings, (), "")
     flags = [f.flag for f in out]

@@ -76,18 +76,20 @@ def processes() -> Processes:
     return Processes(state.process_index, state.num_processes, state.wait_for_everyone)
 
 
-def validate(document: dict, schema_name: str, where: str = "") -> None:
-    """Check a document against a versioned schema; task schemas refer to the envelope's
-    `$defs/estimate` as `kbench/results.v2.json#/$defs/estimate`."""
+def validate(document: dict, schema_name: str | Path, where: str = "") -> None:
+    """Check a document against a versioned schema (a name in `kbench/schemas/`, or a task folder's
+    file); task schemas refer to the envelope's `$defs/estimate` as `kbench/results.v2.json#/$defs/estimate`."""
     from jsonschema import Draft202012Validator
     from referencing import Registry, Resource
 
     schemas = [load_schema(name) for name in (ENVELOPE_SCHEMA, *PROTOCOL_SCHEMAS)]
     registry = Registry().with_resources((schema["$id"], Resource.from_contents(schema)) for schema in schemas)
-    error = next(Draft202012Validator(load_schema(schema_name), registry=registry).iter_errors(document), None)
+    schema = read_json(schema_name) if isinstance(schema_name, Path) else load_schema(schema_name)
+    error = next(Draft202012Validator(schema, registry=registry).iter_errors(document), None)
     if error is not None:
         path = ".".join(str(p) for p in error.absolute_path) or "(top)"
-        raise AssertionError(f"{where or 'results'} do not match schemas/{schema_name} at {path}: {error.message}")
+        shown = f"schemas/{schema_name}" if isinstance(schema_name, str) else schema_name
+        raise AssertionError(f"{where or 'results'} do not match {shown} at {path}: {error.message}")
 
 
 class Journal:
@@ -257,7 +259,7 @@ def evaluate(task: Task, ctx: RunContext, progress: Callable[[int, int], None] |
             # every task names the procedure behind its numbers (docs/protocol.md): a run without
             # one would read as "not recorded", like a file from before the protocol record
             raise AssertionError(f"{task.name}: aggregate returned no protocol (Summary.protocol)")
-        validate(summary.metrics, task.metrics_schema, f"{task.name} metrics")
+        validate(summary.metrics, task.metrics_schema(), f"{task.name} metrics")
         results = {
             "schema": SCHEMA,
             "task": task.name,

@@ -1,11 +1,12 @@
 """The one shape of an evaluation task (in the spirit of inspect_ai's `Task`).
 
-A task is a class registered in `TASKS`, with these parts:
+A task is a folder, `kbench/tasks/<name>/`, whose `task.py` registers a `Task` subclass; the folder
+gives the task its name (docs/adding-a-task.md walks through a minimal one):
 
-    @TASKS.register("extraction")
+    @TASKS.register()                          # in kbench/tasks/extraction/task.py: the task "extraction"
     class Extraction(Task):
+        # its docstring: the help of `kbench evaluate extraction`
         Settings = ExtractionSettings          # pydantic, extra="forbid": every option, with its default
-        metrics_schema = "results.extraction.v2.json"
 
         def needs(self, settings) -> {who: capabilities}   # what the model must offer (checked first)
         def plan(self, ctx) -> Plan                    # load items; cut them into units; Plan.state
@@ -14,6 +15,12 @@ A task is a class registered in `TASKS`, with these parts:
         def finish(self, ctx, state, rows, results)    # optional: extra files (known facts, plots)
         def report_section(self, run) -> str           # optional: HTML of its own for `kbench report`
         (and report_files, report_charts, explorer_table, compare_runs: the rest of its report)
+
+What the folder holds instead of declarations: `schema.json`, the metrics' JSON Schema (the
+shipped tasks publish theirs as `kbench/schemas/results.<name>.v2.json`); `cli.py`, only when the
+command needs options its Settings cannot give (else `kbench evaluate <name>` is generated from
+Settings, with the class docstring as its help); `legacy.py`, whose `from_v1` reads the task's v1
+`results.json` (`kbench.report.legacy`).
 
 Contracts:
 - `needs(settings)` names, per task or technique ("task truefalse", "technique caa"), the
@@ -30,10 +37,7 @@ Contracts:
   `score` needs to know about it in `meta` (KEE's stage), never encoded in its key.
 - `aggregate` sees every row in plan order and returns `Summary(headline, metrics)`: headline is
   a few named Estimates (`kbench.metrics.uncertainty`) a table shows; metrics is task-specific
-  and checked against `schemas/<metrics_schema>`.
-
-A task may also live in a folder of its own, `kbench/tasks/<name>/` (TASKS looks there too): see
-docs/adding-a-task.md and `kbench/tasks/choice/`.
+  and checked against the task's `metrics_schema()`.
 
 The engine (`kbench.evaluate.engine`) owns the run directory, the journal, progress, timing,
 data-parallel sharding and atomic writes; a task never touches them.
@@ -41,20 +45,37 @@ data-parallel sharding and atomic writes; a task never touches them.
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
+import inspect
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import ModuleType
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from kbench.io import SCHEMA_DIR
 from kbench.models.cached import CachedModel
 from kbench.models.interface import Capability, LanguageModel
 from kbench.protocol import Protocol
 from kbench.registry import Registry
 
-#: The tasks, one folder each (`kbench/tasks/<name>/`).
-TASKS: Registry[type[Task]] = Registry("evaluation task", package="kbench.tasks")
+
+class TaskRegistry(Registry["type[Task]"]):
+    """The tasks, one folder each: `@TASKS.register()` in `kbench/tasks/<name>/task.py` names the task
+    `<name>`, and the task class learns its name (`Task.name`) from here."""
+
+    def __init__(self) -> None:
+        super().__init__("evaluation task", package="kbench.tasks", home="{package}.{name}.task")
+
+    def add(self, name: str, entry: type[Task]) -> None:
+        super().add(name, entry)
+        entry.name = name
+
+
+TASKS = TaskRegistry()
 
 
 class TaskSettings(BaseModel):
@@ -123,9 +144,8 @@ def chunks(items: list, size: int, prefix: str = "", meta: Mapping[str, Any] | N
 
 
 class Task:
-    name: ClassVar[str]
+    name: ClassVar[str]  # set by `TASKS` from the task's folder
     Settings: ClassVar[type[TaskSettings]] = TaskSettings
-    metrics_schema: ClassVar[str]
     #: The headline metric that stands for a run in reports (charts, KoLA standardisation): the
     #: first of these the headline has (a task may prefix it, as XTEVAL's `iid_usable_knowledge`).
     primary_metric: ClassVar[tuple[str, ...]] = ()
@@ -134,8 +154,13 @@ class Task:
     #: False: under `accelerate launch` each unit goes to one process. True: every process takes
     #: part in every unit (the task trains with DDP inside `score`), the main process journals it.
     collective: ClassVar[bool] = False
-    #: True: the task reads its v1 `results.json` (`results.<name>.v1`) through `from_v1`.
-    reads_v1: ClassVar[bool] = False
+
+    @classmethod
+    def metrics_schema(cls) -> Path:
+        """The JSON Schema `Summary.metrics` must match: `schema.json` in the task's folder, else the
+        shipped task's published one, `kbench/schemas/results.<name>.v2.json`."""
+        own = folder_of(cls) / "schema.json"
+        return own if own.is_file() else SCHEMA_DIR / f"results.{cls.name}.v2.json"
 
     def needs(self, settings: TaskSettings) -> dict[str, frozenset[Capability]]:
         """{who: the capabilities it needs}; by default the task generates."""
@@ -191,11 +216,18 @@ class Task:
         rows are not one per item (KEE: one per technique and item); None: one row per item row."""
         return None
 
-    def from_v1(self, results: dict) -> dict:
-        """A v1 `results.json` of this task as the v2 envelope (`kbench.report.legacy`), when `reads_v1`."""
-        raise NotImplementedError
-
     def standard_name(self, run: Any) -> str:
         """The task a run's KoLA-standardised score is filed under (`kbench report standardize`); a
         task whose settings make different tasks (LEFT's setting and split) names them apart."""
         return self.name
+
+
+def folder_of(task_cls: type[Task]) -> Path:
+    """The task's folder (`kbench/tasks/<name>/`)."""
+    return Path(inspect.getfile(task_cls)).parent
+
+
+def folder_module(task_cls: type[Task], module: str) -> ModuleType | None:
+    """The task folder's module `module` ("cli", "legacy"), imported; None when the folder has none."""
+    name = f"{task_cls.__module__.rsplit('.', 1)[0]}.{module}"
+    return importlib.import_module(name) if importlib.util.find_spec(name) is not None else None

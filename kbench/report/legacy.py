@@ -1,5 +1,5 @@
-"""Old result folders still open: one small adapter per task (`Task.from_v1`, in the task's
-`legacy.py`) turns a v1 `results.json` (`schemas/results.<task>.v1.json`) into the v2 envelope the
+"""Old result folders still open: one small adapter per task (`from_v1` in the task folder's
+`legacy.py`, found there by its name) turns a v1 `results.json` (`schemas/results.<task>.v1.json`) into the v2 envelope the
 report reads (docs/results-envelope.md); this module holds what the adapters share.
 
 What a v1 file can and cannot give back:
@@ -15,11 +15,12 @@ What a v1 file can and cannot give back:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from kbench.errors import InputError, UserError
-from kbench.evaluate.task import TASKS
+from kbench.evaluate.task import TASKS, folder_module
 from kbench.metrics.uncertainty import proportion
 
 
@@ -63,15 +64,21 @@ def _task(name: str | None):
         return None
 
 
+def _reader(task: Any) -> Callable[[dict], dict] | None:
+    """The task's v1 adapter: `from_v1` of its folder's `legacy.py`, when it has one."""
+    legacy = folder_module(task, "legacy") if task is not None else None
+    return legacy.from_v1 if legacy is not None else None
+
+
 def to_v2(results: dict, path: Path) -> dict:
     schema = results.get("schema")
-    task = _task(v1_task(schema))
-    if task is None or not task.reads_v1:
-        known = sorted(f"results.{name}.v1" for name, cls in TASKS.items().items() if cls.reads_v1)
+    from_v1 = _reader(_task(v1_task(schema)))
+    if from_v1 is None:
+        known = sorted(f"results.{name}.v1" for name, cls in TASKS.items().items() if _reader(cls) is not None)
         raise InputError(
             path, f"unknown results schema {schema!r}; expected kbench.results.v2 or one of " + ", ".join(known), key="schema"
         )
     try:
-        return task().from_v1(results)
+        return from_v1(results)
     except (KeyError, TypeError) as exc:
         raise InputError(path, f"not a valid {schema} file (missing or malformed {exc})") from exc

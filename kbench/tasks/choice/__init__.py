@@ -7,7 +7,6 @@
     protocol.py    where a run departs from lm-pub-quiz / BEAR's defaults
     task.py        Settings and the Task (plan, score, aggregate)
     report.py      the report's section: the model's prior bias per relation
-    cli.py         `kbench evaluate choice`
 
 docs/adding-a-task.md walks through this folder as the worked example of a new task.
 """

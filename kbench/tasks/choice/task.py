@@ -39,7 +39,9 @@ class ChoiceSettings(TaskSettings):
         description="JSON file: relation -> candidate labels (or lm-pub-quiz's metadata_relations.json); "
         "default: each relation's objects in the split.",
     )
-    top_k: tuple[int, ...] = Field((5, 10), description="Report P@k for these k (accuracy is P@1).")
+    top_k: tuple[int, ...] = Field(
+        (5, 10), description="Report P@k for these k (accuracy is P@1).", json_schema_extra={"comma": True}
+    )
 
     @field_validator("top_k")
     @classmethod
@@ -65,12 +67,14 @@ def _by_relation(rows: list[dict]) -> dict[str, list[dict]]:
     return out
 
 
-@TASKS.register("choice")
+@TASKS.register()
 class Choice(Task):
-    name = "choice"
+    """Rank every candidate of each relation's answer space by the log-likelihood of its statement
+    (lm-pub-quiz's BEAR probe); --answer-space FILE gives the candidates, else each relation's objects
+    in the split; --top-k 5,10 adds P@k; rerunning the same command resumes where it stopped."""
+
     Settings = ChoiceSettings
     primary_metric = ("accuracy",)
-    metrics_schema = "results.choice.v2.json"
 
     def needs(self, settings: ChoiceSettings) -> dict[str, frozenset[Capability]]:
         return {"task choice": frozenset({Capability.LOGLIKELIHOOD})}  # statements' log-likelihoods, teacher-forced

@@ -1,7 +1,6 @@
 """`kbench evaluate extraction`: which facts of a dataset split does a model know (LAMA, MAPLE).
 
 task.py    Settings and the Task (plan, score, aggregate, protocol)
-cli.py     `kbench evaluate extraction`
 export.py  its datasets as lm-eval and Inspect tasks (`kbench export`)
 """
 

@@ -246,18 +246,12 @@ def _grouped(rows: Sequence[dict], key) -> dict[str, list[dict]]:
     return dict(sorted(groups.items()))
 
 
-@TASKS.register("extraction")
+@TASKS.register()
 class Extraction(Task):
-    name = "extraction"
+    """Probe a model on a dataset split; rerunning the same command resumes where it stopped."""
+
     Settings = ExtractionSettings
     primary_metric = ("maple_accuracy", "lama_p_at_1")  # the second under --protocol lama
-    metrics_schema = "results.extraction.v2.json"
-    reads_v1 = True
-
-    def from_v1(self, results: dict) -> dict:
-        from kbench.tasks.extraction.legacy import from_v1
-
-        return from_v1(results)
 
     def needs(self, settings: ExtractionSettings) -> dict[str, frozenset[Capability]]:
         """MAPLE generates (ranks when the backend has them); LAMA ranks, exactly over a common

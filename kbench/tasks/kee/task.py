@@ -225,18 +225,10 @@ class KeePlan:
     context: KeeContext  # what every technique runs with
 
 
-@TASKS.register("kee")
+@TASKS.register()
 class KnowledgeElicitation(Task):
-    name = "kee"
     Settings = KeeSettings
     primary_metric = ("accuracy",)
-    metrics_schema = "results.kee.v2.json"
-    reads_v1 = True
-
-    def from_v1(self, results: dict) -> dict:
-        from kbench.tasks.kee.legacy import from_v1
-
-        return from_v1(results)
 
     def explorer_table(self, rows: list[dict], dataset: dict[str, dict]) -> dict:
         from kbench.tasks.kee.report import explorer_table

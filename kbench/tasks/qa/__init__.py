@@ -2,7 +2,6 @@
 
 task.py     Settings and the Task (plan, score, aggregate, protocol)
 metrics.py  the answer scorers by name (`SCORERS`: the official EM/F1 and the card's)
-cli.py      `kbench evaluate qa`
 """
 
 from kbench.tasks.qa import task as task  # registers "qa" in TASKS

@@ -169,19 +169,14 @@ def aggregate(items: list[dict], seed: int = u.BOOTSTRAP_SEED) -> dict:
     return {"splits": slices, "edited_preference": preference}
 
 
-@TASKS.register("qa")
+@TASKS.register()
 class KnowledgeUpdateQA(Task):
-    name = "qa"
+    """Answer the questions greedily and score EM/F1 (x100) per slice; rerunning resumes where it stopped.
+    --split: all (default) or one of unchanged, new, edited."""
+
     Settings = QASettings
     primary_metric = ("updated_em",)
     outcome_columns = ("em", "em_updated")  # edited facts count against their updated answer
-    metrics_schema = "results.qa.v2.json"
-    reads_v1 = True
-
-    def from_v1(self, results: dict) -> dict:
-        from kbench.tasks.qa.legacy import from_v1
-
-        return from_v1(results)
 
     def needs(self, settings: QASettings) -> dict[str, frozenset[Capability]]:
         # answers are generated; an edited item's two answers are compared by log-likelihood

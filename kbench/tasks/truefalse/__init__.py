@@ -3,7 +3,6 @@
 task.py      Settings and the Task (plan, score, aggregate)
 protocol.py  where a run departs from LEFT (the BoolQ prior checkpoint)
 report.py    the open book - closed book comparison of paired runs (`left_settings.md`)
-cli.py       `kbench evaluate truefalse`
 export.py    its datasets as lm-eval tasks (`kbench export lm-eval`)
 """
 

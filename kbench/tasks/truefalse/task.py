@@ -229,18 +229,14 @@ def headline_name(settings: TrueFalseSettings) -> str:
     return settings.setting + (f"-{settings.retriever}" if settings.retriever else "")
 
 
-@TASKS.register("truefalse")
+@TASKS.register()
 class TrueFalse(Task):
-    name = "truefalse"
+    """Judge statements true or false (--split dev: chapters 1-8, or test; --limit: the first N statements,
+    whole pairs); closed book judges --checkpoint, --model is the model before reading; rerunning the same
+    command resumes where it stopped."""
+
     Settings = TrueFalseSettings
     primary_metric = ("accuracy",)
-    metrics_schema = "results.truefalse.v2.json"
-    reads_v1 = True
-
-    def from_v1(self, results: dict) -> dict:
-        from kbench.tasks.truefalse.legacy import from_v1
-
-        return from_v1(results)
 
     def needs(self, settings: TrueFalseSettings) -> dict[str, frozenset[Capability]]:
         return {"task truefalse": frozenset({Capability.LOGLIKELIHOOD})}  # the answer forms' summed log-probs

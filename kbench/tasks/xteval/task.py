@@ -58,19 +58,11 @@ class XtevalPlan:
     extractions: dict[int, dict[str, str]] = dataclasses.field(default_factory=dict)  # per seed {fact id: status}, by restore
 
 
-@TASKS.register("xteval")
+@TASKS.register()
 class Xteval(Task):
-    name = "xteval"
     Settings = XtevalSettings
     primary_metric = ("usable_knowledge",)
-    metrics_schema = "results.xteval.v2.json"
-    reads_v1 = True
     collective = True
-
-    def from_v1(self, results: dict) -> dict:
-        from kbench.tasks.xteval.legacy import from_v1
-
-        return from_v1(results)
 
     def needs(self, settings: XtevalSettings) -> dict[str, frozenset[Capability]]:
         # top-1 probes over the full vocabulary; soft prompts and the cross-encoder train
