@@ -89,8 +89,11 @@ class Registry(Generic[T]):
         return {name: self._entries[name] for name in sorted(self._entries)}
 
     def __contains__(self, name: str) -> bool:
-        self._load()
-        return name in self._entries
+        try:
+            self.get(name)
+        except UserError:
+            return False
+        return True
 
     def get(self, name: str) -> T:
         if name not in self._entries:
