@@ -37,6 +37,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TextIO
 
 from kbench.errors import UserError
 from kbench.evaluate.task import Plan, RunContext, Task
@@ -132,7 +133,7 @@ class RunDirectory:
         self.config = json.loads(json.dumps(config, default=str))
         self.procs = procs
         self.journal = Journal(self.path / JOURNAL)
-        self._lock = None
+        self._lock: TextIO | None = None  # the open .lock file, held (flock) while the run writes
 
     def __enter__(self) -> RunDirectory:
         if self.procs.is_main:
@@ -140,11 +141,11 @@ class RunDirectory:
                 self.path.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
                 raise UserError(f"cannot create the run directory {self.path}: {exc.strerror}") from exc
-            self._lock = open(self.path / ".lock", "a")
+            self._lock = lock = open(self.path / ".lock", "a")
             try:
-                fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError as exc:
-                self._lock.close()
+                lock.close()
                 raise UserError(f"{self.path} is in use by another kbench process") from exc
             self._check_config()
         self.procs.barrier()
