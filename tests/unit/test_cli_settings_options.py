@@ -80,3 +80,18 @@ def test_repeatable_and_command_own_options():
     assert settings.stop == ("\n", ". ")
     settings, call = parse("kee", "--technique-param", "iti.heads=13")
     assert settings.technique_params == {"iti": {"heads": 13}} and call.after is not None
+
+
+def test_a_folder_without_cli_py_gets_its_command_from_settings_and_docstring():
+    """choice, extraction, qa and truefalse have no cli.py: their help is the task class's docstring,
+    and choice's Settings asks for `--top-k 5,10` itself (json_schema_extra)."""
+    import inspect
+
+    from kbench.evaluate.task import folder_of
+
+    without = [t for t in TASKS.names() if not (folder_of(TASKS.get(t)) / "cli.py").exists()]
+    assert without == ["choice", "extraction", "qa", "truefalse"]
+    for task in without:
+        assert EVALUATE_COMMANDS.get(task).click_command().help == inspect.getdoc(TASKS.get(task)), task
+    assert EVALUATE_COMMANDS.get("kee").help is None  # kee/cli.py's function keeps its own docstring
+    assert parse("choice", "--top-k", "1,3")[0].top_k == (1, 3)

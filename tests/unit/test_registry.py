@@ -86,3 +86,16 @@ def test_a_registry_may_look_in_several_packages(plugins, tmp_path):
     finally:
         for name in [m for m in sys.modules if m == "folders" or m.startswith("folders.")]:
             del sys.modules[name]
+
+
+def test_a_plug_in_without_a_name_is_named_by_its_folder(plugins, tmp_path):
+    """`@TASKS.register()` in kbench/tasks/recall/task.py names the task "recall"; a folder needs no
+    __init__.py (a namespace package) and is found by the whole-package walk too."""
+    (tmp_path / "plugs" / "recall").mkdir()
+    (tmp_path / "plugs" / "recall" / "task.py").write_text("from plugs import REG\n@REG.register()\nclass Recall: ...\n")
+    import plugs
+
+    assert plugs.REG.names() == ["alpha", "recall", "zeta"]
+    assert plugs.REG.get("recall").__module__ == "plugs.recall.task"
+    with pytest.raises(ValueError, match="not in a folder of plugs"):
+        plugs.REG.register()(type("Loose", (), {"__module__": "elsewhere"}))
