@@ -1,20 +1,22 @@
 """One registry helper for every pluggable kind: tasks, techniques, model backends, executors,
 stages, frequency sources, QA scorers, packaged models and evaluate commands.
 
-    TASKS = Registry("evaluation task", package="kbench.tasks")
+    EXECUTORS = Registry("executor", package="kbench.construct.executors")
 
-    @TASKS.register("extraction")
-    class Extraction: ...
+    @EXECUTORS.register("local")                # in kbench/construct/executors/local.py
+    class LocalExecutor: ...
 
 Register at the definition site; the registry finds the definitions itself: on the first lookup
-it imports every module of `package` (and of its subpackages; names starting with "_" are
-skipped), so a new plug-in is one new module and no list is kept by hand. `package` may name several
-packages. `get(name)` first tries the module named like the plug-in (`home`, by default
-`kbench.tasks.extraction`; an evaluate command's is `kbench.tasks.extraction.cli`), so one lookup does not import
-every plug-in's dependencies; the whole package is imported when that module does not have it. A duplicate name is a
-programming error (`ValueError`, both definitions named); an unknown name is a `UserError` that
-lists the known ones, never a silent skip. Names are listed sorted, whatever order the modules
-happened to be imported in.
+it imports every module of `package` (and of its subpackages, a folder of modules without
+`__init__.py` included; names starting with "_" are skipped), so a new plug-in is one new module
+and no list is kept by hand. `package` may name several packages. `register()` without a name
+names the plug-in by its folder, the package right below the registry's: a task is
+`@TASKS.register()` in `kbench/tasks/<name>/task.py`. `get(name)` first tries the module named
+like the plug-in (`home`, by default `kbench.construct.executors.local`; a task's is `kbench.tasks.extraction.task`),
+so one lookup does not import every plug-in's dependencies; the whole package is imported when
+that module does not have it. A duplicate name is a programming error (`ValueError`, both
+definitions named); an unknown name is a `UserError` that lists the known ones, never a silent
+skip. Names are listed sorted, whatever order the modules happened to be imported in.
 """
 
 from __future__ import annotations
