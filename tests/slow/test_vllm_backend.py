@@ -90,3 +90,17 @@ def test_white_box_technique_refused_before_the_engine_starts(facts, tmp_path):
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert "technique caa needs the capability 'white_box'" in done.stderr and "(backend vllm)" in done.stderr
     assert "vLLM" not in done.stderr.split("technique caa")[0]  # nothing of the engine was started first
+
+
+def test_cli_evaluate_exits_0_with_its_results(facts, tmp_path):
+    """The CLI shuts the engine down before the interpreter exits: left to vLLM's finalizers at exit, the process
+    aborted ("terminate called without an active exception", exit 134) after writing every result."""
+    folder, _ = resolve_source("smollm2-135m")
+    done = subprocess.run([str(vllm_python()), "-m", "kbench", "evaluate", "extraction", "--dataset", str(facts), "--model",
+                           f"vllm:{folder};enforce_eager=true;max_model_len=1024", "--limit", "5", "--no-cache", "--out",
+                           str(tmp_path / "run")], cwd=REPO_ROOT, env=vllm_env(), capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-4000:]
+    assert "terminate called" not in done.stderr
+    results = json.loads((tmp_path / "run" / "results.json").read_text())
+    assert results["model"]["backend"] == "vllm"
+    assert pl.read_parquet(tmp_path / "run" / "items.parquet").height == 5
