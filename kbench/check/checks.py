@@ -140,16 +140,18 @@ def greedy_argmax_check(model, items: list[ProbeItem], base: Pass, limits: Thres
     group = "self-consistency"
     if not ranks(model):
         return verdict("greedy_argmax", group, "skip", "the model gives no ranks")
-    asked = [(item, a) for item, a in zip(items, base.answers) if a.strip()]
+    # an answer holding U+FFFD decoded part of a character: its text no longer tokenizes into the tokens generated
+    asked = [(item, a) for item, a in zip(items, base.answers) if a.strip() and "\ufffd" not in a]
     if not asked:
-        return verdict("greedy_argmax", group, "skip", "every greedy answer was empty")
+        return verdict("greedy_argmax", group, "skip", "no greedy answer to rank (empty, or part of a character)")
     got = model.rank_first_token([i.prompt for i, _ in asked], [a for _, a in asked])
     missed = [i.id for (i, _), (rank, _) in zip(asked, got) if rank != 1]
     n = len(asked)
     outcome = "fail" if _fraction(len(missed), n) > limits.argmax_fail else "warn" if missed else "pass"
     listed = f"; not the argmax: {', '.join(missed[:10])}" if missed else ""
-    return verdict("greedy_argmax", group, outcome, f"greedy's first token is the argmax on {n - len(missed)}/{n} items{listed}",
-                   n=n, not_argmax=missed)
+    skipped = f"; {len(items) - n} answers not ranked (empty, or part of a character)" if n < len(items) else ""
+    return verdict("greedy_argmax", group, outcome,
+                   f"greedy's first token is the argmax on {n - len(missed)}/{n} items{listed}{skipped}", n=n, not_argmax=missed)
 
 
 def logprobs_check(base: Pass, limits: Thresholds) -> dict:
