@@ -99,16 +99,26 @@ def capabilities_check(model, base: Pass | None, error: str | None) -> dict:
     missing = "; ".join(f"no {k}: {v}" for k, v in info.missing)
     evidence = (
         f"offers {have}; chat template {'yes' if info.chat else 'no'}; context length "
-        f"{info.context_length or 'not stated'}" + (f"; {missing}" if missing else "")
-        + f". Tasks it runs: {', '.join(runs) or 'none'}" + (f"; refused: {'; '.join(refused)}" if refused else "")
+        f"{info.context_length or 'not stated'}"
+        + (f"; {missing}" if missing else "")
+        + f". Tasks it runs: {', '.join(runs) or 'none'}"
+        + (f"; refused: {'; '.join(refused)}" if refused else "")
     )
     if problems or warnings:
         evidence = "; ".join(problems + warnings) + ". " + evidence
     outcome = "fail" if problems else "warn" if warnings else "pass"
     return verdict(
-        "capabilities", "capabilities", outcome, evidence, offered=sorted(c.value for c in info.capabilities),
-        proved=proved, missing=dict(info.missing), chat_template=info.chat, context_length=info.context_length,
-        tasks_run=runs, tasks_refused=refused,
+        "capabilities",
+        "capabilities",
+        outcome,
+        evidence,
+        offered=sorted(c.value for c in info.capabilities),
+        proved=proved,
+        missing=dict(info.missing),
+        chat_template=info.chat,
+        context_length=info.context_length,
+        tasks_run=runs,
+        tasks_refused=refused,
     )
 
 
@@ -150,8 +160,14 @@ def greedy_argmax_check(model, items: list[ProbeItem], base: Pass, limits: Thres
     outcome = "fail" if _fraction(len(missed), n) > limits.argmax_fail else "warn" if missed else "pass"
     listed = f"; not the argmax: {', '.join(missed[:10])}" if missed else ""
     skipped = f"; {len(items) - n} answers not ranked (empty, or part of a character)" if n < len(items) else ""
-    return verdict("greedy_argmax", group, outcome,
-                   f"greedy's first token is the argmax on {n - len(missed)}/{n} items{listed}{skipped}", n=n, not_argmax=missed)
+    return verdict(
+        "greedy_argmax",
+        group,
+        outcome,
+        f"greedy's first token is the argmax on {n - len(missed)}/{n} items{listed}{skipped}",
+        n=n,
+        not_argmax=missed,
+    )
 
 
 def logprobs_check(base: Pass, limits: Thresholds) -> dict:
@@ -173,35 +189,54 @@ def logprobs_check(base: Pass, limits: Thresholds) -> dict:
     if bad:
         problems.append(f"{len(bad)} log-probs not finite or above 0 (e.g. {bad[0]!r})")
     if apart:
-        problems.append(f"the gold's first-token log-prob differs between ranking and scoring on {len(apart)}/{len(pairs)} items "
-                        f"(max {worst:.2e}): {', '.join(apart[:10])}")
+        problems.append(
+            f"the gold's first-token log-prob differs between ranking and scoring on {len(apart)}/{len(pairs)} items "
+            f"(max {worst:.2e}): {', '.join(apart[:10])}"
+        )
     evidence = "; ".join(problems) or (
         f"{len(values)} log-probs finite and <= 0"
         + (f"; ranking and scoring agree on {len(pairs)}/{len(pairs)} items (max {worst:.2e})" if pairs else "")
     )
-    return verdict("logprobs", group, "fail" if problems else "pass", evidence, values=len(values), not_finite_or_positive=len(bad),
-                   ranking_vs_scoring_max_delta=worst, ranking_vs_scoring_apart=apart)
+    return verdict(
+        "logprobs",
+        group,
+        "fail" if problems else "pass",
+        evidence,
+        values=len(values),
+        not_finite_or_positive=len(bad),
+        ranking_vs_scoring_max_delta=worst,
+        ranking_vs_scoring_apart=apart,
+    )
 
 
 # ---------------------------------------------------------------------- determinism
 def repeat_check(model, items, base: Pass, limits: Thresholds) -> dict:
     """The same requests again give the same answers (a backend that samples where greedy was asked fails)."""
     again = run_pass(model, items)
-    return comparison_check("repeat", "determinism", "the same requests twice", compare(base, again), limits.logprob_tolerance, limits)
+    return comparison_check(
+        "repeat", "determinism", "the same requests twice", compare(base, again), limits.logprob_tolerance, limits
+    )
 
 
 def batch_check(model, items, base: Pass, limits: Thresholds) -> dict:
     """Each item alone (batch size 1) against the backend's own batching."""
     alone = run_pass(model, items, one_by_one=True)
-    return comparison_check("batch_size", "determinism", "batch size 1 vs default batching", compare(base, alone),
-                            limits.logprob_tolerance, limits)
+    return comparison_check(
+        "batch_size", "determinism", "batch size 1 vs default batching", compare(base, alone), limits.logprob_tolerance, limits
+    )
 
 
 def order_check(model, items, base: Pass, limits: Thresholds) -> dict:
     """The items in reverse order (a server with prefix caching may answer a prompt by what it computed before)."""
     reordered = run_pass(model, items, reverse=True)
-    return comparison_check("request_order", "determinism", "the requests in reverse order", compare(base, reordered),
-                            limits.logprob_tolerance, limits)
+    return comparison_check(
+        "request_order",
+        "determinism",
+        "the requests in reverse order",
+        compare(base, reordered),
+        limits.logprob_tolerance,
+        limits,
+    )
 
 
 def seed_check(model, items: list[ProbeItem], base: Pass) -> dict:
@@ -210,18 +245,41 @@ def seed_check(model, items: list[ProbeItem], base: Pass) -> dict:
     group = "determinism"
     chosen = items[:SAMPLE_PROMPTS]
     prompts = [i.prompt for i in chosen]
-    draws = [model.sample(prompts, 2, SAMPLE_TEMPERATURE, SAMPLE_SEED, max_new_tokens=MAX_NEW_TOKENS, stop=list(STOP))
-             for _ in range(2)]
+    draws = [
+        model.sample(prompts, 2, SAMPLE_TEMPERATURE, SAMPLE_SEED, max_new_tokens=MAX_NEW_TOKENS, stop=list(STOP))
+        for _ in range(2)
+    ]
     differ = [i.id for i, a, b in zip(chosen, *draws) if a != b]
     greedy = all(s == g for samples, g in zip(draws[0], base.answers) for s in samples)
     if differ:
-        return verdict("seeded_samples", group, "fail", f"the same seed gave other samples on {len(differ)}/{len(chosen)} prompts: "
-                       f"{', '.join(differ)}", prompts=len(chosen), differ=differ, greedy=greedy)
+        return verdict(
+            "seeded_samples",
+            group,
+            "fail",
+            f"the same seed gave other samples on {len(differ)}/{len(chosen)} prompts: {', '.join(differ)}",
+            prompts=len(chosen),
+            differ=differ,
+            greedy=greedy,
+        )
     if greedy:
-        return verdict("seeded_samples", group, "warn", f"samples at temperature {SAMPLE_TEMPERATURE} all equal the greedy "
-                       "answers: the temperature looks ignored", prompts=len(chosen), differ=[], greedy=True)
-    return verdict("seeded_samples", group, "pass", f"the same seed gave the same samples on {len(chosen)}/{len(chosen)} prompts",
-                   prompts=len(chosen), differ=[], greedy=False)
+        return verdict(
+            "seeded_samples",
+            group,
+            "warn",
+            f"samples at temperature {SAMPLE_TEMPERATURE} all equal the greedy answers: the temperature looks ignored",
+            prompts=len(chosen),
+            differ=[],
+            greedy=True,
+        )
+    return verdict(
+        "seeded_samples",
+        group,
+        "pass",
+        f"the same seed gave the same samples on {len(chosen)}/{len(chosen)} prompts",
+        prompts=len(chosen),
+        differ=[],
+        greedy=False,
+    )
 
 
 # ---------------------------------------------------------------------- chat template
@@ -235,5 +293,11 @@ def chat_check(model, items: list[ProbeItem], base: Pass) -> dict:
     chatted = model.generate([Prompt.chat([user(i.prompt)]) for i in items], MAX_NEW_TOKENS, stop=list(STOP))
     changed = [i.id for i, a, b in zip(items, base.answers, chatted) if a.strip() != b.strip()]
     n = len(items)
-    return verdict("chat_template", "chat template", "pass",
-                   f"{len(changed)}/{n} answers change between the raw prompt and the chat-formatted one", n=n, changed=changed)
+    return verdict(
+        "chat_template",
+        "chat template",
+        "pass",
+        f"{len(changed)}/{n} answers change between the raw prompt and the chat-formatted one",
+        n=n,
+        changed=changed,
+    )

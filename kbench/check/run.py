@@ -5,8 +5,8 @@
 
 check.json (schema check.v1.json) holds the probe, the thresholds, the model's `describe()` block and
 one record per check: name, group, verdict, evidence (the line the table prints), measured values.
-The latest check of a model spec is also kept in the result cache's folder (`latest_check`), where
-`kbench evaluate` finds it for the run's model block."""
+The latest check of a model is also kept in the cache folder (`kbench.check.latest`), where
+`kbench evaluate` and `kbench suite run` find it for the run's model block."""
 
 from __future__ import annotations
 
@@ -27,6 +27,7 @@ from kbench.check.checks import (
     seed_check,
     verdict,
 )
+from kbench.check.latest import record_latest
 from kbench.check.measure import compare, run_pass
 from kbench.check.probe import probe_items
 from kbench.errors import UserError
@@ -71,8 +72,8 @@ def run_checks(
                 checks.append(_agreement(main, other, other_name, items, base, limits))
             finally:
                 other.close()
-        described = main.describe()
-    return {
+        described, identity = main.describe(), main.info.identity
+    report = {
         "schema": SCHEMA,
         "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "model": model,
@@ -83,6 +84,9 @@ def run_checks(
         "checks": checks,
         "failed": [c["name"] for c in checks if c["verdict"] == "fail"],
     }
+    validate(report)
+    record_latest(report, identity)
+    return report
 
 
 def _own_checks(model, items, limits: Thresholds) -> tuple[list[dict], object]:
@@ -111,10 +115,9 @@ def _agreement(main, other, name: str, items, base, limits: Thresholds) -> dict:
 
 
 def write_report(report: dict, out: Path) -> Path:
-    """check.json in `out`, validated against its schema first (written atomically)."""
+    """check.json in `out` (written atomically; `run_checks` validated it against its schema)."""
     from kbench.io import write_json
 
-    validate(report)
     path = Path(out) / "check.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     write_json(path, report)

@@ -32,7 +32,10 @@ def facts(tmp_path_factory):
 
 
 def check(facts, out, *model_args: str):
-    done = run_kbench("check", *model_args, "--dataset", str(facts), "--limit", str(len(FACTS)), "--out", str(out), env=KEY)
+    """Run `kbench check` with a cache of the test's own: the latest check of a model is kept in the cache, where
+    every later run of that model would find it."""
+    done = run_kbench("check", *model_args, "--dataset", str(facts), "--limit", str(len(FACTS)), "--out", str(out),
+                      env={**KEY, "KBENCH_CACHE": str(out / "cache")})
     report = json.loads((out / "check.json").read_text()) if (out / "check.json").is_file() else None
     return done, report
 
@@ -54,6 +57,11 @@ def test_in_process_against_the_served_standin_passes_and_validates(facts, stand
     assert agreement["identical_answers"] == agreement["n"] == len(FACTS) and agreement["answer_flips"] == []
     assert agreement["max_logprob_delta"] < 1e-3
     assert "agreement" in done.stdout and "identical answers 6/6" in done.stdout  # the table prints the evidence
+    run = run_kbench("evaluate", "extraction", "--dataset", str(facts), "--model", str(tiny_causal_dir), "--limit", "2",
+                     "--no-cache", "--out", str(tmp_path / "run"), env={"KBENCH_CACHE": str(tmp_path / "cache")})
+    assert run.returncode == 0, run.stderr[-3000:]
+    block = json.loads((tmp_path / "run" / "results.json").read_text())["model"]["check"]
+    assert block["created"] == report["created"] and block["failed"] == [] and block["verdicts"]["repeat"] == "pass"
 
 
 def test_a_server_that_ignores_echo_fails_the_capabilities_check(facts, standin, tmp_path):
@@ -73,6 +81,19 @@ def test_a_backend_that_samples_where_greedy_was_asked_fails_determinism(facts, 
     assert {"repeat", "batch_size", "request_order"} <= set(report["failed"])
     assert by_name(report)["repeat"]["measured"]["answer_flips"]
     assert by_name(report)["greedy_argmax"]["verdict"] != "pass"  # the tiny model samples mostly partial characters: skip
+
+
+def test_a_server_whose_log_probs_contradict_its_answers_fails_and_is_refused_for_log_prob_tasks(facts, standin, tmp_path):
+    port = free_port()
+    served = f"openai:http://127.0.0.1:{port}/v1;model=tiny"
+    with fault_proxy(standin[1], port, tmp_path / "proxy.log", faults="", every=10**6, rewrite="flip-logprobs"):
+        done, report = check(facts, tmp_path / "out", "--model", served)
+        assert done.returncode == 1, done.stderr[-3000:]
+        assert "logprobs" in report["failed"] and "above 0" in by_name(report)["logprobs"]["evidence"]
+        run = run_kbench("evaluate", "extraction", "--protocol", "lama", "--dataset", str(facts), "--model", served, "--limit",
+                         "2", "--no-cache", "--out", str(tmp_path / "run"), env={**KEY, "KBENCH_CACHE": str(tmp_path / "out" / "cache")})
+    assert run.returncode == 2 and "Traceback" not in run.stderr
+    assert "failed self-consistency (logprobs)" in run.stderr
 
 
 def test_an_unknown_threshold_is_one_line_exit_2(tmp_path):
