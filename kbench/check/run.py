@@ -75,7 +75,7 @@ def run_checks(
         described, identity = main.describe(), main.info.identity
     report = {
         "schema": SCHEMA,
-        "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "created": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "model": model,
         "model_block": described,
         "against": list(against),

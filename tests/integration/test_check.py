@@ -91,7 +91,8 @@ def test_a_server_whose_log_probs_contradict_its_answers_fails_and_is_refused_fo
         assert done.returncode == 1, done.stderr[-3000:]
         assert "logprobs" in report["failed"] and "above 0" in by_name(report)["logprobs"]["evidence"]
         run = run_kbench("evaluate", "extraction", "--protocol", "lama", "--dataset", str(facts), "--model", served, "--limit",
-                         "2", "--no-cache", "--out", str(tmp_path / "run"), env={**KEY, "KBENCH_CACHE": str(tmp_path / "out" / "cache")})
+                         "2", "--no-cache", "--out", str(tmp_path / "run"),
+                         env={**KEY, "KBENCH_CACHE": str(tmp_path / "out" / "cache")})
     assert run.returncode == 2 and "Traceback" not in run.stderr
     assert "failed self-consistency (logprobs)" in run.stderr
 
