@@ -96,6 +96,8 @@ def capabilities_check(model, base: Pass | None, error: str | None) -> dict:
         warnings.append("seeded samples at temperature 2 equal the greedy text: the server ignores `temperature`")
     runs, refused = _tasks(model)
     have = ", ".join(sorted(c.value for c in info.capabilities))
+    if probe.get("top_logprobs"):  # a served model: the top k its server proved to return
+        have += f" (top k = {probe['top_logprobs']})"
     missing = "; ".join(f"no {k}: {v}" for k, v in info.missing)
     evidence = (
         f"offers {have}; chat template {'yes' if info.chat else 'no'}; context length "
