@@ -266,16 +266,19 @@ def test_a_server_gone_stops_cleanly_and_the_rerun_resumes(server, facts, clean,
     assert (out / "items.parquet").read_bytes() == clean
 
 
-def test_check_against_the_real_server_passes_and_prints_the_agreement(server, facts, tmp_path):
-    """`kbench check --model smollm2-135m --against openai:...` (docs/checks.md): every check passes or warns, and
-    the served model's answers and ranks agree with the in-process backend's item by item."""
-    against = model_arg(server[1], ";model=smollm2")
-    done = run_kbench("check", "--model", "smollm2-135m", "--against", against, "--dataset", str(facts), "--limit",
-                      str(len(FACTS)), "--out", str(tmp_path), env=KEY)
+def test_check_against_the_real_server_passes_and_prints_the_agreement(server, shared_data, tmp_path):
+    """`kbench check --model smollm2-135m --against openai:...` (docs/checks.md) on the default probe, a seeded
+    sample of LAMA T-REx facts: every check passes or warns, and the served model's answers and ranks agree with
+    the in-process backend's item by item."""
+    against, n = model_arg(server[1], ";model=smollm2"), 8
+    done = run_kbench("check", "--model", "smollm2-135m", "--against", against, "--limit", str(n), "--out", str(tmp_path),
+                      env=KEY)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     report = json.loads((tmp_path / "check.json").read_text())
     checks = {c["name"]: c for c in report["checks"]}
-    assert report["failed"] == [] and checks["chat_template"]["verdict"] == "pass"  # SmolLM2-Instruct has a template
+    assert report["probe"]["source"].endswith("lama_trex") and report["failed"] == []
+    assert checks["chat_template"]["verdict"] == "pass"  # SmolLM2-Instruct has a chat template
     agreement = checks[f"agreement:{against}"]
-    assert agreement["verdict"] == "pass" and agreement["measured"]["identical_answers"] == len(FACTS)
-    assert f"identical answers {len(FACTS)}/{len(FACTS)}" in done.stdout and SECRET not in done.stdout
+    assert agreement["verdict"] == "pass" and agreement["measured"]["identical_answers"] == n
+    assert agreement["measured"]["max_logprob_delta"] <= LOGPROB_TOLERANCE
+    assert f"identical answers {n}/{n}" in done.stdout and SECRET not in done.stdout

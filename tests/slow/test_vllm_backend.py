@@ -106,18 +106,18 @@ def test_cli_evaluate_exits_0_with_its_results(facts, tmp_path):
     assert pl.read_parquet(tmp_path / "run" / "items.parquet").height == 5
 
 
-def test_cli_check_vllm_against_in_process_on_the_lama_probe(tmp_path):
-    """`kbench check` of the in-process vLLM backend against the transformers backend on the default probe (a
-    seeded sample of LAMA T-REx facts): every check passes or warns, the agreement is item by item, and the
-    engine is shut down before exit (exit 0, not 134)."""
+def test_cli_check_of_vllm_passes_on_the_lama_probe(tmp_path):
+    """`kbench check` of the in-process vLLM backend on the default probe (a seeded sample of LAMA T-REx facts): every
+    check passes or warns, and the engine is shut down before exit (exit 0, not 134). Its agreement with the
+    in-process transformers backend is checked through the vLLM server (tests/slow/test_served_vllm.py): the
+    transformers of the vLLM venv is not the one kbench's in-process backend is tested with."""
     folder, _ = resolve_source("smollm2-135m")
     done = subprocess.run([str(vllm_python()), "-m", "kbench", "check", "--model",
-                           f"vllm:{folder};enforce_eager=true;max_model_len=1024", "--against", str(folder), "--limit", "8",
-                           "--out", str(tmp_path)], cwd=REPO_ROOT, env=vllm_env(), capture_output=True, text=True, timeout=900)
+                           f"vllm:{folder};enforce_eager=true;max_model_len=1024", "--limit", "8", "--out", str(tmp_path)],
+                          cwd=REPO_ROOT, env=vllm_env(), capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert "terminate called" not in done.stderr
     report = json.loads((tmp_path / "check.json").read_text())
-    assert report["probe"]["source"].endswith("lama_trex") and report["probe"]["n"] == 8
-    agreement = {c["name"]: c for c in report["checks"]}[f"agreement:{folder}"]
-    assert agreement["verdict"] == "pass" and agreement["measured"]["identical_answers"] == 8
-    assert agreement["measured"]["max_logprob_delta"] <= LOGPROB_TOLERANCE
+    assert report["probe"]["source"].endswith("lama_trex") and report["probe"]["n"] == 8 and report["failed"] == []
+    checks = {c["name"]: c for c in report["checks"]}
+    assert checks["greedy_argmax"]["verdict"] == "pass" and checks["repeat"]["measured"]["answer_flips"] == []
