@@ -29,6 +29,7 @@ from kbench.models.interface import Capability, ModelSpec
 from kbench.models.loading import resolve_source
 from tests.conftest import run_kbench
 from tests.dataset_folders import question_dataset
+from tests.fixtures_models import tiny_causal_dir  # noqa: F401
 from tests.servers import fault_proxy, free_port, vllm_server
 
 pytestmark = pytest.mark.slow
@@ -282,3 +283,14 @@ def test_check_against_the_real_server_passes_and_prints_the_agreement(server, s
     assert agreement["verdict"] == "pass" and agreement["measured"]["identical_answers"] == n
     assert agreement["measured"]["max_logprob_delta"] <= LOGPROB_TOLERANCE
     assert f"identical answers {n}/{n}" in done.stdout and SECRET not in done.stdout
+
+
+def test_check_fails_greedy_argmax_with_the_tokenizer_of_another_model(server, facts, tiny_causal_dir, tmp_path):
+    """A tokenizer folder of another model (the tiny Llama's) in front of the real server: kbench's token ids mean
+    other tokens to the server, so the greedy answer's first token, tokenized again, is not the argmax."""
+    served = model_arg(server[1], f";model=smollm2;tokenizer={tiny_causal_dir}")
+    done = run_kbench("check", "--model", served, "--dataset", str(facts), "--limit", str(len(FACTS)), "--out", str(tmp_path),
+                      env={**KEY, "KBENCH_CACHE": str(tmp_path / "cache")})
+    assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-3000:]
+    report = json.loads((tmp_path / "check.json").read_text())
+    assert "greedy_argmax" in report["failed"] and "not the argmax" in done.stdout
