@@ -1,7 +1,8 @@
 """`kbench check` on the tiny random Llama, in-process and served by the vLLM-like stand-in, and with
 failures planted by the fault proxy in front of the stand-in: a server that ignores `echo`, and one
 that samples where greedy was asked. Each planted failure exits 1 and names its check; check.json
-validates against schemas/check.v1.json. The real vLLM's checks: tests/slow/test_served_vllm.py."""
+validates against schemas/check.v1.json. The real vLLM's checks (agreement on the LAMA probe, a tokenizer of
+another model): tests/slow/test_served_vllm.py and tests/slow/test_vllm_backend.py."""
 
 from __future__ import annotations
 

@@ -293,4 +293,5 @@ def test_check_fails_greedy_argmax_with_the_tokenizer_of_another_model(server, f
                       env={**KEY, "KBENCH_CACHE": str(tmp_path / "cache")})
     assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-3000:]
     report = json.loads((tmp_path / "check.json").read_text())
-    assert "greedy_argmax" in report["failed"] and "not the argmax" in done.stdout
+    greedy = {c["name"]: c for c in report["checks"]}["greedy_argmax"]
+    assert report["failed"] == ["greedy_argmax"] and greedy["measured"]["not_argmax"] and "failed: greedy_argmax" in done.stdout
