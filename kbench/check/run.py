@@ -69,7 +69,7 @@ def run_checks(
         for other_name in against:
             other = open_unmemoized(other_name, dtype, device)
             try:
-                checks.append(_agreement(main, other, other_name, items, base, limits))
+                checks += _agreement(main, other, other_name, items, base, limits)
             finally:
                 other.close()
         described, identity = main.describe(), main.info.identity
@@ -104,14 +104,19 @@ def _own_checks(model, items, limits: Thresholds) -> tuple[list[dict], object]:
     return checks, base
 
 
-def _agreement(main, other, name: str, items, base, limits: Thresholds) -> dict:
-    """The probe through `other`, item by item against `main`: answers, ranks, log-probs."""
+def _agreement(main, other, name: str, items, base, limits: Thresholds) -> list[dict]:
+    """`other`'s capabilities (a server behind `--against` may ignore `echo` too), then the probe through it,
+    item by item against `main`: answers, ranks, log-probs."""
     check = f"agreement:{name}"
-    if base is None:
-        return verdict(check, "agreement", "skip", "the model's own probe failed")
-    theirs = run_pass(other, items)
+    try:
+        theirs, error = run_pass(other, items), None
+    except UserError as exc:
+        theirs, error = None, str(exc)
+    capabilities = {**capabilities_check(other, theirs, error), "name": f"capabilities:{name}"}
+    if base is None or theirs is None:
+        return [capabilities, verdict(check, "agreement", "skip", "a probe failed: see the capabilities lines")]
     what = f"{main.info.name} vs {other.info.name}"
-    return comparison_check(check, "agreement", what, compare(base, theirs), limits.agreement_tolerance, limits)
+    return [capabilities, comparison_check(check, "agreement", what, compare(base, theirs), limits.agreement_tolerance, limits)]
 
 
 def write_report(report: dict, out: Path) -> Path:

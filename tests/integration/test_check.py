@@ -51,7 +51,7 @@ def test_in_process_against_the_served_standin_passes_and_validates(facts, stand
     assert done.returncode == 0, done.stderr[-3000:]
     assert not list(Draft202012Validator(load_schema("check.v1.json")).iter_errors(report))
     checks = by_name(report)
-    assert list(checks) == [*OWN_CHECKS, f"agreement:{served}"] and report["failed"] == []
+    assert list(checks) == [*OWN_CHECKS, f"capabilities:{served}", f"agreement:{served}"] and report["failed"] == []
     assert {c["verdict"] for c in checks.values()} <= {"pass", "warn", "skip"}
     assert checks["chat_template"]["verdict"] == "skip"  # the tiny folder has no chat template
     agreement = checks[f"agreement:{served}"]["measured"]
@@ -65,13 +65,18 @@ def test_in_process_against_the_served_standin_passes_and_validates(facts, stand
     assert block["created"] == report["created"] and block["failed"] == [] and block["verdicts"]["repeat"] == "pass"
 
 
-def test_a_server_that_ignores_echo_fails_the_capabilities_check(facts, standin, tmp_path):
+def test_a_server_that_ignores_echo_fails_the_capabilities_check(facts, standin, tiny_causal_dir, tmp_path):
+    """As the model checked, and as the model it is checked against (`--against`)."""
     port = free_port()
+    served = f"openai:http://127.0.0.1:{port}/v1;model=tiny"
     with fault_proxy(standin[1], port, tmp_path / "proxy.log", faults="", every=10**6, rewrite="drop-echo"):
-        done, report = check(facts, tmp_path / "out", "--model", f"openai:http://127.0.0.1:{port}/v1;model=tiny")
+        done, report = check(facts, tmp_path / "out", "--model", served)
+        against, their_report = check(facts, tmp_path / "against", "--model", str(tiny_causal_dir), "--against", served)
     assert done.returncode == 1, done.stderr[-3000:]
     assert "capabilities" in report["failed"] and "ignored" in by_name(report)["capabilities"]["evidence"]
     assert "failed: capabilities" in done.stdout
+    assert against.returncode == 1 and their_report["failed"] == [f"capabilities:{served}"]
+    assert f"failed: capabilities:{served}" in against.stdout
 
 
 def test_a_backend_that_samples_where_greedy_was_asked_fails_determinism(facts, standin, tmp_path):

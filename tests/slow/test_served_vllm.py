@@ -295,3 +295,17 @@ def test_check_fails_greedy_argmax_with_the_tokenizer_of_another_model(server, f
     report = json.loads((tmp_path / "check.json").read_text())
     greedy = {c["name"]: c for c in report["checks"]}["greedy_argmax"]
     assert report["failed"] == ["greedy_argmax"] and greedy["measured"]["not_argmax"] and "failed: greedy_argmax" in done.stdout
+
+
+def test_check_against_the_real_server_behind_a_proxy_that_drops_echo_exits_1(server, facts, tmp_path):
+    """The same command against a server that ignores `echo` (the fault proxy drops it from every request): exit 1,
+    and the failed check named."""
+    port = free_port()
+    against = f"openai:http://127.0.0.1:{port}/v1;model=smollm2"
+    with fault_proxy(server[1], port, tmp_path / "proxy.log", faults="", every=10**6, rewrite="drop-echo"):
+        done = run_kbench("check", "--model", "smollm2-135m", "--against", against, "--dataset", str(facts), "--limit", "4",
+                          "--out", str(tmp_path), env={**KEY, "KBENCH_CACHE": str(tmp_path / "cache")})
+    assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-3000:]
+    report = json.loads((tmp_path / "check.json").read_text())
+    assert report["failed"] == [f"capabilities:{against}"] and f"failed: capabilities:{against}" in done.stdout
+    assert "ignored" in {c["name"]: c for c in report["checks"]}[f"capabilities:{against}"]["evidence"]
