@@ -14,9 +14,8 @@ from jsonschema import Draft202012Validator
 from kbench.io import load_schema
 from tests.conftest import run_kbench
 from tests.dataset_folders import question_dataset
-from tests.fixtures_models import tiny_causal_dir  # noqa: F401
 from tests.servers import fault_proxy, free_port
-from tests.servers.fixtures import SECRET, standin  # noqa: F401
+from tests.servers.fixtures import SECRET
 
 KEY = {"KBENCH_API_KEY": SECRET}
 FACTS = [("P36", "France", "Paris"), ("P36", "Germany", "Berlin"), ("P36", "Italy", "Rome"), ("P19", "Dante", "Florence"),
