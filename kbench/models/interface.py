@@ -288,6 +288,15 @@ class WhiteBoxModel(LanguageModel, Protocol):
         most from each query position: an int tensor [sequences, layers, heads, len(queries)]."""
 
 
+@runtime_checkable
+class TrainableModel(LanguageModel, Protocol):
+    """A LanguageModel with `Capability.TRAIN`: the weights gradients flow through."""
+
+    def training_weights(self) -> Any:
+        """The loaded weights (`kbench.models.loading.LoadedModel`) that xteval's soft prompts /
+        fine-tuning and `kbench read` train."""
+
+
 @dataclass(frozen=True)
 class ModelSpec:
     """What `--model` and the shared model options name."""

@@ -99,7 +99,7 @@ class WhiteBoxMethods:
         cache and only the last token is run again under each intervention: a sweep over CAA's
         layers costs one pass plus one token per layer, not one pass per layer."""
         prompts = render_texts(prompts, self.tokenizer)
-        realised = [self._realised(i) for i in interventions]
+        realised = [self._checked(i) for i in interventions]
         if any(i.logits is not None or not all(e.last_only for e in i.edits) for i in interventions):
             raise UserError("rank_first_token_each takes interventions that edit only the last position")
         encoded = self.encoder.rank_items(prompts, golds)
