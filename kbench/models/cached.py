@@ -32,9 +32,21 @@ from __future__ import annotations
 import base64
 import contextlib
 from collections.abc import Callable, Sequence
+from typing import cast
 
 from kbench.io import stable_hash
-from kbench.models.interface import BACKENDS, Capability, LanguageModel, ModelInfo, ModelSpec, NetworkLayout, require
+from kbench.models.interface import (
+    BACKENDS,
+    Capability,
+    LanguageModel,
+    ModelInfo,
+    ModelSpec,
+    NetworkLayout,
+    Rank,
+    TrainableModel,
+    WhiteBoxModel,
+    require,
+)
 from kbench.models.prompt import Prompt, prompt_key
 from kbench.models.provenance import cache_versions, source_hash
 from kbench.models.result_cache import ResultCache
@@ -68,7 +80,7 @@ class CachedModel:
     def training_weights(self):
         """The backend's trainable weights (`Capability.TRAIN`: xteval's soft prompts and fine-tuning,
         `kbench read`); training outputs are not cached."""
-        return self.inner.training_weights()
+        return cast(TrainableModel, self.inner).training_weights()
 
     # ------------------------------------------------------------------ provenance and counts
     @contextlib.contextmanager
@@ -96,7 +108,7 @@ class CachedModel:
         *,
         candidate_ids: Sequence[int] | None = None,
         intervention=None,
-    ) -> list[tuple[int, float]]:
+    ) -> list[Rank]:
         keys = self._rank_keys(prompts, golds, candidate_ids, intervention)
         values = self._one_method(
             "rank_first_token",
@@ -132,7 +144,7 @@ class CachedModel:
         *,
         candidate_ids: Sequence[int] | None = None,
         intervention=None,
-    ) -> list[tuple[str, int, float]]:
+    ) -> list[tuple[str, int | None, float | None]]:
         """Cached as its two parts, so a later `generate` or `rank_first_token` of the same items
         is served too."""
         keys = {
@@ -170,32 +182,35 @@ class CachedModel:
         return [list(samples) for samples in values]
 
     # ------------------------------------------------------------------ white-box methods
+    def _white_box(self, what: str) -> WhiteBoxModel:
+        """The wrapped model, refused for `what` unless it has `Capability.WHITE_BOX` (then it has those methods)."""
+        require(self, [Capability.WHITE_BOX], what)
+        return cast(WhiteBoxModel, self.inner)
+
     def layout(self) -> NetworkLayout:
-        require(self, [Capability.WHITE_BOX], "the network layout")
-        return self.inner.layout()
+        return self._white_box("the network layout").layout()
 
     def special_token_ids(self) -> frozenset[int]:
-        require(self, [Capability.WHITE_BOX], "the special token ids")
-        return self.inner.special_token_ids()
+        return self._white_box("the special token ids").special_token_ids()
 
     def activations(self, texts: Sequence[Prompt | str], site: str, layers: Sequence[int]):
-        require(self, [Capability.WHITE_BOX], "reading activations")
+        inner = self._white_box("reading activations")
         keys = self._keys("activations", {"site": site, "layers": list(layers)}, [{"text": prompt_key(t)} for t in texts], None)
 
         def compute() -> list:
-            return [_tensor_value(row) for row in self.inner.activations(texts, site, layers)]
+            return [_tensor_value(row) for row in inner.activations(texts, site, layers)]
 
         return _stacked([_value_tensor(v) for v in self._one_method("activations", keys, compute)], len(layers))
 
     def rank_first_token_each(self, prompts: Sequence[Prompt | str], golds: Sequence[str], interventions: Sequence) -> list:
         """Keyed per intervention and item (method "rank_first_token_each": its values come from a
         KV-cached last step, so they are never mixed with `rank_first_token`'s)."""
-        require(self, [Capability.WHITE_BOX], "rank_first_token_each")
+        inner = self._white_box("rank_first_token_each")
         items = [{"prompt": prompt_key(p), "gold": g} for p, g in zip(prompts, golds)]
         keys = [key for i in interventions for key in self._keys("rank_first_token_each", {}, items, i)]
 
         def compute() -> list:
-            per = self.inner.rank_first_token_each(prompts, golds, interventions)
+            per = inner.rank_first_token_each(prompts, golds, interventions)
             return [list(value) for values in per for value in values]
 
         flat = self._one_method("rank_first_token_each", keys, compute)
@@ -205,12 +220,10 @@ class CachedModel:
     def strongest_attention(self, sequences: Sequence[Sequence[int]], queries: Sequence[int]):
         import torch
 
-        require(self, [Capability.WHITE_BOX], "reading attention")
+        inner = self._white_box("reading attention")
         items = [{"sequence": [int(t) for t in seq]} for seq in sequences]
         keys = self._keys("strongest_attention", {"queries": [int(q) for q in queries]}, items, None)
-        values = self._one_method(
-            "strongest_attention", keys, lambda: self.inner.strongest_attention(sequences, queries).tolist()
-        )
+        values = self._one_method("strongest_attention", keys, lambda: inner.strongest_attention(sequences, queries).tolist())
         return torch.tensor(values, dtype=torch.long)
 
     # ------------------------------------------------------------------ keys and lookups
@@ -257,7 +270,7 @@ class CachedModel:
         return values
 
 
-def _rank(rank, logprob) -> tuple[int | None, float | None]:
+def _rank(rank, logprob) -> Rank:
     """A (rank, logprob) pair as stored; None (beyond a server's top k) stays None."""
     return (None if rank is None else int(rank), None if logprob is None else float(logprob))
 

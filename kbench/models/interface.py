@@ -172,6 +172,10 @@ class ModelInfo:
     missing: tuple[tuple[str, str], ...] = ()  # (capability, why it is missing), where the backend knows
 
 
+#: (rank, logprob) of a gold's first token; both None beyond a server's top k (`RANK_TOP_K`, see `rank_first_token`).
+Rank = tuple[int | None, float | None]
+
+
 @runtime_checkable
 class LanguageModel(Protocol):
     """Prompts are `Prompt` values or plain strings (a string is a plain-text prompt); the backend
@@ -201,7 +205,7 @@ class LanguageModel(Protocol):
         *,
         candidate_ids: Sequence[int] | None = None,
         intervention=None,
-    ) -> list[tuple[int, float]]:
+    ) -> list[Rank]:
         """(rank, logprob) of each gold's first token at the prompt's next position (the mask
         position for masked LMs). rank = 1 + the number of tokens scored strictly higher, over
         the full vocabulary or over `candidate_ids`; logprob is over the full vocabulary.
@@ -231,7 +235,7 @@ class LanguageModel(Protocol):
         *,
         candidate_ids: Sequence[int] | None = None,
         intervention=None,
-    ) -> list[tuple[str, int, float]]:
+    ) -> list[tuple[str, int | None, float | None]]:
         """`generate` and `rank_first_token` of the same prompts: (text, rank, logprob)."""
 
     def sample(

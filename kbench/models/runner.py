@@ -40,12 +40,12 @@ from typing import Any
 
 from kbench.errors import UserError
 from kbench.io import stable_hash
-from kbench.models.batching import MAX_BATCH, BatchingMethods
+from kbench.models.batching import MAX_BATCH
 from kbench.models.cpu_allocator import keep_freed_memory
 from kbench.models.decoding import decode
 from kbench.models.encoding import PromptEncoder
 from kbench.models.info import LocalTokenizerMethods, loaded_info
-from kbench.models.interface import Capability, Intervention, register_backend
+from kbench.models.interface import Capability, Intervention, Rank, register_backend
 from kbench.models.interventions import Realised, realise
 from kbench.models.loading import LoadedModel
 from kbench.models.packing import last_token_logits, pack, packing_works
@@ -53,13 +53,13 @@ from kbench.models.padding import pad_left, pad_right
 from kbench.models.provenance import RUNNER_MODULES, source_hash, weights_provenance
 from kbench.models.ranking import gold_ranks
 from kbench.models.shared_prefix import shares_prefixes
-from kbench.models.template import Rank, TemplateModel
+from kbench.models.template import TemplateModel
 from kbench.models.tree_packing import answer_logprobs
 from kbench.models.tree_packing import build as build_tree
 from kbench.models.whitebox import WhiteBoxMethods
 
 
-class ModelRunner(LocalTokenizerMethods, TemplateModel, BatchingMethods, WhiteBoxMethods):
+class ModelRunner(LocalTokenizerMethods, TemplateModel, WhiteBoxMethods):
     def __init__(self, loaded: LoadedModel, batch_size: int | None = None):
         import torch
 
@@ -136,8 +136,8 @@ class ModelRunner(LocalTokenizerMethods, TemplateModel, BatchingMethods, WhiteBo
                 built = build_tree([pairs[i][0] for i in batch], conts, self.pad_id)
                 return [[sum(per), per] for per in answer_logprobs(self.network, built, conts, self.device)]
             seqs = [pairs[i][0] + pairs[i][1] for i in batch]
-            conts = [len(pairs[i][1]) for i in batch]
-            keep = max(conts) + 1
+            answer_lengths = [len(pairs[i][1]) for i in batch]
+            keep = max(answer_lengths) + 1
             input_ids, mask, positions = self.pad_left(seqs)
             with self.intervened(intervention):
                 logits = self.forward(input_ids, mask, positions, logits_to_keep=keep).logits[:, :-1].float()
@@ -149,7 +149,7 @@ class ModelRunner(LocalTokenizerMethods, TemplateModel, BatchingMethods, WhiteBo
             targets = input_ids[:, width - keep + 1 :]
             token_lp = log_probs.gather(2, targets[..., None])[..., 0]
             out = []
-            for row, n in enumerate(conts):
+            for row, n in enumerate(answer_lengths):
                 per_token = token_lp[row, keep - 1 - n :].tolist()
                 out.append([sum(per_token), per_token])
             return out
@@ -202,7 +202,7 @@ class ModelRunner(LocalTokenizerMethods, TemplateModel, BatchingMethods, WhiteBo
         encoded = self.encoder.rank_items(prompts, golds)
 
         def compute(batch: list[int]) -> list[tuple[str, list]]:
-            prefill = []
+            prefill: list = []  # the prefill's next-token scores (one tensor)
             texts = decode(
                 self, [encoded[i][0] for i in batch], 1, max_new_tokens, stop, None, intervention, on_prefill=prefill.append
             )

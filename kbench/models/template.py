@@ -23,11 +23,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from kbench.errors import UserError
-from kbench.models.interface import Capability, Intervention, ModelInfo, require
+from kbench.models.interface import Capability, Intervention, ModelInfo, Rank, require
 from kbench.models.prompt import Prompt
-
-#: (rank, logprob) of a gold's first token; None for both beyond a server's top k (`RANK_TOP_K`).
-Rank = tuple[int | None, float | None]
 
 
 class TemplateModel:

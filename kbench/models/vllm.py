@@ -32,8 +32,8 @@ from kbench.errors import UserError
 from kbench.io import stable_hash
 from kbench.models.encoding import PromptEncoder
 from kbench.models.info import LocalTokenizerMethods, template_sha256
-from kbench.models.interface import Capability, ModelInfo, register_backend
-from kbench.models.template import Rank, TemplateModel
+from kbench.models.interface import Capability, ModelInfo, Rank, register_backend
+from kbench.models.template import TemplateModel
 
 PREFIX = "vllm:"
 MODULES = ["kbench.models.vllm", "kbench.models.template", "kbench.models.encoding"]

@@ -42,7 +42,7 @@ from kbench.errors import UserError
 from kbench.io import stable_hash
 from kbench.models.encoding import PromptEncoder
 from kbench.models.info import sequence_start, template_sha256
-from kbench.models.interface import Capability, ModelInfo, register_backend, require
+from kbench.models.interface import Capability, ModelInfo, Rank, register_backend, require
 from kbench.models.prompt import Prompt, as_prompt, render_text
 from kbench.models.provenance import source_hash
 from kbench.models.served import chat, parse
@@ -50,7 +50,7 @@ from kbench.models.served.client import ServedClient
 from kbench.models.served.probe import capabilities, chat_token_limit, missing_reasons, probe_server, split_choices
 from kbench.models.served.spec import ServedSpec, api_key, redact_url
 from kbench.models.served.tokenizer import NoTokenizer, ServerTokenizer, local_tokenizer, server_dialect
-from kbench.models.template import Rank, TemplateModel
+from kbench.models.template import TemplateModel
 
 LOG = logging.getLogger(__name__)
 
