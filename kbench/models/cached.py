@@ -50,9 +50,10 @@ from kbench.models.interface import (
 from kbench.models.prompt import Prompt, prompt_key
 from kbench.models.provenance import cache_versions, source_hash
 from kbench.models.result_cache import ResultCache
+from kbench.models.template import TemplateModel
 
 
-class CachedModel:
+class CachedModel(TemplateModel):
     def __init__(self, inner: LanguageModel, cache: ResultCache | None):
         self.inner = inner
         self.cache = cache
@@ -100,15 +101,16 @@ class CachedModel:
         total = {kind: sum(s[kind] for s in self._stats.values()) for kind in ("hits", "computed")}
         return {**total, "by_method": {call: dict(s) for call, s in self._stats.items()}}
 
-    # ------------------------------------------------------------------ the model's methods
-    def rank_first_token(
-        self,
-        prompts: Sequence[Prompt | str],
-        golds: Sequence[str],
-        *,
-        candidate_ids: Sequence[int] | None = None,
-        intervention=None,
-    ) -> list[Rank]:
+    # ------------------------------------------------------------------ the model's methods (`TemplateModel`'s steps)
+    def _inputs(self, prompts: Sequence[Prompt | str]) -> list[Prompt | str]:
+        """The prompts as given: keyed by `prompt_key`, rendered by the wrapped model."""
+        return list(prompts)
+
+    def _checked(self, intervention):
+        """Passed on as it is: `_keys` refuses a white-box one, naming the method, where the model has no white box."""
+        return intervention
+
+    def _rank(self, prompts: list[Prompt | str], golds: Sequence[str], candidate_ids, intervention) -> list[Rank]:
         keys = self._rank_keys(prompts, golds, candidate_ids, intervention)
         values = self._one_method(
             "rank_first_token",
@@ -117,9 +119,7 @@ class CachedModel:
         )
         return [_rank(r, lp) for r, lp in values]
 
-    def score_answers(
-        self, prompts: Sequence[Prompt | str], answers: Sequence[str], *, intervention=None
-    ) -> list[tuple[float, list[float]]]:
+    def _score(self, prompts: list[Prompt | str], answers: Sequence[str], intervention) -> list[tuple[float, list[float]]]:
         items = [{"prompt": prompt_key(p), "answer": a} for p, a in zip(prompts, answers)]
         keys = self._keys("score_answers", {}, items, intervention)
         values = self._one_method(
@@ -127,23 +127,14 @@ class CachedModel:
         )
         return [(float(s), [float(x) for x in per]) for s, per in values]
 
-    def generate(
-        self, prompts: Sequence[Prompt | str], max_new_tokens: int = 32, stop: Sequence[str] | None = None, *, intervention=None
-    ) -> list[str]:
+    def _generate(self, prompts: list[Prompt | str], max_new_tokens: int, stop: list[str], intervention) -> list[str]:
         keys = self._generate_keys(prompts, max_new_tokens, stop, intervention)
         return self._one_method(
             "generate", keys, lambda: self.inner.generate(prompts, max_new_tokens, stop, intervention=intervention)
         )
 
-    def generate_and_rank(
-        self,
-        prompts: Sequence[Prompt | str],
-        golds: Sequence[str],
-        max_new_tokens: int = 32,
-        stop: Sequence[str] | None = None,
-        *,
-        candidate_ids: Sequence[int] | None = None,
-        intervention=None,
+    def _generate_and_rank(
+        self, prompts: list[Prompt | str], golds: Sequence[str], max_new_tokens: int, stop: list[str], candidate_ids, intervention
     ) -> list[tuple[str, int | None, float | None]]:
         """Cached as its two parts, so a later `generate` or `rank_first_token` of the same items
         is served too."""
@@ -161,18 +152,17 @@ class CachedModel:
         values = self._call("generate_and_rank", keys, len(prompts), compute)
         return [(text, *_rank(r, lp)) for text, (r, lp) in zip(values["generate"], values["rank_first_token"])]
 
-    def sample(
+    def _sample(
         self,
-        prompts: Sequence[Prompt | str],
+        prompts: list[Prompt | str],
         k: int,
         temperature: float,
         seed: int,
-        max_new_tokens: int = 32,
-        stop: Sequence[str] | None = None,
-        *,
-        intervention=None,
+        max_new_tokens: int,
+        stop: list[str],
+        intervention,
     ) -> list[list[str]]:
-        params = {"k": k, "temperature": temperature, "seed": seed, "max_new_tokens": max_new_tokens, "stop": list(stop or [])}
+        params = {"k": k, "temperature": temperature, "seed": seed, "max_new_tokens": max_new_tokens, "stop": stop}
         keys = self._keys("sample", params, [{"prompt": prompt_key(p)} for p in prompts], intervention)
         values = self._one_method(
             "sample",
@@ -232,7 +222,7 @@ class CachedModel:
         return self._keys("rank_first_token", _candidates(candidate_ids), items, intervention)
 
     def _generate_keys(self, prompts, max_new_tokens, stop, intervention) -> list[str]:
-        params = {"max_new_tokens": max_new_tokens, "stop": list(stop or [])}
+        params = {"max_new_tokens": max_new_tokens, "stop": list(stop)}
         return self._keys("generate", params, [{"prompt": prompt_key(p)} for p in prompts], intervention)
 
     def _keys(self, method: str, params: dict, items: list[dict], intervention) -> list[str]:

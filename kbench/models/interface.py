@@ -176,6 +176,12 @@ class ModelInfo:
 Rank = tuple[int | None, float | None]
 
 
+def described(info: ModelInfo, weights: dict) -> dict:
+    """`describe()` of a backend whose identity is its `info` (vLLM, served): the envelope's `model` block."""
+    keys = ("name", "identity", "kind", "dtype", "backend")
+    return {**{key: getattr(info, key) for key in keys}, "weights": weights}
+
+
 @runtime_checkable
 class LanguageModel(Protocol):
     """Prompts are `Prompt` values or plain strings (a string is a plain-text prompt); the backend

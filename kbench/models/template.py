@@ -23,12 +23,11 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from kbench.errors import UserError
-from kbench.models.interface import Capability, Intervention, ModelInfo, Rank, require
+from kbench.models.interface import Capability, Intervention, Rank, require
 from kbench.models.prompt import Prompt
 
 
 class TemplateModel:
-    info: ModelInfo
     render: Callable[[Prompt | str], str]  # the backend's (`LanguageModel.render`)
 
     # ------------------------------------------------------------------ the public methods

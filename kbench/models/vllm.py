@@ -32,7 +32,7 @@ from kbench.errors import UserError
 from kbench.io import stable_hash
 from kbench.models.encoding import PromptEncoder
 from kbench.models.info import LocalTokenizerMethods, template_sha256
-from kbench.models.interface import Capability, ModelInfo, Rank, register_backend
+from kbench.models.interface import Capability, ModelInfo, Rank, described, register_backend
 from kbench.models.template import TemplateModel
 
 PREFIX = "vllm:"
@@ -126,21 +126,8 @@ class VllmModel(LocalTokenizerMethods, TemplateModel):
         )
 
     def describe(self) -> dict:
-        info = self.info
-        return {
-            "name": info.name,
-            "identity": info.identity,
-            "kind": info.kind,
-            "dtype": info.dtype,
-            "backend": info.backend,
-            "weights": {
-                "source": "vllm",
-                "origin": self.origin,
-                "folder": self.folder,
-                "vllm": self.version,
-                "engine": self.options,
-            },
-        }
+        weights = {"source": "vllm", "origin": self.origin, "folder": self.folder, "vllm": self.version, "engine": self.options}
+        return described(self.info, weights)
 
     def __repr__(self) -> str:
         return f"VllmModel({self.info.name!r})"

@@ -42,7 +42,7 @@ from kbench.errors import UserError
 from kbench.io import stable_hash
 from kbench.models.encoding import PromptEncoder
 from kbench.models.info import sequence_start, template_sha256
-from kbench.models.interface import Capability, ModelInfo, Rank, register_backend, require
+from kbench.models.interface import Capability, ModelInfo, Rank, described, register_backend, require
 from kbench.models.prompt import Prompt, as_prompt, render_text
 from kbench.models.provenance import source_hash
 from kbench.models.served import chat, parse
@@ -119,13 +119,9 @@ class ServedModel(TemplateModel):
 
     def describe(self) -> dict:
         info = self.info
-        return {
-            "name": info.name,
-            "identity": info.identity,
-            "kind": info.kind,
-            "dtype": info.dtype,
-            "backend": info.backend,
-            "weights": {  # what the envelope's `weights` provenance is for a served model: the server's word
+        return described(
+            info,
+            {  # what the envelope's `weights` provenance is for a served model: the server's word
                 "source": "openai-compatible server",
                 **self.spec.describe(),
                 "model": self.model_id,
@@ -135,7 +131,7 @@ class ServedModel(TemplateModel):
                 "capabilities": sorted(c.value for c in info.capabilities),
                 "missing": dict(info.missing),
             },
-        }
+        )
 
     def __repr__(self) -> str:
         return f"ServedModel({self.model_id!r} at {[redact_url(u) for u in self.spec.urls]})"
