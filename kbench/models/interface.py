@@ -11,7 +11,9 @@ Four names, one meaning each:
   and provenance; only `kbench/models/` sees it.
 "Runner" means the Hugging Face backend, `kbench.models.runner.ModelRunner`, and nothing else.
 A backend knows nothing of the cache. Another backend implements `LanguageModel` (and
-`WhiteBoxModel` if it can) in one module and registers its opener with `@register_backend(name, capabilities)`.
+`WhiteBoxModel` if it can) in one module and registers its opener with `@register_backend(name, capabilities)`;
+the backends in kbench meet the text contract through `kbench.models.template.TemplateModel`, which
+renders the prompts and checks the intervention once and hands the rest to the backend's own steps.
 
 Text contract (all methods): a prompt is a `Prompt` value or plain text (`kbench.models.prompt`),
 which the backend renders (its chat template, or a server's chat API); an answer / gold is the exact

@@ -13,6 +13,10 @@ It then calls the backend's own `_rank`, `_score`, `_generate`, `_sample` with t
 caller's order. `_generate_and_rank` is `_generate` and `_rank` of the same inputs unless the
 backend shares the work (the Hugging Face backend ranks from its generation's prefill).
 
+The result cache (`CachedModel`) stands on it too: its inputs are the prompts as given (keyed by
+`prompt_key`), the intervention is passed on, and its steps look the call up or hand it to the
+wrapped model.
+
 `LanguageModel` (`kbench.models.interface`) stays the public contract: this class is how the
 backends meet it, not something a task sees.
 """
