@@ -9,7 +9,7 @@ batches of a call are a function of the call's inputs alone (not of earlier call
 the same call computes the same bits; on GPU the free memory enters, which changes batches and so
 last bits only.
 
-Mixed into `ModelRunner`; needs from its host: torch, device, network, batch_size, _oom_cap.
+Mixed into `ModelRunner` (through `WhiteBoxMethods`); needs from its host the attributes it declares.
 """
 
 from __future__ import annotations
@@ -29,6 +29,13 @@ def _is_oom(exc: BaseException) -> bool:
 
 
 class BatchingMethods:
+    # the host's (`ModelRunner`)
+    torch: Any
+    device: Any
+    network: Any
+    batch_size: int | None
+    _oom_cap: int
+
     def _computed(
         self,
         items: list,

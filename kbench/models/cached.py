@@ -32,15 +32,28 @@ from __future__ import annotations
 import base64
 import contextlib
 from collections.abc import Callable, Sequence
+from typing import cast
 
 from kbench.io import stable_hash
-from kbench.models.interface import BACKENDS, Capability, LanguageModel, ModelInfo, ModelSpec, NetworkLayout, require
+from kbench.models.interface import (
+    BACKENDS,
+    Capability,
+    LanguageModel,
+    ModelInfo,
+    ModelSpec,
+    NetworkLayout,
+    Rank,
+    TrainableModel,
+    WhiteBoxModel,
+    require,
+)
 from kbench.models.prompt import Prompt, prompt_key
 from kbench.models.provenance import cache_versions, source_hash
 from kbench.models.result_cache import ResultCache
+from kbench.models.template import TemplateModel
 
 
-class CachedModel:
+class CachedModel(TemplateModel):
     def __init__(self, inner: LanguageModel, cache: ResultCache | None):
         self.inner = inner
         self.cache = cache
@@ -68,7 +81,7 @@ class CachedModel:
     def training_weights(self):
         """The backend's trainable weights (`Capability.TRAIN`: xteval's soft prompts and fine-tuning,
         `kbench read`); training outputs are not cached."""
-        return self.inner.training_weights()
+        return cast(TrainableModel, self.inner).training_weights()
 
     # ------------------------------------------------------------------ provenance and counts
     @contextlib.contextmanager
@@ -95,15 +108,16 @@ class CachedModel:
         total = {kind: sum(s[kind] for s in self._stats.values()) for kind in ("hits", "computed")}
         return {**total, "by_method": {call: dict(s) for call, s in self._stats.items()}}
 
-    # ------------------------------------------------------------------ the model's methods
-    def rank_first_token(
-        self,
-        prompts: Sequence[Prompt | str],
-        golds: Sequence[str],
-        *,
-        candidate_ids: Sequence[int] | None = None,
-        intervention=None,
-    ) -> list[tuple[int, float]]:
+    # ------------------------------------------------------------------ the model's methods (`TemplateModel`'s steps)
+    def _inputs(self, prompts: Sequence[Prompt | str]) -> list[Prompt | str]:
+        """The prompts as given: keyed by `prompt_key`, rendered by the wrapped model."""
+        return list(prompts)
+
+    def _checked(self, intervention):
+        """Passed on as it is: `_keys` refuses a white-box one, naming the method, where the model has no white box."""
+        return intervention
+
+    def _rank(self, prompts: list[Prompt | str], golds: Sequence[str], candidate_ids, intervention) -> list[Rank]:
         keys = self._rank_keys(prompts, golds, candidate_ids, intervention)
         values = self._one_method(
             "rank_first_token",
@@ -112,9 +126,7 @@ class CachedModel:
         )
         return [_rank(r, lp) for r, lp in values]
 
-    def score_answers(
-        self, prompts: Sequence[Prompt | str], answers: Sequence[str], *, intervention=None
-    ) -> list[tuple[float, list[float]]]:
+    def _score(self, prompts: list[Prompt | str], answers: Sequence[str], intervention) -> list[tuple[float, list[float]]]:
         items = [{"prompt": prompt_key(p), "answer": a} for p, a in zip(prompts, answers)]
         keys = self._keys("score_answers", {}, items, intervention)
         values = self._one_method(
@@ -122,24 +134,15 @@ class CachedModel:
         )
         return [(float(s), [float(x) for x in per]) for s, per in values]
 
-    def generate(
-        self, prompts: Sequence[Prompt | str], max_new_tokens: int = 32, stop: Sequence[str] | None = None, *, intervention=None
-    ) -> list[str]:
+    def _generate(self, prompts: list[Prompt | str], max_new_tokens: int, stop: list[str], intervention) -> list[str]:
         keys = self._generate_keys(prompts, max_new_tokens, stop, intervention)
         return self._one_method(
             "generate", keys, lambda: self.inner.generate(prompts, max_new_tokens, stop, intervention=intervention)
         )
 
-    def generate_and_rank(
-        self,
-        prompts: Sequence[Prompt | str],
-        golds: Sequence[str],
-        max_new_tokens: int = 32,
-        stop: Sequence[str] | None = None,
-        *,
-        candidate_ids: Sequence[int] | None = None,
-        intervention=None,
-    ) -> list[tuple[str, int, float]]:
+    def _generate_and_rank(
+        self, prompts: list[Prompt | str], golds: Sequence[str], max_new_tokens: int, stop: list[str], candidate_ids, intervention
+    ) -> list[tuple[str, int | None, float | None]]:
         """Cached as its two parts, so a later `generate` or `rank_first_token` of the same items
         is served too."""
         keys = {
@@ -156,18 +159,17 @@ class CachedModel:
         values = self._call("generate_and_rank", keys, len(prompts), compute)
         return [(text, *_rank(r, lp)) for text, (r, lp) in zip(values["generate"], values["rank_first_token"])]
 
-    def sample(
+    def _sample(
         self,
-        prompts: Sequence[Prompt | str],
+        prompts: list[Prompt | str],
         k: int,
         temperature: float,
         seed: int,
-        max_new_tokens: int = 32,
-        stop: Sequence[str] | None = None,
-        *,
-        intervention=None,
+        max_new_tokens: int,
+        stop: list[str],
+        intervention,
     ) -> list[list[str]]:
-        params = {"k": k, "temperature": temperature, "seed": seed, "max_new_tokens": max_new_tokens, "stop": list(stop or [])}
+        params = {"k": k, "temperature": temperature, "seed": seed, "max_new_tokens": max_new_tokens, "stop": stop}
         keys = self._keys("sample", params, [{"prompt": prompt_key(p)} for p in prompts], intervention)
         values = self._one_method(
             "sample",
@@ -177,32 +179,35 @@ class CachedModel:
         return [list(samples) for samples in values]
 
     # ------------------------------------------------------------------ white-box methods
+    def _white_box(self, what: str) -> WhiteBoxModel:
+        """The wrapped model, refused for `what` unless it has `Capability.WHITE_BOX` (then it has those methods)."""
+        require(self, [Capability.WHITE_BOX], what)
+        return cast(WhiteBoxModel, self.inner)
+
     def layout(self) -> NetworkLayout:
-        require(self, [Capability.WHITE_BOX], "the network layout")
-        return self.inner.layout()
+        return self._white_box("the network layout").layout()
 
     def special_token_ids(self) -> frozenset[int]:
-        require(self, [Capability.WHITE_BOX], "the special token ids")
-        return self.inner.special_token_ids()
+        return self._white_box("the special token ids").special_token_ids()
 
     def activations(self, texts: Sequence[Prompt | str], site: str, layers: Sequence[int]):
-        require(self, [Capability.WHITE_BOX], "reading activations")
+        inner = self._white_box("reading activations")
         keys = self._keys("activations", {"site": site, "layers": list(layers)}, [{"text": prompt_key(t)} for t in texts], None)
 
         def compute() -> list:
-            return [_tensor_value(row) for row in self.inner.activations(texts, site, layers)]
+            return [_tensor_value(row) for row in inner.activations(texts, site, layers)]
 
         return _stacked([_value_tensor(v) for v in self._one_method("activations", keys, compute)], len(layers))
 
     def rank_first_token_each(self, prompts: Sequence[Prompt | str], golds: Sequence[str], interventions: Sequence) -> list:
         """Keyed per intervention and item (method "rank_first_token_each": its values come from a
         KV-cached last step, so they are never mixed with `rank_first_token`'s)."""
-        require(self, [Capability.WHITE_BOX], "rank_first_token_each")
+        inner = self._white_box("rank_first_token_each")
         items = [{"prompt": prompt_key(p), "gold": g} for p, g in zip(prompts, golds)]
         keys = [key for i in interventions for key in self._keys("rank_first_token_each", {}, items, i)]
 
         def compute() -> list:
-            per = self.inner.rank_first_token_each(prompts, golds, interventions)
+            per = inner.rank_first_token_each(prompts, golds, interventions)
             return [list(value) for values in per for value in values]
 
         flat = self._one_method("rank_first_token_each", keys, compute)
@@ -212,12 +217,10 @@ class CachedModel:
     def strongest_attention(self, sequences: Sequence[Sequence[int]], queries: Sequence[int]):
         import torch
 
-        require(self, [Capability.WHITE_BOX], "reading attention")
+        inner = self._white_box("reading attention")
         items = [{"sequence": [int(t) for t in seq]} for seq in sequences]
         keys = self._keys("strongest_attention", {"queries": [int(q) for q in queries]}, items, None)
-        values = self._one_method(
-            "strongest_attention", keys, lambda: self.inner.strongest_attention(sequences, queries).tolist()
-        )
+        values = self._one_method("strongest_attention", keys, lambda: inner.strongest_attention(sequences, queries).tolist())
         return torch.tensor(values, dtype=torch.long)
 
     # ------------------------------------------------------------------ keys and lookups
@@ -226,7 +229,7 @@ class CachedModel:
         return self._keys("rank_first_token", _candidates(candidate_ids), items, intervention)
 
     def _generate_keys(self, prompts, max_new_tokens, stop, intervention) -> list[str]:
-        params = {"max_new_tokens": max_new_tokens, "stop": list(stop or [])}
+        params = {"max_new_tokens": max_new_tokens, "stop": list(stop)}
         return self._keys("generate", params, [{"prompt": prompt_key(p)} for p in prompts], intervention)
 
     def _keys(self, method: str, params: dict, items: list[dict], intervention) -> list[str]:
@@ -264,7 +267,7 @@ class CachedModel:
         return values
 
 
-def _rank(rank, logprob) -> tuple[int | None, float | None]:
+def _rank(rank, logprob) -> Rank:
     """A (rank, logprob) pair as stored; None (beyond a server's top k) stays None."""
     return (None if rank is None else int(rank), None if logprob is None else float(logprob))
 

@@ -109,11 +109,11 @@ def _next_rows(branches: list[tuple[int, int]]) -> tuple[list[int], list[int], l
         if parent < len(branches) and not taken[parent]:
             slot_of[b], taken[parent] = parent, True
     free = iter(j for j, used in enumerate(taken) if not used)
-    slot_of = [slot if slot is not None else next(free) for slot in slot_of]
+    slots = [slot if slot is not None else next(free) for slot in slot_of]
     sources, tokens = [0] * len(branches), [0] * len(branches)
-    for (parent, token), slot in zip(branches, slot_of):
+    for (parent, token), slot in zip(branches, slots):
         sources[slot], tokens[slot] = parent, token
-    return sources, tokens, slot_of
+    return sources, tokens, slots
 
 
 def _packed_prefill(runner, seqs: list[list[int]], capacity: int):

@@ -64,7 +64,7 @@ class PromptEncoder:
         if self.kind == "causal":
             return [(context, None, cont[0]) for context, cont in self.continuations(prompts, golds, indices)]
         mask = self.tokenizer.mask_token
-        items = []
+        items: list[tuple[list[int], int | None, int]] = []
         encoded = self.encode([p.replace("[MASK]", mask) if mask else p for p in prompts], indices)
         for index, prompt, ids, gold in zip(indices, prompts, encoded, golds):
             if self.tokenizer.mask_token_id not in ids:

@@ -11,7 +11,9 @@ Four names, one meaning each:
   and provenance; only `kbench/models/` sees it.
 "Runner" means the Hugging Face backend, `kbench.models.runner.ModelRunner`, and nothing else.
 A backend knows nothing of the cache. Another backend implements `LanguageModel` (and
-`WhiteBoxModel` if it can) in one module and registers its opener with `@register_backend(name, capabilities)`.
+`WhiteBoxModel` if it can) in one module and registers its opener with `@register_backend(name, capabilities)`;
+the backends in kbench meet the text contract through `kbench.models.template.TemplateModel`, which
+renders the prompts and checks the intervention once and hands the rest to the backend's own steps.
 
 Text contract (all methods): a prompt is a `Prompt` value or plain text (`kbench.models.prompt`),
 which the backend renders (its chat template, or a server's chat API); an answer / gold is the exact
@@ -172,6 +174,16 @@ class ModelInfo:
     missing: tuple[tuple[str, str], ...] = ()  # (capability, why it is missing), where the backend knows
 
 
+#: (rank, logprob) of a gold's first token; both None beyond a server's top k (`RANK_TOP_K`, see `rank_first_token`).
+Rank = tuple[int | None, float | None]
+
+
+def described(info: ModelInfo, weights: dict) -> dict:
+    """`describe()` of a backend whose identity is its `info` (vLLM, served): the envelope's `model` block."""
+    keys = ("name", "identity", "kind", "dtype", "backend")
+    return {**{key: getattr(info, key) for key in keys}, "weights": weights}
+
+
 @runtime_checkable
 class LanguageModel(Protocol):
     """Prompts are `Prompt` values or plain strings (a string is a plain-text prompt); the backend
@@ -201,7 +213,7 @@ class LanguageModel(Protocol):
         *,
         candidate_ids: Sequence[int] | None = None,
         intervention=None,
-    ) -> list[tuple[int, float]]:
+    ) -> list[Rank]:
         """(rank, logprob) of each gold's first token at the prompt's next position (the mask
         position for masked LMs). rank = 1 + the number of tokens scored strictly higher, over
         the full vocabulary or over `candidate_ids`; logprob is over the full vocabulary.
@@ -231,7 +243,7 @@ class LanguageModel(Protocol):
         *,
         candidate_ids: Sequence[int] | None = None,
         intervention=None,
-    ) -> list[tuple[str, int, float]]:
+    ) -> list[tuple[str, int | None, float | None]]:
         """`generate` and `rank_first_token` of the same prompts: (text, rank, logprob)."""
 
     def sample(
@@ -286,6 +298,15 @@ class WhiteBoxModel(LanguageModel, Protocol):
     def strongest_attention(self, sequences: Sequence[Sequence[int]], queries: Sequence[int]):
         """For each token-id sequence (run alone, no padding), the position each head attends to
         most from each query position: an int tensor [sequences, layers, heads, len(queries)]."""
+
+
+@runtime_checkable
+class TrainableModel(LanguageModel, Protocol):
+    """A LanguageModel with `Capability.TRAIN`: the weights gradients flow through."""
+
+    def training_weights(self) -> Any:
+        """The loaded weights (`kbench.models.loading.LoadedModel`) that xteval's soft prompts /
+        fine-tuning and `kbench read` train."""
 
 
 @dataclass(frozen=True)

@@ -101,7 +101,8 @@ class PreallocatedLayer(DynamicLayer):
 
 def preallocated_cache(capacity: int) -> Cache:
     """A cache whose layers have room for `capacity` positions (prompt + new tokens)."""
-    return Cache(layer_class_to_replicate=partial(PreallocatedLayer, capacity))
+    # transformers types this as a layer class; it only calls it, and the partial builds the layer as the class would
+    return Cache(layer_class_to_replicate=partial(PreallocatedLayer, capacity))  # type: ignore[arg-type]
 
 
 def cache_of_prompts(chunks, lengths: list[int], capacity: int) -> Cache:
@@ -112,7 +113,8 @@ def cache_of_prompts(chunks, lengths: list[int], capacity: int) -> Cache:
     width, room = max(lengths), max(capacity, max(lengths))
     moves = []  # per chunk: (its cache, (source rows, source columns), (target rows, target columns))
     for chunk_cache, indices, spans in chunks:
-        source, target = ([], []), ([], [])
+        source: tuple[list[int], list[int]] = ([], [])
+        target: tuple[list[int], list[int]] = ([], [])
         for i, (row, start, n) in zip(indices, spans):
             source[0].extend([row] * n)
             source[1].extend(range(start, start + n))
@@ -120,7 +122,7 @@ def cache_of_prompts(chunks, lengths: list[int], capacity: int) -> Cache:
             target[1].extend(range(width - n, width))
         device = chunk_cache.layers[0].keys.device
         moves.append((chunk_cache, [torch.tensor(x, device=device) for x in source + target]))
-    layers = []
+    layers: list = []  # PreallocatedLayers, which `Cache(layers=...)` takes as its layer mixins
     for index in range(len(chunks[0][0].layers)):
         buffers = []
         for name in ("keys", "values"):
@@ -130,5 +132,6 @@ def cache_of_prompts(chunks, lengths: list[int], capacity: int) -> Cache:
             for chunk_cache, (src_rows, src_cols, dst_rows, dst_cols) in moves:
                 buffer[dst_rows, :, dst_cols] = getattr(chunk_cache.layers[index], name)[src_rows, :, src_cols]
             buffers.append(buffer)
-        layers.append(PreallocatedLayer.holding(*buffers, width))
+        keys, values = buffers
+        layers.append(PreallocatedLayer.holding(keys, values, width))
     return Cache(layers=layers)

@@ -30,6 +30,7 @@ from kbench.io import atomic_path, stable_hash
 # The modules that turn the runner's inputs into its outputs (rank_first_token, generate, ...).
 RUNNER_MODULES = (
     "kbench.models.runner",
+    "kbench.models.template",
     "kbench.models.batching",
     "kbench.models.decoding",
     "kbench.models.encoding",
@@ -249,5 +250,5 @@ def _gguf_facts(path: Path) -> dict:
         counts[kind] = counts.get(kind, 0) + 1
         elements[kind] = elements.get(kind, 0) + int(tensor.n_elements)
     quantized = {k: n for k, n in counts.items() if k not in ("F32", "F16", "BF16")}
-    main = max(quantized, key=lambda k: (quantized[k], elements[k])) if quantized else max(elements, key=elements.get)
+    main = max(quantized, key=lambda k: (quantized[k], elements[k])) if quantized else max(elements, key=lambda k: elements[k])
     return {"quantization": main, "tensor_types": counts}

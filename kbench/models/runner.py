@@ -40,26 +40,26 @@ from typing import Any
 
 from kbench.errors import UserError
 from kbench.io import stable_hash
-from kbench.models.batching import MAX_BATCH, BatchingMethods
+from kbench.models.batching import MAX_BATCH
 from kbench.models.cpu_allocator import keep_freed_memory
 from kbench.models.decoding import decode
 from kbench.models.encoding import PromptEncoder
 from kbench.models.info import LocalTokenizerMethods, loaded_info
-from kbench.models.interface import Capability, Intervention, register_backend
+from kbench.models.interface import Capability, Intervention, Rank, register_backend
 from kbench.models.interventions import Realised, realise
 from kbench.models.loading import LoadedModel
 from kbench.models.packing import last_token_logits, pack, packing_works
 from kbench.models.padding import pad_left, pad_right
-from kbench.models.prompt import Prompt, render_texts
 from kbench.models.provenance import RUNNER_MODULES, source_hash, weights_provenance
 from kbench.models.ranking import gold_ranks
 from kbench.models.shared_prefix import shares_prefixes
+from kbench.models.template import TemplateModel
 from kbench.models.tree_packing import answer_logprobs
 from kbench.models.tree_packing import build as build_tree
 from kbench.models.whitebox import WhiteBoxMethods
 
 
-class ModelRunner(LocalTokenizerMethods, BatchingMethods, WhiteBoxMethods):
+class ModelRunner(LocalTokenizerMethods, TemplateModel, WhiteBoxMethods):
     def __init__(self, loaded: LoadedModel, batch_size: int | None = None):
         import torch
 
@@ -100,22 +100,14 @@ class ModelRunner(LocalTokenizerMethods, BatchingMethods, WhiteBoxMethods):
         """The loaded weights that xteval's soft prompts / fine-tuning and `kbench read` train."""
         return self.loaded
 
-    # ------------------------------------------------------------------ public methods
-    def rank_first_token(
-        self,
-        prompts: Sequence[Prompt | str],
-        golds: Sequence[str],
-        *,
-        candidate_ids: Sequence[int] | None = None,
-        intervention: Intervention | None = None,
-    ) -> list[tuple[int, float]]:
+    # ------------------------------------------------------------------ the template's steps (`TemplateModel`)
+    def _rank(
+        self, prompts: list[str], golds: Sequence[str], candidate_ids: Sequence[int] | None, intervention: Realised | None
+    ) -> list[Rank]:
         """(rank, logprob) of each gold's first token at the prompt's next position (mask position
         for masked LMs). rank = 1 + the number of tokens scored strictly higher, over the full
         vocabulary, or over `candidate_ids` when given (LAMA's restricted vocabulary); logprob is
         the log-softmax over the full vocabulary. One forward pass per batch, logits_to_keep=1."""
-        prompts = render_texts(prompts, self.tokenizer)
-        intervention = self._realised(intervention)
-        _same_length(prompts, golds)
         encoded = self.encoder.rank_items(prompts, golds)
         candidates = self._candidates(candidate_ids)
 
@@ -126,18 +118,15 @@ class ModelRunner(LocalTokenizerMethods, BatchingMethods, WhiteBoxMethods):
         values = self._computed(list(zip(prompts, golds)), [len(e[0]) for e in encoded], compute, packed=self.packs(intervention))
         return [(int(r), float(lp)) for r, lp in values]
 
-    def score_answers(
-        self, prompts: Sequence[Prompt | str], answers: Sequence[str], *, intervention: Intervention | None = None
+    def _score(
+        self, prompts: list[str], answers: Sequence[str], intervention: Realised | None
     ) -> list[tuple[float, list[float]]]:
         """(sum of log-probs, per-token log-probs) of each answer continuing its prompt,
         teacher-forced in one forward pass per batch. Without an intervention, a call whose
         answers share prompts (a template's candidates) writes each prompt once with its answers
         after it, as a token tree in packed rows (`kbench.models.tree_packing`): each answer costs
         its own tokens. The values are those of full passes up to float rounding."""
-        prompts = render_texts(prompts, self.tokenizer)
-        intervention = self._realised(intervention)
         self._require_causal("score_answers")
-        _same_length(prompts, answers)
         pairs = self.encoder.continuations(prompts, answers)
         tree = intervention is None and self._scores_trees(pairs)
 
@@ -147,8 +136,8 @@ class ModelRunner(LocalTokenizerMethods, BatchingMethods, WhiteBoxMethods):
                 built = build_tree([pairs[i][0] for i in batch], conts, self.pad_id)
                 return [[sum(per), per] for per in answer_logprobs(self.network, built, conts, self.device)]
             seqs = [pairs[i][0] + pairs[i][1] for i in batch]
-            conts = [len(pairs[i][1]) for i in batch]
-            keep = max(conts) + 1
+            answer_lengths = [len(pairs[i][1]) for i in batch]
+            keep = max(answer_lengths) + 1
             input_ids, mask, positions = self.pad_left(seqs)
             with self.intervened(intervention):
                 logits = self.forward(input_ids, mask, positions, logits_to_keep=keep).logits[:, :-1].float()
@@ -160,7 +149,7 @@ class ModelRunner(LocalTokenizerMethods, BatchingMethods, WhiteBoxMethods):
             targets = input_ids[:, width - keep + 1 :]
             token_lp = log_probs.gather(2, targets[..., None])[..., 0]
             out = []
-            for row, n in enumerate(conts):
+            for row, n in enumerate(answer_lengths):
                 per_token = token_lp[row, keep - 1 - n :].tolist()
                 out.append([sum(per_token), per_token])
             return out
@@ -182,21 +171,11 @@ class ModelRunner(LocalTokenizerMethods, BatchingMethods, WhiteBoxMethods):
             and packing_works(self.network, self.pad_id)
         )
 
-    def generate(
-        self,
-        prompts: Sequence[Prompt | str],
-        max_new_tokens: int = 32,
-        stop: Sequence[str] | None = None,
-        *,
-        intervention: Intervention | None = None,
-    ) -> list[str]:
+    def _generate(self, prompts: list[str], max_new_tokens: int, stop: list[str], intervention: Realised | None) -> list[str]:
         """Greedy continuation of each prompt (KV-cached), special tokens dropped. A row stops
         at its end-of-sequence token, at `max_new_tokens`, or once its text contains a stop
         string; the text is cut before the first stop string."""
-        prompts = render_texts(prompts, self.tokenizer)
-        intervention = self._realised(intervention)
         self._require_causal("generate")
-        stop = list(stop or [])
         encoded = self.encoder.encode(prompts)
 
         def compute(batch: list[int]) -> list[str]:
@@ -206,29 +185,24 @@ class ModelRunner(LocalTokenizerMethods, BatchingMethods, WhiteBoxMethods):
             list(prompts), [len(e) for e in encoded], compute, decode=(max_new_tokens, 1), packed=self.packs(intervention)
         )
 
-    def generate_and_rank(
+    def _generate_and_rank(
         self,
-        prompts: Sequence[Prompt | str],
+        prompts: list[str],
         golds: Sequence[str],
-        max_new_tokens: int = 32,
-        stop: Sequence[str] | None = None,
-        *,
-        candidate_ids: Sequence[int] | None = None,
-        intervention: Intervention | None = None,
-    ) -> list[tuple[str, int, float]]:
+        max_new_tokens: int,
+        stop: list[str],
+        candidate_ids: Sequence[int] | None,
+        intervention: Realised | None,
+    ) -> list[tuple[str, int | None, float | None]]:
         """(greedy text, rank, logprob) per prompt: `generate` and `rank_first_token` in one pass.
         The ranking reads the scores the generation prefill computes anyway, so it costs no
         forward pass of its own. Results are those of the two methods."""
-        prompts = render_texts(prompts, self.tokenizer)
-        intervention = self._realised(intervention)
         self._require_causal("generate_and_rank")
-        _same_length(prompts, golds)
-        stop = list(stop or [])
         candidates = self._candidates(candidate_ids)
         encoded = self.encoder.rank_items(prompts, golds)
 
         def compute(batch: list[int]) -> list[tuple[str, list]]:
-            prefill = []
+            prefill: list = []  # the prefill's next-token scores (one tensor)
             texts = decode(
                 self, [encoded[i][0] for i in batch], 1, max_new_tokens, stop, None, intervention, on_prefill=prefill.append
             )
@@ -243,16 +217,15 @@ class ModelRunner(LocalTokenizerMethods, BatchingMethods, WhiteBoxMethods):
         )
         return [(text, int(rank), float(logprob)) for text, (rank, logprob) in values]
 
-    def sample(
+    def _sample(
         self,
-        prompts: Sequence[Prompt | str],
+        prompts: list[str],
         k: int,
         temperature: float,
         seed: int,
-        max_new_tokens: int = 32,
-        stop: Sequence[str] | None = None,
-        *,
-        intervention: Intervention | None = None,
+        max_new_tokens: int,
+        stop: list[str],
+        intervention: Realised | None,
     ) -> list[list[str]]:
         """k sampled continuations per prompt at `temperature`, stopping as in `generate`.
 
@@ -262,12 +235,9 @@ class ModelRunner(LocalTokenizerMethods, BatchingMethods, WhiteBoxMethods):
         batching or on the other prompts, and the first k samples of a larger k are the same.
         Each step inverts the sample's cumulative distribution at its next uniform (exact
         categorical sampling, vectorised over rows)."""
-        prompts = render_texts(prompts, self.tokenizer)
-        intervention = self._realised(intervention)
         self._require_causal("sample")
         if k < 1 or temperature <= 0:
             raise UserError(f"sample needs k >= 1 and temperature > 0 (got k={k}, temperature={temperature})")
-        stop = list(stop or [])
         encoded = self.encoder.encode(prompts)
 
         def compute(batch: list[int]) -> list[list[str]]:
@@ -346,7 +316,7 @@ class ModelRunner(LocalTokenizerMethods, BatchingMethods, WhiteBoxMethods):
             return contextlib.nullcontext()
         return intervention.hooks(self.network)
 
-    def _realised(self, intervention: Intervention | Realised | None) -> Realised | None:
+    def _checked(self, intervention: Intervention | Realised | None) -> Realised | None:
         """The call's intervention carried out on this network (once per call)."""
         if intervention is None or isinstance(intervention, Realised):
             return intervention
@@ -367,8 +337,3 @@ def open_hf_model(spec) -> ModelRunner:
         raise UserError(f"--batch-size must be >= 1, got {spec.batch_size}")
     loaded = load_model(spec.name, dtype=spec.dtype, device=spec.device, trust_remote_code=spec.trust_remote_code)
     return ModelRunner(loaded, batch_size=spec.batch_size)
-
-
-def _same_length(prompts: Sequence[Prompt | str], others: Sequence[str]) -> None:
-    if len(prompts) != len(others):
-        raise UserError(f"got {len(prompts)} prompts but {len(others)} answers")

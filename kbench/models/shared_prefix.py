@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from kbench.models.padding import pad_left
 
@@ -45,12 +46,12 @@ def _common_length(a: Sequence[int], b: Sequence[int]) -> int:
     return n
 
 
-def common_length(seqs: Sequence[Sequence[int]]) -> int:
+def common_length(seqs: Sequence[list[int]]) -> int:
     """Length of the prefix all of `seqs` share (in sorted order the first and last differ most)."""
     return _common_length(min(seqs), max(seqs)) if seqs else 0
 
 
-def levels(seqs: Sequence[Sequence[int]]) -> list[Level]:
+def levels(seqs: Sequence[list[int]]) -> list[Level]:
     """The levels of a batch; the last level's nodes are the sequences, in input order. Levels
     that would run no token at all are left out."""
     order = sorted(range(len(seqs)), key=lambda i: list(seqs[i]))
@@ -72,7 +73,7 @@ def levels(seqs: Sequence[Sequence[int]]) -> list[Level]:
     return out
 
 
-def shared_tokens(seqs: Sequence[Sequence[int]]) -> int:
+def shared_tokens(seqs: Sequence[list[int]]) -> int:
     """Tokens the levels of `seqs` run (without padding), against sum(len) for full passes."""
     return sum(len(segment) for level in levels(seqs) for segment in level.segments)
 
@@ -85,7 +86,7 @@ def shares_prefixes(network) -> bool:
     return full and getattr(config, "sliding_window", None) is None
 
 
-def run_levels(forward: Callable, seqs: Sequence[Sequence[int]], pad_id: int, device, read: Callable):
+def run_levels(forward: Callable, seqs: Sequence[list[int]], pad_id: int, device, read: Callable):
     """Run `seqs` level by level through `forward(input_ids, mask, positions, cache=...)` (the
     runner's) and return what the context manager `read()` yields: it wraps the last level's
     pass, whose rows are the sequences in input order, each ending in the last column."""
@@ -93,7 +94,8 @@ def run_levels(forward: Callable, seqs: Sequence[Sequence[int]], pad_id: int, de
     from transformers.cache_utils import Cache, DynamicLayer
 
     cache = Cache(layer_class_to_replicate=DynamicLayer)
-    mask = filled = None  # the cache's attention mask, and its real tokens per row
+    mask: Any = None  # the cache's attention mask
+    filled: Any = None  # and its real tokens per row
     all_levels = levels(seqs)
     for depth, level in enumerate(all_levels):
         input_ids, new_mask, positions = pad_left(level.segments, pad_id, device)

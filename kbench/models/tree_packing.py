@@ -47,15 +47,16 @@ def _blocks(prompts: list[list[int]], answers: list[list[int]], width: int) -> l
     for i, prompt in enumerate(prompts):
         groups.setdefault(tuple(prompt), []).append(i)
     blocks = []
-    for prompt, members in groups.items():
-        current, used = [], len(prompt)
+    for key, members in groups.items():
+        current: list[int] = []
+        used = len(key)
         for i in members:
             if current and used + len(answers[i]) > width:
-                blocks.append((list(prompt), current))
-                current, used = [], len(prompt)
+                blocks.append((list(key), current))
+                current, used = [], len(key)
             current.append(i)
             used += len(answers[i])
-        blocks.append((list(prompt), current))
+        blocks.append((list(key), current))
     return blocks
 
 
@@ -76,7 +77,8 @@ def build(prompts: list[list[int]], answers: list[list[int]], pad_id: int) -> Tr
         starts[b] = (row, width - free[row])
         free[row] -= sizes[b]
     rows = len(free)
-    placed, reads = [], [(0, [])] * len(answers)
+    placed = []
+    reads: list[tuple[int, list[int]]] = [(0, [])] * len(answers)
     positions = torch.zeros((rows, width), dtype=torch.long)
     allowed = torch.zeros((rows, width, width), dtype=torch.bool)
     allowed[:, torch.arange(width), torch.arange(width)] = True  # fill slots attend to themselves

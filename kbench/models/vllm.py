@@ -32,11 +32,11 @@ from kbench.errors import UserError
 from kbench.io import stable_hash
 from kbench.models.encoding import PromptEncoder
 from kbench.models.info import LocalTokenizerMethods, template_sha256
-from kbench.models.interface import Capability, ModelInfo, register_backend, require
-from kbench.models.prompt import Prompt, render_texts
+from kbench.models.interface import Capability, ModelInfo, Rank, described, register_backend
+from kbench.models.template import TemplateModel
 
 PREFIX = "vllm:"
-MODULES = ["kbench.models.vllm", "kbench.models.encoding"]
+MODULES = ["kbench.models.vllm", "kbench.models.template", "kbench.models.encoding"]
 #: `vllm.LLM` keyword arguments a `--model vllm:...;key=value` may set, with their types.
 ENGINE_KEYS = {
     "tensor_parallel_size": int,
@@ -80,7 +80,7 @@ def _typed(key: str, text: str, kind):
         raise UserError(f"--model: vLLM option {key}={text!r} is not a {kind.__name__}") from None
 
 
-class VllmModel(LocalTokenizerMethods):
+class VllmModel(LocalTokenizerMethods, TemplateModel):
     def __init__(self, name: str, options: dict, dtype: str, trust_remote_code: bool):
         from kbench.errors import require as require_package
         from kbench.models.loading import _resolve
@@ -126,86 +126,44 @@ class VllmModel(LocalTokenizerMethods):
         )
 
     def describe(self) -> dict:
-        info = self.info
-        return {
-            "name": info.name,
-            "identity": info.identity,
-            "kind": info.kind,
-            "dtype": info.dtype,
-            "backend": info.backend,
-            "weights": {
-                "source": "vllm",
-                "origin": self.origin,
-                "folder": self.folder,
-                "vllm": self.version,
-                "engine": self.options,
-            },
-        }
+        weights = {"source": "vllm", "origin": self.origin, "folder": self.folder, "vllm": self.version, "engine": self.options}
+        return described(self.info, weights)
 
     def __repr__(self) -> str:
         return f"VllmModel({self.info.name!r})"
 
     # ------------------------------------------------------------------ generation
-    def generate(
-        self, prompts: Sequence[Prompt | str], max_new_tokens: int = 32, stop: Sequence[str] | None = None, *, intervention=None
-    ) -> list[str]:
-        prompts = render_texts(prompts, self.tokenizer)
-        self._plain(intervention)
-        params = self._params(temperature=0, max_tokens=max_new_tokens, stop=list(stop or []) or None)
-        return [_cut(out.outputs[0].text, stop) for out in self._run(self.encoder.encode(prompts), params)]
+    def _generate(self, inputs: list[str], max_new_tokens: int, stop: list[str], checked) -> list[str]:
+        params = self._params(temperature=0, max_tokens=max_new_tokens, stop=stop or None)
+        return [_cut(out.outputs[0].text, stop) for out in self._run(self.encoder.encode(inputs), params)]
 
-    def sample(
-        self,
-        prompts: Sequence[Prompt | str],
-        k: int,
-        temperature: float,
-        seed: int,
-        max_new_tokens: int = 32,
-        stop: Sequence[str] | None = None,
-        *,
-        intervention=None,
+    def _sample(
+        self, inputs: list[str], k: int, temperature: float, seed: int, max_new_tokens: int, stop: list[str], checked
     ) -> list[list[str]]:
-        prompts = render_texts(prompts, self.tokenizer)
-        self._plain(intervention)
-        ids = self.encoder.encode(prompts)
+        ids = self.encoder.encode(inputs)
         params = [
             self._params(
                 temperature=temperature,
                 top_p=1.0,
                 max_tokens=max_new_tokens,
-                stop=list(stop or []) or None,
+                stop=stop or None,
                 seed=int(stable_hash([seed, text, j])[:8], 16),
             )
-            for text in prompts
+            for text in inputs
             for j in range(k)
         ]
         texts = iter(_cut(out.outputs[0].text, stop) for out in self._run([i for i in ids for _ in range(k)], params))
-        return [[next(texts) for _ in range(k)] for _ in prompts]
+        return [[next(texts) for _ in range(k)] for _ in inputs]
 
     # ------------------------------------------------------------------ log-probs and ranks
-    def score_answers(
-        self, prompts: Sequence[Prompt | str], answers: Sequence[str], *, intervention=None
-    ) -> list[tuple[float, list[float]]]:
-        prompts = render_texts(prompts, self.tokenizer)
-        self._plain(intervention)
-        _same_length(prompts, answers)
-        pairs = self.encoder.continuations(prompts, answers)
+    def _score(self, inputs: list[str], answers: Sequence[str], checked) -> list[tuple[float, list[float]]]:
+        pairs = self.encoder.continuations(inputs, answers)
         outs = self._run([c + a for c, a in pairs], self._params(temperature=0, max_tokens=1, prompt_logprobs=0))
         per = [[out.prompt_logprobs[len(c) + i][t].logprob for i, t in enumerate(a)] for out, (c, a) in zip(outs, pairs)]
         return [(sum(p), p) for p in per]
 
-    def rank_first_token(
-        self,
-        prompts: Sequence[Prompt | str],
-        golds: Sequence[str],
-        *,
-        candidate_ids: Sequence[int] | None = None,
-        intervention=None,
-    ) -> list[tuple[int, float]]:
-        prompts = render_texts(prompts, self.tokenizer)
-        self._plain(intervention)
-        _same_length(prompts, golds)
-        items = self.encoder.rank_items(prompts, golds)
+    def _rank(self, inputs: list[str], golds: Sequence[str], candidate_ids: Sequence[int] | None, checked) -> list[Rank]:
+        items = self.encoder.rank_items(inputs, golds)
         if candidate_ids is None:
             scored = self._params(temperature=0, max_tokens=1, prompt_logprobs=0)
             outs = self._run([[*ids, gold] for ids, _, gold in items], scored)
@@ -213,25 +171,11 @@ class VllmModel(LocalTokenizerMethods):
             return [(int(e.rank), float(e.logprob)) for e in entries]
         candidates = set(candidate_ids)
         outs = self._run([ids for ids, _, _ in items], self._params(temperature=0, max_tokens=1, logprobs=-1))
-        out = []
+        out: list[Rank] = []
         for answer, (_, _, gold) in zip(outs, items):
             scores = {token: entry.logprob for token, entry in answer.outputs[0].logprobs[0].items()}
             out.append((1 + sum(scores[c] > scores[gold] for c in candidates), float(scores[gold])))
         return out
-
-    def generate_and_rank(
-        self,
-        prompts: Sequence[Prompt | str],
-        golds: Sequence[str],
-        max_new_tokens: int = 32,
-        stop: Sequence[str] | None = None,
-        *,
-        candidate_ids: Sequence[int] | None = None,
-        intervention=None,
-    ) -> list[tuple[str, int, float]]:
-        texts = self.generate(prompts, max_new_tokens, stop, intervention=intervention)
-        ranks = self.rank_first_token(prompts, golds, candidate_ids=candidate_ids, intervention=intervention)
-        return [(t, r, lp) for t, (r, lp) in zip(texts, ranks)]
 
     # ------------------------------------------------------------------ the engine
     def close(self) -> None:
@@ -247,21 +191,12 @@ class VllmModel(LocalTokenizerMethods):
             return []
         return self.llm.generate([{"prompt_token_ids": i} for i in ids], params, use_tqdm=False)
 
-    def _plain(self, intervention) -> None:
-        if intervention is not None:
-            require(self, [Capability.WHITE_BOX], f"intervention {intervention.key.split(':')[0]!r}")
-
 
 def _cut(text: str, stop: Sequence[str] | None) -> str:
     """The text before the first stop string (vLLM drops the stop string itself; a stop string across a
     token boundary is cut here as the other backends cut it)."""
     cuts = [text.find(s) for s in stop or () if s and s in text]
     return text[: min(cuts)] if cuts else text
-
-
-def _same_length(prompts: Sequence[Prompt | str], others: Sequence[str]) -> None:
-    if len(prompts) != len(others):
-        raise UserError(f"got {len(prompts)} prompts but {len(others)} answers")
 
 
 # the engine holds the network: never white-box access or training

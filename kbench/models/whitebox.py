@@ -16,10 +16,13 @@ from __future__ import annotations
 
 import copy
 import functools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from kbench.errors import UserError
 from kbench.models import hooks
+from kbench.models.batching import BatchingMethods
+from kbench.models.encoding import PromptEncoder
 from kbench.models.interface import ACTIVATION_SITES, Intervention, NetworkLayout
 from kbench.models.packing import last_token_logits, pack
 from kbench.models.padding import pad_left
@@ -30,8 +33,18 @@ from kbench.models.shared_prefix import common_length, run_levels, shared_tokens
 _CAPTURE = {"residual": hooks.capture_residual, "heads": hooks.capture_head_inputs}
 
 
-class WhiteBoxMethods:
-    """Needs from its host: network, tokenizer, loaded, pad_id, device, encoder, torch, packs(), _computed()."""
+class WhiteBoxMethods(BatchingMethods):
+    """On the host's batching; needs from its host (`ModelRunner`) the attributes and methods declared here."""
+
+    tokenizer: Any
+    loaded: Any
+    pad_id: int
+    encoder: PromptEncoder
+    forward: Callable[..., Any]  # one pass, optionally on a KV cache
+    packs: Callable[[Any], bool]
+    intervened: Callable[[Any], Any]
+    _checked: Callable[[Intervention | None], Any]
+    rank_first_token: Callable[..., list]
 
     def layout(self) -> NetworkLayout:
         return hooks.head_layout(self.network)
@@ -99,7 +112,7 @@ class WhiteBoxMethods:
         cache and only the last token is run again under each intervention: a sweep over CAA's
         layers costs one pass plus one token per layer, not one pass per layer."""
         prompts = render_texts(prompts, self.tokenizer)
-        realised = [self._realised(i) for i in interventions]
+        realised = [self._checked(i) for i in interventions]
         if any(i.logits is not None or not all(e.last_only for e in i.edits) for i in interventions):
             raise UserError("rank_first_token_each takes interventions that edit only the last position")
         encoded = self.encoder.rank_items(prompts, golds)

@@ -24,6 +24,7 @@ import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
+from typing import Any
 from urllib.parse import urlparse
 
 from kbench.errors import UserError
@@ -165,18 +166,10 @@ def _place(folder: Path, target: Path, staging: Path) -> None:
     os.rename(folder, target)
 
 
-def fetch_sources(
-    names: list[str],
-    root: Path,
-    *,
-    mirror: str | None = None,
-    force: bool = False,
-    say: Say = lambda _: None,
-    on_bytes: OnBytes | None = None,
-) -> list[Path]:
-    """Fetch the named catalog sources into `root`; returns the folders written (existing ones are kept unless `force`)."""
-    sources = [source(n) for n in dict.fromkeys(names)]
-    return fetch_folders(sources, root, mirror=mirror, force=force, say=say, on_bytes=on_bytes)
+def fetch_sources(names: list[str], root: Path, **options: Any) -> list[Path]:
+    """Fetch the named catalog sources into `root` (`options`: `fetch_folders`'s); returns the folders
+    written (existing ones are kept unless `force`)."""
+    return fetch_folders([source(n) for n in dict.fromkeys(names)], root, **options)
 
 
 def fetch_folders(

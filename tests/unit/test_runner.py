@@ -297,7 +297,7 @@ def test_models_that_mix_packed_prompts_are_run_padded(tiny_causal_dir):
     good = ModelRunner(load_model(str(tiny_causal_dir)))
     assert good.packs(None)
     hooked = Intervention("hooked", edits=(Steering(0, torch.zeros(good.layout().hidden_size)),))
-    assert not good.packs(good._realised(hooked))
+    assert not good.packs(good._checked(hooked))
     blind = load_model(str(tiny_causal_dir))
     blind.model.__class__ = PackingBlind
     runner = ModelRunner(blind, batch_size=1)

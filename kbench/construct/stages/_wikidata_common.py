@@ -26,7 +26,7 @@ from typing import Optional
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from kbench.construct.context import StageContext
-from kbench.construct.stage import StageParams
+from kbench.construct.stage import Stage, StageParams
 from kbench.errors import UserError
 from kbench.io import stable_hash
 from kbench.sources.wikidata import DEFAULT_BATCH_SIZE, WikidataClient
@@ -240,3 +240,20 @@ def store_deviations(check: str, paper: str, effect: str, details: dict, params:
     if kind == "endpoint" and not (host == "wikidata.org" or host.endswith(".wikidata.org")):
         return [Deviation(id=f"{check}-endpoint-not-wikidata", paper=paper, kbench=f"checked against {url}", effect=effect)]
     return []
+
+
+class WikidataCheck(Stage):
+    """A stage that checks rows against Wikidata (`verify_wikidata`, `single_answer`): its inputs, its
+    endpoint option and its deviation (`store_deviations` of `check`)."""
+
+    #: (the deviation's check name, what the paper does, the effect of kbench's way), for `store_deviations`
+    check: tuple[str, str, str]
+
+    def input_files(self) -> list[Path]:
+        return wikidata_input_files(self.params, self.ctx)
+
+    def run_options(self) -> dict:
+        return endpoint_option(self.ctx)
+
+    def deviations(self, details: dict) -> list:
+        return store_deviations(*self.check, details, self.params, self.ctx)

@@ -16,44 +16,29 @@ all), `multiple_answers` (two or more distinct values). Uses the same data sourc
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from kbench.construct.stage import Stage, StageOutput, filter_with_reason, register_stage
+from kbench.construct.stage import StageOutput, filter_with_reason, register_stage
 from kbench.construct.stages._wikidata_common import (
+    WikidataCheck,
     WikidataParams,
-    endpoint_option,
     knowledge_source,
     matches,
     open_wikidata,
     property_column,
-    store_deviations,
-    wikidata_input_files,
 )
 from kbench.progress import progress
 from kbench.sources.wikidata import ID_PATTERN, PROPERTY_PATTERN
 
 
 @register_stage
-class SingleAnswer(Stage):
+class SingleAnswer(WikidataCheck):
     name = "single_answer"
     version = 3  # 2: Google-RE birth dates as Wikidata dateTime literals; 3: knowledge_source recorded
     Params = WikidataParams
-
-    def input_files(self) -> list[Path]:
-        return wikidata_input_files(self.params, self.ctx)
-
-    def run_options(self) -> dict:
-        return endpoint_option(self.ctx)
-
-    def deviations(self, details: dict) -> list:
-        return store_deviations(
-            "single-answer",
-            "MAPLE keeps single-answer triplets, counting objects with the Wikidata SPARQL API",
-            "which (subject, relation) pairs count as single-answer (drops multiple_answers, no_answer_in_store)",
-            details,
-            self.params,
-            self.ctx,
-        )
+    check = (
+        "single-answer",
+        "MAPLE keeps single-answer triplets, counting objects with the Wikidata SPARQL API",
+        "which (subject, relation) pairs count as single-answer (drops multiple_answers, no_answer_in_store)",
+    )
 
     def run(self, table) -> StageOutput:
         import polars as pl

@@ -18,47 +18,33 @@ entity's English label from Wikidata. Existing labels are kept as the source wro
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from kbench.construct.stage import Stage, StageOutput, filter_with_reason, register_stage
+from kbench.construct.stage import StageOutput, filter_with_reason, register_stage
 from kbench.construct.stages._wikidata_common import (
+    WikidataCheck,
     WikidataParams,
-    endpoint_option,
     knowledge_source,
     matches,
     open_wikidata,
     present,
     property_column,
-    store_deviations,
-    wikidata_input_files,
 )
 from kbench.progress import progress
 from kbench.sources.wikidata import ID_PATTERN, PROPERTY_PATTERN
 
 
 @register_stage
-class VerifyWikidata(Stage):
+class VerifyWikidata(WikidataCheck):
     name = "verify_wikidata"
     version = 3  # 2: Google-RE birth dates as Wikidata dateTime literals; 3: knowledge_source recorded
 
     class Params(WikidataParams):
         literal_object_relations: list[str] = ["P569", "P570"]
 
-    def input_files(self) -> list[Path]:
-        return wikidata_input_files(self.params, self.ctx)
-
-    def run_options(self) -> dict:
-        return endpoint_option(self.ctx)
-
-    def deviations(self, details: dict) -> list:
-        return store_deviations(
-            "existence",
-            "MAPLE verifies that subject, relation and object exist in Wikidata (the Wikidata API)",
-            "which facts are kept (drops *_not_in_wikidata)",
-            details,
-            self.params,
-            self.ctx,
-        )
+    check = (
+        "existence",
+        "MAPLE verifies that subject, relation and object exist in Wikidata (the Wikidata API)",
+        "which facts are kept (drops *_not_in_wikidata)",
+    )
 
     def run(self, table) -> StageOutput:
         import polars as pl

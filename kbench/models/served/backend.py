@@ -42,7 +42,7 @@ from kbench.errors import UserError
 from kbench.io import stable_hash
 from kbench.models.encoding import PromptEncoder
 from kbench.models.info import sequence_start, template_sha256
-from kbench.models.interface import Capability, ModelInfo, register_backend, require
+from kbench.models.interface import Capability, ModelInfo, Rank, described, register_backend, require
 from kbench.models.prompt import Prompt, as_prompt, render_text
 from kbench.models.provenance import source_hash
 from kbench.models.served import chat, parse
@@ -50,19 +50,20 @@ from kbench.models.served.client import ServedClient
 from kbench.models.served.probe import capabilities, chat_token_limit, missing_reasons, probe_server, split_choices
 from kbench.models.served.spec import ServedSpec, api_key, redact_url
 from kbench.models.served.tokenizer import NoTokenizer, ServerTokenizer, local_tokenizer, server_dialect
+from kbench.models.template import TemplateModel
 
 LOG = logging.getLogger(__name__)
 
 #: The source that shapes outputs (the result cache's `code`): this package and the encoder it shares with `hf`.
 MODULES = [f"kbench.models.served.{m}" for m in ("backend", "chat", "client", "parse", "probe", "spec", "tokenizer")]
-MODULES.append("kbench.models.encoding")
+MODULES += ["kbench.models.template", "kbench.models.encoding"]
 #: What `/v1/models` says that identifies the weights (not `created`: vLLM sets it to the start time).
 IDENTIFYING_FIELDS = ("id", "root", "parent", "max_model_len", "owned_by")
 CHAT_PATH = "/v1/chat/completions"
 PROMPTS_PER_REQUEST = 32  # items in one request, where the probe proved prompt lists (vLLM: one engine step)
 
 
-class ServedModel:
+class ServedModel(TemplateModel):
     def __init__(self, spec: ServedSpec, client: ServedClient):
         self.spec = spec
         self.client = client
@@ -77,7 +78,7 @@ class ServedModel:
         self.server_model = {k: entry[k] for k in IDENTIFYING_FIELDS if k in entry}
         self.chat = spec.api == "chat"
         self.tokens, self.tokenizer_source = self._tokenizer()  # the token ids kbench computes itself
-        self.encoder = PromptEncoder(self.tokens, "causal") if self.tokens else None
+        self.encoder = PromptEncoder(self.tokens, "causal")  # without a tokenizer (NoTokenizer) its calls say how to give one
         self.probe = probe_server(client, self.model_id, self.tokens or None, spec.api)
         found = capabilities(self.probe)
         if Capability.GENERATE not in found:
@@ -121,13 +122,9 @@ class ServedModel:
 
     def describe(self) -> dict:
         info = self.info
-        return {
-            "name": info.name,
-            "identity": info.identity,
-            "kind": info.kind,
-            "dtype": info.dtype,
-            "backend": info.backend,
-            "weights": {  # what the envelope's `weights` provenance is for a served model: the server's word
+        return described(
+            info,
+            {  # what the envelope's `weights` provenance is for a served model: the server's word
                 "source": "openai-compatible server",
                 **self.spec.describe(),
                 "model": self.model_id,
@@ -137,7 +134,7 @@ class ServedModel:
                 "capabilities": sorted(c.value for c in info.capabilities),
                 "missing": dict(info.missing),
             },
-        }
+        )
 
     def __repr__(self) -> str:
         return f"ServedModel({self.model_id!r} at {[redact_url(u) for u in self.spec.urls]})"
@@ -155,27 +152,19 @@ class ServedModel:
         return sequence_start(self.tokens)
 
     # ------------------------------------------------------------------ generation
-    def generate(
-        self, prompts: Sequence[Prompt | str], max_new_tokens: int = 32, stop: Sequence[str] | None = None, *, intervention=None
-    ) -> list[str]:
-        self._plain(intervention)
+    def _inputs(self, prompts: Sequence[Prompt | str]) -> list[Prompt | str]:
+        """The prompts as given: a completion request renders them (`_texts`), a chat request posts their messages."""
+        return list(prompts)
+
+    def _generate(self, prompts: list[Prompt | str], max_new_tokens: int, stop: list[str], checked) -> list[str]:
         if max_new_tokens == 0:  # not asked: llama.cpp's server generates a token for `max_tokens: 0`
             return [""] * len(prompts)
-        params = {"max_tokens": max_new_tokens, "stop": list(stop or []) or None}
+        params = {"max_tokens": max_new_tokens, "stop": stop or None}
         return [texts[0] for texts in self._generated(prompts, [[params]] * len(prompts), stop)]
 
-    def sample(
-        self,
-        prompts: Sequence[Prompt | str],
-        k: int,
-        temperature: float,
-        seed: int,
-        max_new_tokens: int = 32,
-        stop: Sequence[str] | None = None,
-        *,
-        intervention=None,
+    def _sample(
+        self, prompts: list[Prompt | str], k: int, temperature: float, seed: int, max_new_tokens: int, stop: list[str], checked
     ) -> list[list[str]]:
-        self._plain(intervention)
         if max_new_tokens == 0:  # as in `generate`
             return [[""] * k for _ in prompts]
         if not self.probe["sampling_varies"] and not self._warned_greedy_samples:
@@ -184,17 +173,13 @@ class ServedModel:
                 "the server's seeded samples equalled its greedy text in the probe (it ignores temperature): "
                 "sampled techniques and KEE's shallow/deep partition get greedy answers (probe recorded in results.json)"
             )
-        base = {"max_tokens": max_new_tokens, "stop": list(stop or []) or None, "temperature": temperature, "top_p": 1.0}
+        base = {"max_tokens": max_new_tokens, "stop": stop or None, "temperature": temperature, "top_p": 1.0}
         params = [[{**base, "seed": int(stable_hash([seed, self.render(p), j])[:8], 16)} for j in range(k)] for p in prompts]
         return self._generated(prompts, params, stop)
 
     # ------------------------------------------------------------------ log-probs and ranks
-    def score_answers(
-        self, prompts: Sequence[Prompt | str], answers: Sequence[str], *, intervention=None
-    ) -> list[tuple[float, list[float]]]:
-        self._plain(intervention)
+    def _score(self, prompts: list[Prompt | str], answers: Sequence[str], checked) -> list[tuple[float, list[float]]]:
         require(self, [Capability.LOGLIKELIHOOD], "score_answers (continuation log-likelihood)")
-        _same_length(prompts, answers)
         pairs = self.encoder.continuations(self._texts(prompts), answers)
         if self.probe["prompt_logprobs"]:
             answered = self._post([self._body(c + a, prompt_logprobs=0) for c, a in pairs])
@@ -211,23 +196,16 @@ class ServedModel:
         per = [self._read(read, answer, c, a) for answer, (c, a) in zip(answered, pairs)]
         return [(sum(p), p) for p in per]
 
-    def rank_first_token(
-        self,
-        prompts: Sequence[Prompt | str],
-        golds: Sequence[str],
-        *,
-        candidate_ids: Sequence[int] | None = None,
-        intervention=None,
-    ) -> list[tuple[int | None, float | None]]:
-        self._plain(intervention)
+    def _rank(
+        self, prompts: list[Prompt | str], golds: Sequence[str], candidate_ids: Sequence[int] | None, checked
+    ) -> list[Rank]:
         require(self, [Capability.RANK_TOP_K], "rank_first_token (first-token ranks)")
-        _same_length(prompts, golds)
         if candidate_ids is not None:
             return self._rank_among(prompts, golds, candidate_ids)
         items = self.encoder.rank_items(self._texts(prompts), golds)
         if self.probe["prompt_logprob_ranks"]:
             answered = self._post([self._body([*ids, gold], prompt_logprobs=0) for ids, _, gold in items])
-            out = []
+            out: list[Rank] = []
             for (_, _, gold), answer in zip(items, answered):
                 entry = self._read(parse.prompt_logprobs, answer)[-1][gold]
                 out.append((int(entry["rank"]), float(entry["logprob"])))
@@ -236,7 +214,7 @@ class ServedModel:
         answered = self._post([self._body(ids, logprobs=k, return_tokens_as_token_ids=True) for ids, _, _ in items])
         return [_rank_in_top(self._top_k(a, k), gold) for (_, _, gold), a in zip(items, answered)]
 
-    def _rank_among(self, prompts: Sequence[Prompt | str], golds: Sequence[str], candidate_ids: Sequence[int]):
+    def _rank_among(self, prompts: list[Prompt | str], golds: Sequence[str], candidate_ids: Sequence[int]) -> list[Rank]:
         """Ranks over `candidate_ids` from the next position's log-prob of every token (`logprobs: -1`)."""
         if not self.probe.get("vocabulary_logprobs"):
             raise UserError(
@@ -246,7 +224,7 @@ class ServedModel:
             )
         items = self.encoder.rank_items(self._texts(prompts), golds)
         bodies = [self._body(ids, logprobs=-1, return_tokens_as_token_ids=True) for ids, _, _ in items]
-        out = []
+        out: list[Rank] = []
         for (_, _, gold), answer in zip(items, self._post(bodies)):
             scores = {parse.token_id(key): lp for key, lp in self._read(parse.top_logprobs, answer, 0).items()}
             missing = [c for c in (gold, *candidate_ids) if c not in scores]
@@ -255,23 +233,20 @@ class ServedModel:
             out.append((1 + sum(scores[c] > scores[gold] for c in set(candidate_ids)), float(scores[gold])))
         return out
 
-    def generate_and_rank(
+    def _generate_and_rank(
         self,
-        prompts: Sequence[Prompt | str],
+        prompts: list[Prompt | str],
         golds: Sequence[str],
-        max_new_tokens: int = 32,
-        stop: Sequence[str] | None = None,
-        *,
-        candidate_ids: Sequence[int] | None = None,
-        intervention=None,
+        max_new_tokens: int,
+        stop: list[str],
+        candidate_ids: Sequence[int] | None,
+        checked,
     ) -> list[tuple[str, int | None, float | None]]:
         """Two requests per item (a server cannot rank and generate in one): the rank is None
         ("unknown") on a server that ranks nothing, so a generation-only server still answers."""
-        texts = self.generate(prompts, max_new_tokens, stop, intervention=intervention)
         if Capability.RANK_TOP_K not in self.info.capabilities:
-            return [(t, None, None) for t in texts]
-        ranks = self.rank_first_token(prompts, golds, candidate_ids=candidate_ids, intervention=intervention)
-        return [(t, r, lp) for t, (r, lp) in zip(texts, ranks)]
+            return [(t, None, None) for t in self._generate(prompts, max_new_tokens, stop, checked)]
+        return super()._generate_and_rank(prompts, golds, max_new_tokens, stop, candidate_ids, checked)
 
     # ------------------------------------------------------------------ requests
     def _generated(self, prompts: Sequence[Prompt | str], params: Sequence[Sequence[dict]], stop) -> list[list[str]]:
@@ -295,7 +270,7 @@ class ServedModel:
     def _prompts(self, prompts: Sequence[Prompt | str]) -> list:
         """What a completion request sends: token ids where the server takes them, else the text."""
         texts = self._texts(prompts)
-        if self.encoder is not None and self.probe["token_id_prompts"]:
+        if self.tokens and self.probe["token_id_prompts"]:
             return self.encoder.encode(texts)
         return texts
 
@@ -346,10 +321,6 @@ class ServedModel:
             raise UserError(f"served model {self.model_id!r}: asked for {k} top log-probs, the server returned {len(tops)}")
         return tops
 
-    def _plain(self, intervention) -> None:
-        if intervention is not None:
-            require(self, [Capability.WHITE_BOX], f"intervention {intervention.key.split(':')[0]!r}")
-
 
 def _rank_in_top(tops: dict[str, float], gold: int) -> tuple[int | None, float | None]:
     by_id = {parse.token_id(key): lp for key, lp in tops.items()}
@@ -371,11 +342,6 @@ def _only_model(listed: list[dict], client: ServedClient) -> str:
         ids = ", ".join(str(m.get("id")) for m in listed) or "none"
         raise UserError(f"server {redact_url(client.urls[0])} serves {ids}: name one with --model 'openai:URL;model=ID'")
     return str(listed[0]["id"])
-
-
-def _same_length(prompts: Sequence[Prompt | str], others: Sequence[str]) -> None:
-    if len(prompts) != len(others):
-        raise UserError(f"got {len(prompts)} prompts but {len(others)} answers")
 
 
 # what a server can prove in its probe: never white-box access or training

@@ -43,6 +43,10 @@ class RequestFailed(Exception):
         self.status = status
 
 
+class Refused(UserError):
+    """The server refused a request (a 4xx other than 429): never retried; `try_post` answers None."""
+
+
 class ServedClient:
     def __init__(self, urls: Sequence[str], api_key: str | None, *, concurrency: int = 4, timeout: float = 120, retries: int = 5):
         import requests
@@ -77,13 +81,16 @@ class ServedClient:
     def try_post(self, path: str, body: dict) -> dict | None:
         """The answer, or None where the server refuses the request (a 4xx other than 429): for
         the probe, which asks what exists. Overload and faults are retried as everywhere."""
-        return self._with_retries("POST", path, body, 0, refusal_ok=True)
+        try:
+            return self._with_retries("POST", path, body, 0)
+        except Refused:
+            return None
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
 
     # ------------------------------------------------------------------ one request
-    def _with_retries(self, method: str, path: str, body: dict | None, replica: int, refusal_ok: bool = False) -> dict | None:
+    def _with_retries(self, method: str, path: str, body: dict | None, replica: int) -> dict:
         last: RequestFailed | None = None
         for attempt in range(self.retries + 1):
             url = self.urls[(replica + attempt) % len(self.urls)]
@@ -92,9 +99,7 @@ class ServedClient:
             except RequestFailed as exc:
                 last = exc
                 if not exc.retryable:
-                    if refusal_ok:
-                        return None
-                    raise UserError(f"server {redact_url(url)} refused {path}: {exc}") from None
+                    raise Refused(f"server {redact_url(url)} refused {path}: {exc}") from None
                 if attempt < self.retries:
                     wait = exc.retry_after if exc.retry_after is not None else min(BACKOFF_CAP, BACKOFF_START * 2**attempt)
                     log.warning("%s %s: %s; retry %d/%d in %.1f s", redact_url(url), path, exc, attempt + 1, self.retries, wait)
@@ -120,8 +125,8 @@ class ServedClient:
         if response.status_code != 200:
             retry_after = _retry_after(response.headers.get("Retry-After"))
             retryable = response.status_code in RETRIED_STATUS or response.status_code >= 500
-            body = response.text.replace(self._api_key, "<api key>") if self._api_key else response.text
-            detail = body[:200].replace("\n", " ")  # redacted before the cut: no part of the key either
+            text = response.text.replace(self._api_key, "<api key>") if self._api_key else response.text
+            detail = text[:200].replace("\n", " ")  # redacted before the cut: no part of the key either
             raise RequestFailed(f"HTTP {response.status_code}: {detail}", retryable, retry_after, response.status_code)
         try:
             return json.loads(response.content)

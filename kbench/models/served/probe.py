@@ -41,6 +41,8 @@ into results.json, and a refused task names the reason.
 
 from __future__ import annotations
 
+from typing import Any
+
 from kbench.models.interface import Capability
 from kbench.models.served import parse
 
@@ -55,7 +57,7 @@ def probe_server(client, model_id: str, tokenizer, api: str = "completions") -> 
     if api == "chat":
         return probe_chat(client, model_id)
     base = {"model": model_id, "max_tokens": 1, "temperature": 0}
-    found = {"generate": _text(client.try_post("/v1/completions", {**base, "prompt": PROBE_TEXT})) is not None}
+    found: dict[str, Any] = {"generate": _text(client.try_post("/v1/completions", {**base, "prompt": PROBE_TEXT})) is not None}
     found.update(tokenizer=tokenizer is not None, token_id_prompts=False, echo="not_asked", echo_prompt_logprobs=False)
     found.update(prompt_logprobs=False, prompt_logprob_ranks=False, top_logprobs=0, top_logprobs_returned={})
     found.update(token_id_keys=False, prompt_only=False, vocabulary_logprobs=0, prompt_lists=False)
@@ -121,7 +123,9 @@ def vocabulary_logprobs(client, base: dict, ids: list[int], top_k: int) -> int:
 
 
 def probe_chat(client, model_id: str) -> dict:
-    found = dict.fromkeys(("token_id_prompts", "echo_prompt_logprobs", "prompt_logprobs", "prompt_logprob_ranks"), False)
+    found: dict[str, Any] = dict.fromkeys(
+        ("token_id_prompts", "echo_prompt_logprobs", "prompt_logprobs", "prompt_logprob_ranks"), False
+    )
     found.update(top_logprobs=0, token_id_keys=False, vocabulary_logprobs=0, prompt_lists=False)
     limit = chat_token_limit(client, model_id)
     found.update(generate=limit is not None, token_limit=limit or TOKEN_LIMITS[0])
@@ -165,7 +169,7 @@ def echo_verdict(answer: dict | None, n_prompt: int) -> str:
 
 def generates_nothing(answer: dict | None) -> bool:
     """Whether a `max_tokens: 0` answer holds no generated token (its usage says 0, its text is empty)."""
-    return _text(answer) == "" and parse.completion_tokens(answer) == 0
+    return answer is not None and _text(answer) == "" and parse.completion_tokens(answer) == 0
 
 
 def prompt_logprobs_cover(answer: dict | None, ids: list[int]) -> tuple[bool, bool]:

@@ -18,9 +18,9 @@ typed methods (`answer_targets`, `soft_probe`, `prompt_probes`, `token_ids`, `en
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
-from kbench.models.interface import Capability, LanguageModel, require
+from kbench.models.interface import Capability, LanguageModel, TrainableModel, require
 from kbench.models.training.probes import Probe, answer_targets, prompt_probes, soft_probe
 
 if TYPE_CHECKING:
@@ -38,8 +38,10 @@ class Trainer:
         self.identity = weights.identity
 
     @property
-    def pad_id(self) -> int | None:
-        return self._tokenizer.pad_token_id
+    def pad_id(self) -> int:
+        """The padding id, 0 where the tokenizer has none (as the runner pads: loading gives it one where it can)."""
+        pad = self._tokenizer.pad_token_id
+        return pad if pad is not None else 0
 
     def token_ids(self, text: str) -> list[int]:
         """The text's token ids, no special tokens added."""
@@ -88,4 +90,4 @@ class Trainer:
 def trainer(model: LanguageModel, who: str) -> Trainer:
     """The `Trainer` of an in-process model; a model without `Capability.TRAIN` is refused for `who`."""
     require(model, [Capability.TRAIN], who)
-    return Trainer(model.training_weights())
+    return Trainer(cast(TrainableModel, model).training_weights())

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from kbench.errors import UserError
 from kbench.io import atomic_path
@@ -27,7 +28,7 @@ class Reader:
         self._weights = load_model(model)
         self.identity = self._weights.identity  # the base model's, whatever epoch is resumed
         self.kind = self._weights.kind
-        self._optimizer = None
+        self._optimizer: Any = None  # torch's AdamW once `start` is called
 
     def start(self, lr: float, resume_from: Path | None = None) -> None:
         """Train mode and a fresh AdamW, or the weights and AdamW moments saved in `resume_from`."""
