@@ -17,18 +17,9 @@ import math
 from dataclasses import asdict, dataclass
 
 from kbench.claims import power
-from kbench.claims.plan_sizes import (
-    ASSUMED,
-    ROWLESS,
-    TARGET,
-    Design,
-    cell_design,
-    finetune_value,
-    kee_lacks,
-    rows_of,
-    settings_of,
-)
+from kbench.claims.plan_sizes import ASSUMED, TARGET, Design, cell_design, rows_of, settings_of
 from kbench.claims.sets import SETTINGS, Claim, claim_set, in_scope, provides
+from kbench.claims.statistics import STATISTICS
 from kbench.claims.verdicts import ALPHA, MIN_MODELS
 from kbench.suite.spec import Suite, TaskEntry
 
@@ -60,28 +51,22 @@ def _columns(suite: Suite, claim: Claim) -> list[tuple[str, TaskEntry, str, list
     return found
 
 
-def _with_techniques(claim: Claim, columns: list) -> list:
-    """The KEE columns with an entry that runs the claim's techniques, that entry's sizes counting."""
+def _with_what_it_reads(claim: Claim, columns: list) -> list:
+    """The columns with an entry that runs what the claim's statistic compares (its `lacks`: KEE's
+    techniques), that entry's sizes counting."""
+    lacks = STATISTICS.get(claim.statistic).lacks
     kept = []
     for column, _, dataset, group in columns:
-        having = [e for e in group if kee_lacks(claim, settings_of(e)) is None]
+        having = [e for e in group if lacks is None or lacks(claim, settings_of(e)) is None]
         kept += [(column, having[0], dataset, group)] if having else []
     return kept
 
 
 def _missing_settings(claim: Claim, group: list[TaskEntry]) -> list[str]:
-    """The settings a claim compares across entries that no entry of the column runs: LEFT's
-    settings ("model"), XTEVAL's fine-tuning values ("entries", `param` and `values`)."""
-    if claim.scope == "entries" and claim.task == "xteval":
-        ran = {finetune_value(settings_of(t), claim.params["param"]) for t in group}
-        return [f"{claim.params['param']} = {v:g}" for v in claim.params["values"] if float(v) not in ran]
-    if claim.scope != "model":
-        return []
-    from kbench.tasks.truefalse.task import headline_name
-
-    labels = {headline_name(settings_of(t)) for t in group}
-    wanted = [claim.params["first"], claim.params["second"]] if "first" in claim.params else ["closed-book"]
-    return [w for w in wanted if w not in labels]
+    """The settings a claim compares across entries that no entry of the column runs (its statistic's
+    `missing`: LEFT's settings, XTEVAL's fine-tuning values)."""
+    missing = STATISTICS.get(claim.statistic).missing
+    return missing(claim, [settings_of(t) for t in group]) if missing else []
 
 
 def _fmt(value: float | None, percent: bool = True) -> str:
@@ -195,16 +180,17 @@ def _tests(suite: Suite, claim: Claim, models: list[tuple[str, dict]]) -> list[t
         ]
     columns = _columns(suite, claim)
     found = []
-    if claim.task == "kee":  # an entry without the claim's techniques has no data for it (DeCoRe's head counts)
-        lacking = columns and kee_lacks(claim, settings_of(columns[0][1]))
-        columns = _with_techniques(claim, columns)
+    lacks = STATISTICS.get(claim.statistic).lacks
+    if lacks:  # an entry without what the statistic compares has no data for it (DeCoRe's head counts)
+        lacking = columns and lacks(claim, settings_of(columns[0][1]))
+        columns = _with_what_it_reads(claim, columns)
         if lacking and not columns:
             found.append((claim, f"{claim.task} / *", scoped, Design("none", f"no data: no entry runs {lacking}", 0)))
     for column, entry, dataset, group in columns:
         rows, missing = rows_of(suite, entry, dataset), _missing_settings(claim, group)
         if missing:
             design = Design("none", f"no data: the suite runs no {', '.join(missing)} entry", 0)
-        elif rows is None and claim.statistic not in ROWLESS:
+        elif rows is None and not STATISTICS.get(claim.statistic).rowless:
             design = Design("none", "the whole dataset (its size is known only once built)", 0)
         else:
             design = cell_design(claim, settings_of(entry), rows or 0)

@@ -1,8 +1,8 @@
 """The packaged claim sets (kbench/claims/papers/*.json): one per paper, every claim of it with its
 id and verbatim quote.
 
-A measurable claim names the `kbench evaluate` task whose cells it reads, a statistic (a function
-of `kbench.claims.statistics`, `kbench.claims.across` or `kbench.claims.entries`) with its
+A measurable claim names the `kbench evaluate` task whose cells it reads, a statistic (registered by
+name in `kbench.claims.statistics.STATISTICS`, from the task's folder: `kbench/tasks/<name>/claims.py`) with its
 parameters, the scope it reads (one cell; one model's cells by setting, or every task entry of
 one model; every model's cells; the cells of the claim's models against the others'), and the
 claimed direction: the statistic > 0, < 0, within +-margin ("equivalent"), or not above +margin

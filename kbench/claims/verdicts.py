@@ -40,9 +40,9 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kbench.claims import across, entries, statistics
 from kbench.claims.readings import results_by_reading
 from kbench.claims.sets import Claim, ClaimSet, check_tasks, claim_set, claim_sets, in_scope, provides
+from kbench.claims.statistics import STATISTICS
 from kbench.errors import UserError
 from kbench.report.runs import load_run
 from kbench.suite.status import read_suite_json
@@ -95,13 +95,6 @@ def test_suite(folder: Path, set_names: list[str]) -> list[tuple[ClaimSet, list[
     return [(chosen, _test_set(chosen, folder, done, task_of, rows)) for chosen in sets]
 
 
-def _statistic(name: str):
-    for module in (statistics, across, entries):
-        if hasattr(module, name):
-            return getattr(module, name)
-    raise ValueError(f"claim statistic {name!r} is in none of kbench.claims.statistics, .across, .entries")
-
-
 def _setting(run) -> str:
     return str(run.metrics.get("setting") or "")
 
@@ -151,7 +144,8 @@ def _measure(claim: Claim, folder: Path, cells: list[dict], rows: dict) -> Claim
     """The claim's statistic on every cell, model or dataset its scope reads: the models it is
     about and that provide the setting it requires; the others are listed, untested (a per-model
     claim's statistic is still computed on a model outside its scope: "does it generalise?")."""
-    outcome, fn = ClaimResult(claim), _statistic(claim.statistic)
+    outcome, statistic = ClaimResult(claim), STATISTICS.get(claim.statistic)
+    fn = statistic.measure
     runs, others = [], []
     for cell in cells:
         model, row = cell["model"], rows.get(cell["model"])
@@ -172,8 +166,8 @@ def _measure(claim: Claim, folder: Path, cells: list[dict], rows: dict) -> Claim
             outcome.skipped.append(f"{model} on {column}")
             continue
         test = CellTest(model, column, found)
-        if claim.scope == "cell":  # KEE's cells: SGR / DGR under each reading of the recovery rule
-            test.readings = results_by_reading(read[0], lambda run: fn(run, **claim.params), found)
+        if claim.scope == "cell" and statistic.readings:  # e.g. KEE's SGR / DGR under each reading of the recovery rule
+            test.readings = results_by_reading(statistic.readings(read[0]), lambda run: fn(run, **claim.params), found)
         outcome.cells.append(test)
     if claim.scope in ("cell", "model", "entries"):  # does it generalise? Beside the verdicts, never one of them
         for model, column, read in _groups(claim, others, sizes, []):

@@ -38,7 +38,8 @@ LAYERS: list[tuple[str, ...]] = [
     ("kbench.tasks",),
     ("kbench.cards", "kbench.export", "kbench.tasks.*.export", "kbench.read"),
     ("kbench.api",),
-    ("kbench.suite", "kbench.claims"),  # many models x many tasks through the API, and the papers' claims over them
+    # many models x many tasks through the API, and the papers' claims over them (a task's statistics beside it)
+    ("kbench.suite", "kbench.claims", "kbench.tasks.*.claims"),
     ("kbench.cli", "kbench.tasks.*.cli", "kbench.__main__"),
 ]
 
