@@ -15,13 +15,17 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING
 
 from kbench.claims import power
-from kbench.claims.plan_sizes import ASSUMED, TARGET, Design, cell_design, rows_of, settings_of
+from kbench.claims.plan_sizes import ASSUMED, TARGET, Design, rows_of, settings_of, unplanned
 from kbench.claims.sets import SETTINGS, Claim, claim_set, in_scope, provides
 from kbench.claims.statistics import STATISTICS
 from kbench.claims.verdicts import ALPHA, MIN_MODELS
 from kbench.suite.spec import Suite, TaskEntry
+
+if TYPE_CHECKING:
+    from kbench.evaluate.task import TaskSettings
 
 
 @dataclass
@@ -67,6 +71,12 @@ def _missing_settings(claim: Claim, group: list[TaskEntry]) -> list[str]:
     `missing`: LEFT's settings, XTEVAL's fine-tuning values)."""
     missing = STATISTICS.get(claim.statistic).missing
     return missing(claim, [settings_of(t) for t in group]) if missing else []
+
+
+def _cell_design(claim: Claim, settings: TaskSettings, rows: int) -> Design:
+    """The test of one cell, as the claim's statistic sizes it (its registry entry's `design`)."""
+    design = STATISTICS.get(claim.statistic).design
+    return design(claim, settings, rows) if design else unplanned(claim.statistic)
 
 
 def _fmt(value: float | None, percent: bool = True) -> str:
@@ -193,7 +203,7 @@ def _tests(suite: Suite, claim: Claim, models: list[tuple[str, dict]]) -> list[t
         elif rows is None and not STATISTICS.get(claim.statistic).rowless:
             design = Design("none", "the whole dataset (its size is known only once built)", 0)
         else:
-            design = cell_design(claim, settings_of(entry), rows or 0)
+            design = _cell_design(claim, settings_of(entry), rows or 0)
         found.append((claim, column, scoped, design))
     return found
 

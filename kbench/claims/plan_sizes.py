@@ -1,7 +1,7 @@
 """What each claim statistic's test counts, from a task entry's settings: the `Design` of one cell
 (two proportions, one against a reference, a rank correlation, a mean over runs...), its n and the
 share of the limit each group is, for `kbench claims plan`. Each statistic gives its own design
-beside it (its registry entry's `design`, `kbench.claims.statistics`). Where n depends on what the
+beside it (its registry entry's `design`, `kbench.claims.statistics`); here are what they share. Where n depends on what the
 model knows (MAPLE's Gain counts the baseline's failures |F_base|), the rates in ASSUMED stand in,
 or the paper's printed ones (the task's claims module names them); the plan prints them."""
 
@@ -10,8 +10,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from kbench.claims.sets import Claim
-from kbench.claims.statistics import STATISTICS
 from kbench.suite.spec import Suite, TaskEntry
 
 if TYPE_CHECKING:
@@ -67,12 +65,6 @@ def rows_of(suite: Suite, entry: TaskEntry, dataset: str) -> int | None:
     if spec.recipe == "lama" and capped:
         rows = LAMA_RELATIONS * int(capped[0].split("=", 1)[1])
     return min(x for x in (limit, rows) if x) if limit or rows else None
-
-
-def cell_design(claim: Claim, settings: TaskSettings, rows: int) -> Design:
-    """The test of one cell, as the claim's statistic sizes it (its registry entry's `design`)."""
-    design = STATISTICS.get(claim.statistic).design
-    return design(claim, settings, rows) if design else unplanned(claim.statistic)
 
 
 def unplanned(statistic: str) -> Design:
