@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[2]
 LAYERS: list[tuple[str, ...]] = [
     ("kbench", "kbench.errors", "kbench.io", "kbench.registry", "kbench.protocol"),
     ("kbench.paths", "kbench.progress", "kbench.logs", "kbench.dataset"),
-    # prompts are values (`Prompt`, the forms that build them): the judges of a build, LEFT's BoolQ prior and
+    # prompts are values (`Prompt`, the forms that build them): the judges of a build and
     # the tasks build them, the backends render them
     ("kbench.metrics", "kbench.models.prompt", "kbench.evaluate.prompts"),
     ("kbench.models",),
