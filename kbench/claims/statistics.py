@@ -55,6 +55,7 @@ class Statistic:
       statistic that reads only the entries that run what it compares (KEE's techniques);
     - `missing(claim, settings)`: the settings the claim compares across the entries of a column
       (each entry's settings given) that none of them runs;
+    - `setting(run)`: scope "model": the setting a run is filed under (its key in {setting: run});
     - `rowless`: its n is no dataset's rows (a rank correlation over models or techniques);
     - `readings(run)`: {reading: the run under it} where the run records several readings of a rule
       its paper leaves open (`kbench.claims.readings`)."""
@@ -63,6 +64,7 @@ class Statistic:
     design: Callable[[Claim, TaskSettings, int], Design] | None = None
     lacks: Callable[[Claim, TaskSettings], str | None] | None = None
     missing: Callable[[Claim, list[TaskSettings]], list[str]] | None = None
+    setting: Callable[[Run], str] | None = None
     rowless: bool = False
     readings: Callable[[Run], dict[str, Run]] | None = None
 

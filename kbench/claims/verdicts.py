@@ -42,7 +42,7 @@ from pathlib import Path
 
 from kbench.claims.readings import results_by_reading
 from kbench.claims.sets import Claim, ClaimSet, check_tasks, claim_set, claim_sets, in_scope, provides
-from kbench.claims.statistics import STATISTICS
+from kbench.claims.statistics import STATISTICS, Statistic
 from kbench.errors import UserError
 from kbench.report.runs import load_run
 from kbench.suite.status import read_suite_json
@@ -95,10 +95,6 @@ def test_suite(folder: Path, set_names: list[str]) -> list[tuple[ClaimSet, list[
     return [(chosen, _test_set(chosen, folder, done, task_of, rows)) for chosen in sets]
 
 
-def _setting(run) -> str:
-    return str(run.metrics.get("setting") or "")
-
-
 def _groups(claim: Claim, runs: list[tuple[dict, object]], sizes: dict, others) -> list[tuple[str, str, list]]:
     """(model, column, the runs the statistic reads) for each test of the claim's scope; `others`
     (scope "contrast"): the runs of the models outside the claim's scope."""
@@ -129,12 +125,15 @@ def _column(claim: Claim, cell: dict) -> str:
     return f"{claim.task if claim.scope in ('model', 'entries') else cell['task']} / {cell['dataset']}"
 
 
-def _found(claim: Claim, fn, read: list) -> dict | None:
+def _found(claim: Claim, statistic: Statistic, read: list) -> dict | None:
     """The statistic on one group of runs (`_groups`), None without the data it needs."""
+    fn = statistic.measure
     if claim.scope == "cell":
         found = fn(read[0], **claim.params)
     elif claim.scope == "model":
-        found = fn({_setting(r): r for r in read}, **claim.params)
+        if statistic.setting is None:
+            raise ValueError(f"claim statistic {claim.statistic!r} of scope 'model' names no `setting` of a run")
+        found = fn({statistic.setting(r): r for r in read}, **claim.params)
     else:  # "entries": [run], told apart by the settings each recorded; "scale": [(parameters, run)]; "contrast"
         found = fn(*read, **claim.params) if claim.scope == "contrast" else fn(read, **claim.params)
     return None if found is None or found["estimate"].get("value") is None else found
@@ -161,7 +160,7 @@ def _measure(claim: Claim, folder: Path, cells: list[dict], rows: dict) -> Claim
             runs.append((cell, load_run(folder / cell["run_dir"])))
     sizes = {label: (row or {}).get("parameters") for label, row in rows.items()}
     for model, column, read in _groups(claim, runs, sizes, others):
-        found = _found(claim, fn, read)
+        found = _found(claim, statistic, read)
         if found is None:
             outcome.skipped.append(f"{model} on {column}")
             continue
@@ -171,7 +170,7 @@ def _measure(claim: Claim, folder: Path, cells: list[dict], rows: dict) -> Claim
         outcome.cells.append(test)
     if claim.scope in ("cell", "model", "entries"):  # does it generalise? Beside the verdicts, never one of them
         for model, column, read in _groups(claim, others, sizes, []):
-            if (found := _found(claim, fn, read)) is not None:
+            if (found := _found(claim, statistic, read)) is not None:
                 outcome.beyond[(model, column)] = (found, _verdict(claim, found, found["p_value"]))
     return outcome
 

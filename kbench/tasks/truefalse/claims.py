@@ -1,6 +1,6 @@
 """LEFT's claim statistics over the truefalse task's settings, registered in
 `kbench.claims.statistics.STATISTICS`: one model's cells on one dataset by setting (scope "model",
-{setting label: run}, the label a cross-model report files the run under: `headline_name`)."""
+{setting: run}, `setting`; the plan reads the entry's settings as a cross-model report files them, `headline_name`)."""
 
 from __future__ import annotations
 
@@ -27,7 +27,12 @@ def missing(claim: Claim, settings: list[TrueFalseSettings]) -> list[str]:
     return [w for w in wanted if w not in labels]
 
 
-@statistic("setting_minus_setting", design=design, missing=missing)
+def setting(run: Run) -> str:
+    """The setting a run of the task is filed under ("prior", "closed-book", "open-book")."""
+    return str(run.metrics.get("setting") or "")
+
+
+@statistic("setting_minus_setting", design=design, missing=missing, setting=setting)
 def setting_minus_setting(runs: dict[str, Run], first: str, second: str) -> dict | None:
     """accuracy(setting `first`) − accuracy(setting `second`) of one model on one dataset
     (Newcombe, Fisher exact: unpaired, conservative for shared statements)."""
@@ -43,7 +48,7 @@ def setting_minus_setting(runs: dict[str, Run], first: str, second: str) -> dict
     }
 
 
-@statistic("closed_minus_prior", design=design, missing=missing)
+@statistic("closed_minus_prior", design=design, missing=missing, setting=setting)
 def closed_minus_prior(runs: dict[str, Run]) -> dict | None:
     """Closed book after reading − prior knowledge on the same statements (the closed-book cell's
     paired before/after difference)."""
