@@ -1,9 +1,10 @@
 """What each claim statistic's test counts, from a task entry's settings: the `Design` of one cell
 (two proportions, one against a reference, a rank correlation, a mean over runs...), its n and the
 share of the limit each group is, for `kbench claims plan`. Each statistic gives its own design
-beside it (its registry entry's `design`, `kbench.claims.statistics`); here are what they share. Where n depends on what the
-model knows (MAPLE's Gain counts the baseline's failures |F_base|), the rates in ASSUMED stand in,
-or the paper's printed ones (the task's claims module names them); the plan prints them."""
+beside it (its registry entry's `design`, `kbench.claims.statistics`); here is what they share.
+Where n depends on what the model knows (MAPLE's Gain counts the baseline's failures |F_base|), the
+rates in ASSUMED stand in, or the paper's printed ones (the task's claims module names them); the
+plan prints them."""
 
 from __future__ import annotations
 
