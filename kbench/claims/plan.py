@@ -89,7 +89,7 @@ def _limit(n: int | None, shares: tuple[float, ...]) -> int | None:
 
 def _interval_row(claim: Claim, design: Design) -> tuple[str, int | None]:
     """An equivalence / non-superiority claim: the expected half-width against the margin, and the limit that fits."""
-    margin = claim.margin
+    margin = claim.margin or 0.0  # declared by every interval claim (`Claim`)
     rate = ASSUMED["rate"] if design.reference is None else design.reference
     two = design.kind == "two"
     half = power.half_width(rate, rate if two else None, design.n1, design.n2)
@@ -111,7 +111,7 @@ def _directional_row(claim: Claim, design: Design, alpha: float, models: int) ->
     if design.kind == "bootstrap":
         return "a bootstrap interval (no power formula; outside Holm)"
     if design.kind == "one":
-        return _fmt(power.detectable_one(design.reference, design.n1, alpha)) + f" from {design.reference:g}"
+        return _fmt(power.detectable_one(design.against, design.n1, alpha)) + f" from {design.against:g}"
     return _fmt(power.detectable_two(ASSUMED["rate"], design.n1, design.n2, alpha)) + f" at {ASSUMED['rate']:.0%}"
 
 
@@ -121,7 +121,7 @@ def _target_limit(design: Design, alpha: float) -> int | None:
         rate = ASSUMED["rate"]
         return _limit(power.n_two_proportions(rate + TARGET, rate, alpha), (design.share1, design.share2))
     if design.kind == "one":
-        base = min(design.reference, 1 - design.reference)
+        base = min(design.against, 1 - design.against)
         return _limit(power.n_one_proportion(base + TARGET, base, alpha), (design.share1,))
     return None
 
@@ -133,7 +133,7 @@ def _paper_row(claim: Claim, design: Design, alpha: float) -> tuple[str, int | N
     a, b = float(effect["value"]), float(effect["against"])
     interval = claim.direction not in ("greater", "less")
     if interval:  # the paper's rates inside the margin: the n for the interval to fit
-        room = claim.margin - (abs(a - b) if claim.direction == "equivalent" else a - b)
+        room = (claim.margin or 0.0) - (abs(a - b) if claim.direction == "equivalent" else a - b)
         needed = power.n_for_margin(a, b if design.kind == "two" else None, room) if room > 0 else None
     elif design.kind == "two":
         needed = power.n_two_proportions(a, b, alpha)

@@ -44,10 +44,17 @@ class Design:
     kind: str
     what: str
     n1: float
-    n2: float | None = None
+    n2: float = 0.0  # "two" designs only
     share1: float = 1.0
     share2: float = 1.0
     reference: float | None = None
+
+    @property
+    def against(self) -> float:
+        """The reference of a "one" design (every one names it)."""
+        if self.reference is None:
+            raise ValueError(f"a {self.kind!r} design has no reference")
+        return self.reference
 
 
 def settings_of(entry: TaskEntry) -> TaskSettings:

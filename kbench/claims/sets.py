@@ -63,6 +63,8 @@ class Claim:
     def __post_init__(self) -> None:  # JSON lists, kept hashable
         object.__setattr__(self, "models", tuple(self.models))
         object.__setattr__(self, "except_models", tuple(self.except_models))
+        if self.measurable and self.direction in ("equivalent", "not_greater") and self.margin is None:
+            raise ValueError(f"claim {self.label}: a {self.direction} claim declares its margin")
         if self.requires is not None and self.requires not in SETTINGS:
             raise ValueError(f"claim {self.id}: requires {self.requires!r}, not one of {', '.join(SETTINGS)}")
 

@@ -44,7 +44,7 @@ from kbench.claims.readings import results_by_reading
 from kbench.claims.sets import Claim, ClaimSet, check_tasks, claim_set, claim_sets, in_scope, provides
 from kbench.claims.statistics import STATISTICS, Statistic
 from kbench.errors import UserError
-from kbench.report.runs import load_run
+from kbench.report.runs import Run, load_run
 from kbench.suite.status import read_suite_json
 
 ALPHA = 0.05
@@ -95,7 +95,7 @@ def test_suite(folder: Path, set_names: list[str]) -> list[tuple[ClaimSet, list[
     return [(chosen, _test_set(chosen, folder, done, task_of, rows)) for chosen in sets]
 
 
-def _groups(claim: Claim, runs: list[tuple[dict, object]], sizes: dict, others) -> list[tuple[str, str, list]]:
+def _groups(claim: Claim, runs: list[tuple[dict, Run]], sizes: dict, others: list[tuple[dict, Run]]) -> list[tuple[str, str, list]]:
     """(model, column, the runs the statistic reads) for each test of the claim's scope; `others`
     (scope "contrast"): the runs of the models outside the claim's scope."""
     column = lambda cell: f"{cell['task']} / {cell['dataset']}"  # noqa: E731
@@ -145,7 +145,8 @@ def _measure(claim: Claim, folder: Path, cells: list[dict], rows: dict) -> Claim
     claim's statistic is still computed on a model outside its scope: "does it generalise?")."""
     outcome, statistic = ClaimResult(claim), STATISTICS.get(claim.statistic)
     fn = statistic.measure
-    runs, others = [], []
+    runs: list[tuple[dict, Run]] = []
+    others: list[tuple[dict, Run]] = []
     for cell in cells:
         model, row = cell["model"], rows.get(cell["model"])
         where = (model, _column(claim, cell))
@@ -224,7 +225,7 @@ def _verdict(claim: Claim, result: dict, p_holm: float | None) -> str:
             return "inconclusive"
         return "supported" if high < margin else "contradicted" if low > margin else "inconclusive"
     if claim.direction == "equivalent":
-        low, high, margin = estimate["ci_low"], estimate["ci_high"], claim.margin
+        low, high, margin = estimate["ci_low"], estimate["ci_high"], claim.margin or 0.0  # declared (`Claim`)
         if low is None:
             return "inconclusive"
         if -margin <= low and high <= margin:
