@@ -95,7 +95,10 @@ def test_suite(folder: Path, set_names: list[str]) -> list[tuple[ClaimSet, list[
     return [(chosen, _test_set(chosen, folder, done, task_of, rows)) for chosen in sets]
 
 
-def _groups(claim: Claim, runs: list[tuple[dict, Run]], sizes: dict, others: list[tuple[dict, Run]]) -> list[tuple[str, str, list]]:
+Cells = list[tuple[dict, Run]]  # (suite.json's cell, its run)
+
+
+def _groups(claim: Claim, runs: Cells, sizes: dict, others: Cells) -> list[tuple[str, str, list]]:
     """(model, column, the runs the statistic reads) for each test of the claim's scope; `others`
     (scope "contrast"): the runs of the models outside the claim's scope."""
     column = lambda cell: f"{cell['task']} / {cell['dataset']}"  # noqa: E731
@@ -145,8 +148,8 @@ def _measure(claim: Claim, folder: Path, cells: list[dict], rows: dict) -> Claim
     claim's statistic is still computed on a model outside its scope: "does it generalise?")."""
     outcome, statistic = ClaimResult(claim), STATISTICS.get(claim.statistic)
     fn = statistic.measure
-    runs: list[tuple[dict, Run]] = []
-    others: list[tuple[dict, Run]] = []
+    runs: Cells = []
+    others: Cells = []
     for cell in cells:
         model, row = cell["model"], rows.get(cell["model"])
         where = (model, _column(claim, cell))
