@@ -208,8 +208,8 @@ def proportion_vs(run: Run, technique: str, metric: str, reference: float) -> di
     """metric(technique) − reference for each sampling partition ("*"), the largest one reported;
     exact two-sided binomial p."""
     block = _per_technique(run).get(technique, {})
-    found = [proportion_at(block, metric, p) for p in block.get("beyond_sampling", {"": None})]
-    found = [f for f in found if f]
+    at = [proportion_at(block, metric, p) for p in block.get("beyond_sampling", {"": None})]
+    found = [f for f in at if f]
     if not found:
         return None
     top = max(found, key=lambda f: f["k"] / f["n"])
@@ -350,7 +350,7 @@ def technique_setting_difference(runs: Sequence[Run], technique: str, param: str
         if value is not None and technique in (run.metrics.get("per_technique") or {}):
             by_value.setdefault(value, run)
     if first == "largest":
-        first = max((v for v in by_value if v > second), default=None)
+        first = max((v for v in by_value if v > second), default="")  # "": none above, so no data
     if first not in by_value or second not in by_value:
         return None
     tested = paired_test(*(_technique_correct(by_value[v], technique) for v in (first, second)))

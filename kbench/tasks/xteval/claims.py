@@ -98,7 +98,7 @@ def xteval_gap1(run: Run) -> dict | None:
         return None
     n = seeds[0]["n_probed"]
     k = n - seeds[0]["n_known"]
-    low, high = wilson(k, n)
+    low, high = wilson(k, n) or (0.0, 1.0)  # n > 0 here: the interval exists
     estimate = {"value": k / n, "ci_low": low, "ci_high": high, "n": n, "k": k, "interval": "wilson"}
     return {"estimate": estimate, "p_value": 0.0 if k else 1.0, "test": "Gap 1 > 0: facts of D not predicted (seed 1)"}
 
@@ -195,11 +195,12 @@ def largest_minus_smallest(points: list[tuple[int, Run]], path: str, min_sizes: 
     found = sized_points(points, min_sizes)
     if found is None:
         return None
-    ends = [(params, run, _downstream(run, setting)) for params, run in (found[0], found[-1])]
-    if any(drawn is None for _, _, drawn in ends):
+    ends = [_downstream(run, setting) for _, run in (found[0], found[-1])]
+    drawn = [end for end in ends if end is not None]
+    if len(drawn) < len(ends):
         return None
     values, replicates = [], []
-    for i, (_, _, (_, counts, known)) in enumerate(ends):
+    for i, (_, counts, known) in enumerate(drawn):
         values.append(headline_values(counts, known)[figure])
         replicates.append(_replicates(counts, known, setting, figure, CLAIM_SEED + i))
     differences = [large - small for small, large in zip(*replicates)]
