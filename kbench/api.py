@@ -176,13 +176,15 @@ def evaluate(
     runner = task_cls()
     model, models = runner.roles(parsed, model, dict(models or {}))  # LEFT's closed book: the checkpoint and its base
     _require_backends(runner, parsed, [model, *models.values()])
-    main, extra = _open(model, options), {role: _open(m, options) for role, m in models.items()}
     run_dir = Path(out) if out is not None else _default_run_dir(task, folder, model, options, models, parsed)
-    ctx = RunContext(settings=parsed, dataset=folder, model=main, run_dir=run_dir, models=extra)
     main_process = os.environ.get("RANK", "0") == "0"  # under `accelerate launch`, one process writes the log
-    with run_log(run_dir / "log.txt") if main_process else contextlib.nullcontext():
-        LOG.info("evaluate %s: model %s, dataset %s, run folder %s", task, main.info.name, dataset, run_dir)
-        results = run_engine(runner, ctx)  # the engine shows the progress
+    with contextlib.ExitStack() as opened:  # what this call opens it closes (a vLLM engine), whatever happens
+        main = _open(model, options, opened)
+        extra = {role: _open(m, options, opened) for role, m in models.items()}
+        ctx = RunContext(settings=parsed, dataset=folder, model=main, run_dir=run_dir, models=extra)
+        with run_log(run_dir / "log.txt") if main_process else contextlib.nullcontext():
+            LOG.info("evaluate %s: model %s, dataset %s, run folder %s", task, main.info.name, dataset, run_dir)
+            results = run_engine(runner, ctx)  # the engine shows the progress
     if results is None:
         return None
     return EvalResult(task, run_dir, results["headline"], results["metrics"], results)
@@ -228,17 +230,22 @@ def _require_backends(task, settings, models: list) -> None:
                 require(most, sorted(needed), who)
 
 
-def _open(model: Any, options: dict[str, Any]):
-    """An opened model for a name, a path or a ModelSpec; an opened model is used as it is."""
+def _open(model: Any, options: dict[str, Any], opened: contextlib.ExitStack):
+    """An opened model for a name, a path or a ModelSpec, closed with `opened`; an opened model is used
+    as it is (its caller closes it)."""
     from kbench.models.cached import open_model
     from kbench.models.interface import ModelSpec
     from kbench.models.served.spec import backend_for
 
     if isinstance(model, ModelSpec):
-        return open_model(model)
-    if isinstance(model, str | Path):
-        return open_model(ModelSpec(name=str(model), backend=backend_for(str(model)), **options))
-    return model
+        spec = model
+    elif isinstance(model, str | Path):
+        spec = ModelSpec(name=str(model), backend=backend_for(str(model)), **options)
+    else:
+        return model
+    made = open_model(spec)
+    opened.callback(made.close)
+    return made
 
 
 def _model_key(model: Any, options: dict[str, Any]) -> tuple[str, str]:

@@ -175,15 +175,24 @@ def environment(model: CachedModel) -> dict:
 def check_capabilities(task: Task, ctx: RunContext) -> None:
     """Refuse a model (and each extra model) lacking what the task or one of its techniques needs:
     a `UserError` naming who needs what, before any item is loaded."""
+    from kbench.check.latest import refuse_inconsistent
+
     for who, needed in task.needs(ctx.settings).items():
         require(ctx.model, sorted(needed), who)
+        refuse_inconsistent(ctx.model, needed, who)
         for role, model in ctx.models.items():
             require(model, sorted(needed), f"{who} (the {role} model)")
+            refuse_inconsistent(model, needed, f"{who} (the {role} model)")
 
 
 def model_block(model: CachedModel) -> dict:
-    """The envelope's `model` block: the backend's description plus what it can do."""
-    return {**model.describe(), "backend": model.info.backend, "capabilities": sorted(c.value for c in model.info.capabilities)}
+    """The envelope's `model` block: the backend's description, what it can do, and the latest
+    `kbench check` of it where one exists (`kbench.check.latest`)."""
+    from kbench.check.latest import summary
+
+    block = {**model.describe(), "backend": model.info.backend, "capabilities": sorted(c.value for c in model.info.capabilities)}
+    checked = summary(model.info.identity)
+    return {**block, "check": checked} if checked is not None else block
 
 
 def evaluate(task: Task, ctx: RunContext, progress: Callable[[int, int], None] | None = None) -> dict | None:

@@ -82,6 +82,13 @@ class CachedModel:
         finally:
             self.caller_code = previous
 
+    def close(self) -> None:
+        """Release what the backend holds outside this process's memory (an engine's processes, a
+        server's connections); a backend without such resources has no `close`."""
+        close = getattr(self.inner, "close", None)
+        if close is not None:
+            close()
+
     def cache_stats(self) -> dict:
         """Items answered from the cache vs computed since this wrapper was made, overall and per
         call: {"hits": n, "computed": m, "by_method": {"generate": {"hits": .., "computed": ..}}}."""

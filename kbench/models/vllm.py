@@ -234,6 +234,14 @@ class VllmModel(LocalTokenizerMethods):
         return [(t, r, lp) for t, (r, lp) in zip(texts, ranks)]
 
     # ------------------------------------------------------------------ the engine
+    def close(self) -> None:
+        """Stop the engine's processes now. Left to vLLM's finalizers at interpreter exit, the engine
+        shuts down while the interpreter tears down the threads it still uses, and the process aborts
+        ("terminate called without an active exception", exit 134) after every result is written."""
+        llm, self.llm = self.llm, None
+        if llm is not None:
+            llm.llm_engine.engine_core.shutdown()
+
     def _run(self, ids: list[list[int]], params) -> list:
         if not ids:
             return []

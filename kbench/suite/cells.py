@@ -67,11 +67,18 @@ class ModelPool:
 
     def get(self, entry: ModelEntry) -> tuple[Any, int, str | None]:
         if entry not in self.opened:
-            self.opened.clear()  # one model in memory at a time: cells come grouped by model
+            self.close()  # one model in memory at a time: cells come grouped by model
             self.opened[entry] = with_retries(
                 f"opening model {entry.label}", lambda: open_entry(entry), self.retries, self.retry_wait
             )
         return self.opened[entry]
+
+    def close(self) -> None:
+        """Close the opened models (a vLLM engine left to interpreter exit aborts the process)."""
+        for model, _, _ in self.opened.values():
+            if model is not None:
+                model.close()
+        self.opened.clear()
 
 
 def run_cell(task: TaskEntry, dataset: str, model: Any, run_dir: Path, limit: int | None) -> dict:

@@ -51,14 +51,17 @@ def run_here(suite: Suite, out: Path, state: SuiteState, todo: list[Cell], paths
     """The cells in this process, model after model (each opened once)."""
     header = suite.spec.suite
     pool = ModelPool(header.retries, header.retry_wait)
-    for cell in todo:  # suite.cells come model by model, so the pool holds one model at a time
-        outcome, row = evaluate_cell(
-            pool, suite.model(cell.model), suite.task(cell.task), paths[cell.dataset], cell_dir(out, cell), limit
-        )
-        if row is not None:
-            state.record_model(cell.model, row)
-        state.record(cell, outcome)
-        advance(1)
+    try:
+        for cell in todo:  # suite.cells come model by model, so the pool holds one model at a time
+            outcome, row = evaluate_cell(
+                pool, suite.model(cell.model), suite.task(cell.task), paths[cell.dataset], cell_dir(out, cell), limit
+            )
+            if row is not None:
+                state.record_model(cell.model, row)
+            state.record(cell, outcome)
+            advance(1)
+    finally:
+        pool.close()
 
 
 def prepare_datasets(suite: Suite, out: Path, state: SuiteState) -> tuple[dict[str, str], dict[str, str]]:

@@ -100,9 +100,10 @@ def vllm_server(folder: Path, port: int, log: Path, *, name: str = "smollm2", ap
     return running(command + (["--api-key", api_key] if api_key else []), port, log, env=env)
 
 
-def fault_proxy(upstream_port: int, port: int, log: Path, *, faults: str, every: int, fail_after: int | None = None):
+def fault_proxy(upstream_port: int, port: int, log: Path, *, faults: str, every: int, fail_after: int | None = None,
+                rewrite: str | None = None):
     command = [sys.executable, "-m", "tests.servers.fault_proxy", "--port", str(port), "--upstream", str(upstream_port),
-               "--faults", faults, "--every", str(every)]
+               "--faults", faults, "--every", str(every)] + (["--rewrite", rewrite] if rewrite else [])
     return running(command + (["--fail-after", str(fail_after)] if fail_after is not None else []), port, log)
 
 

@@ -11,7 +11,11 @@ multiple of `--every`; then it gets the next fault of `--faults`, in turn:
   reset      the connection closed at once without an answer (TCP reset)
   truncated  the upstream's answer cut to half its bytes, as a 200 with a matching Content-Length
 With `--fail-after N` every request after the N-th answers 503 (a server that went away), so a
-run stops and a rerun through a healthy server resumes. The schedule depends only on the request
+run stops and a rerun through a healthy server resumes. `--rewrite` changes every forwarded request
+body (a server that ignores a parameter, for `kbench check`):
+  drop-echo  `echo` removed (llama.cpp's server ignores it: no prompt text, no prompt log-probs)
+  sampling   `temperature` 1 and a fresh random `seed` where greedy was asked (a backend that samples anyway)
+  flip-logprobs  every answer's log-probs with their sign flipped (a server whose log-probs contradict its answers) The schedule depends only on the request
 count, so a run with the same requests meets the same faults.
 """
 
@@ -19,6 +23,8 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import json
+import random
 import socket
 import struct
 import threading
@@ -35,6 +41,7 @@ def main() -> None:
     parser.add_argument("--faults", default="429,500,timeout,reset,truncated")
     parser.add_argument("--every", type=int, default=3)
     parser.add_argument("--fail-after", type=int, default=None)
+    parser.add_argument("--rewrite", choices=["drop-echo", "sampling", "flip-logprobs"], default=None)
     args = parser.parse_args()
     faults = itertools.cycle([f for f in args.faults.split(",") if f])
     counter = itertools.count(1)
@@ -69,6 +76,8 @@ def main() -> None:
             body = self.rfile.read(length) if length else None
             if self.path == "/health":
                 return self._reply(*self._forward(method, body))
+            if args.rewrite in ("drop-echo", "sampling") and body:
+                body = rewrite(body, args.rewrite)
             with lock:
                 n = next(counter)
                 fault = next(faults) if n % args.every == 0 else None
@@ -90,6 +99,8 @@ def main() -> None:
             status, data = self._forward(method, body)
             if fault == "truncated":
                 data = data[: len(data) // 2]
+            if args.rewrite == "flip-logprobs" and status == 200:
+                data = json.dumps(flip_logprobs(json.loads(data))).encode()
             self._reply(status, data)
 
         def do_GET(self):
@@ -101,6 +112,27 @@ def main() -> None:
     server = ThreadingHTTPServer(("127.0.0.1", args.port), Handler)
     server.daemon_threads = True
     server.serve_forever()
+
+
+def rewrite(body: bytes, how: str) -> bytes:
+    request = json.loads(body)
+    if how == "drop-echo":
+        request.pop("echo", None)
+    elif request.get("temperature", 1) == 0:  # sampling
+        request["temperature"] = 1.0
+        request["seed"] = random.randrange(2**31)  # unseeded on purpose: the fault is non-determinism
+    return json.dumps(request).encode()
+
+
+def flip_logprobs(value, key: str | None = None):
+    """`value` with every number under a "logprob" key or in a "token_logprobs" list negated."""
+    if isinstance(value, dict):
+        return {k: flip_logprobs(v, k) for k, v in value.items()}
+    if isinstance(value, list):
+        return [flip_logprobs(v, key) for v in value]
+    if isinstance(value, int | float) and not isinstance(value, bool) and key in ("logprob", "token_logprobs"):
+        return -value
+    return value
 
 
 if __name__ == "__main__":

@@ -255,3 +255,47 @@ def test_a_server_gone_stops_cleanly_and_the_rerun_resumes(server, facts, clean,
     resumed = run_kbench(*_faulted_args(facts, server[1], out), env=KEY)
     assert resumed.returncode == 0, resumed.stderr
     assert (out / "items.parquet").read_bytes() == clean
+
+
+def test_check_against_the_real_server_passes_and_prints_the_agreement(server, shared_data, tmp_path):
+    """`kbench check --model smollm2-135m --against openai:...` (docs/checks.md) on the default probe, a seeded
+    sample of LAMA T-REx facts: every check passes or warns, and the served model's answers and ranks agree with
+    the in-process backend's item by item."""
+    against, n = model_arg(server[1], ";model=smollm2"), 8
+    done = run_kbench("check", "--model", "smollm2-135m", "--against", against, "--limit", str(n), "--out", str(tmp_path),
+                      env=KEY)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    report = json.loads((tmp_path / "check.json").read_text())
+    checks = {c["name"]: c for c in report["checks"]}
+    assert report["probe"]["source"].endswith("lama_trex") and report["failed"] == []
+    assert checks["chat_template"]["verdict"] == "pass"  # SmolLM2-Instruct has a chat template
+    agreement = checks[f"agreement:{against}"]
+    assert agreement["verdict"] == "pass" and agreement["measured"]["identical_answers"] == n
+    assert agreement["measured"]["max_logprob_delta"] <= LOGPROB_TOLERANCE
+    assert f"identical answers {n}/{n}" in done.stdout and SECRET not in done.stdout
+
+
+def test_check_fails_greedy_argmax_with_the_tokenizer_of_another_model(server, facts, tiny_causal_dir, tmp_path):
+    """A tokenizer folder of another model (the tiny Llama's) in front of the real server: kbench's token ids mean
+    other tokens to the server, so the greedy answer's first token, tokenized again, is not the argmax."""
+    served = model_arg(server[1], f";model=smollm2;tokenizer={tiny_causal_dir}")
+    done = run_kbench("check", "--model", served, "--dataset", str(facts), "--limit", str(len(FACTS)), "--out", str(tmp_path),
+                      env={**KEY, "KBENCH_CACHE": str(tmp_path / "cache")})
+    assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-3000:]
+    report = json.loads((tmp_path / "check.json").read_text())
+    greedy = {c["name"]: c for c in report["checks"]}["greedy_argmax"]
+    assert report["failed"] == ["greedy_argmax"] and greedy["measured"]["not_argmax"] and "failed: greedy_argmax" in done.stdout
+
+
+def test_check_against_the_real_server_behind_a_proxy_that_drops_echo_exits_1(server, facts, tmp_path):
+    """The same command against a server that ignores `echo` (the fault proxy drops it from every request): exit 1,
+    and the failed check named."""
+    port = free_port()
+    against = f"openai:http://127.0.0.1:{port}/v1;model=smollm2"
+    with fault_proxy(server[1], port, tmp_path / "proxy.log", faults="", every=10**6, rewrite="drop-echo"):
+        done = run_kbench("check", "--model", "smollm2-135m", "--against", against, "--dataset", str(facts), "--limit", "4",
+                          "--out", str(tmp_path), env={**KEY, "KBENCH_CACHE": str(tmp_path / "cache")})
+    assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-3000:]
+    report = json.loads((tmp_path / "check.json").read_text())
+    assert report["failed"] == [f"capabilities:{against}"] and f"failed: capabilities:{against}" in done.stdout
+    assert "ignored" in {c["name"]: c for c in report["checks"]}[f"capabilities:{against}"]["evidence"]

@@ -82,3 +82,34 @@ def test_white_box_technique_refused_before_the_engine_starts(facts, tmp_path):
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert "technique caa needs the capability 'white_box'" in done.stderr and "(backend vllm)" in done.stderr
     assert "vLLM" not in done.stderr.split("technique caa")[0]  # nothing of the engine was started first
+
+
+def test_cli_evaluate_exits_0_with_its_results(facts, tmp_path):
+    """The CLI shuts the engine down before the interpreter exits: left to vLLM's finalizers at exit, the process
+    aborted ("terminate called without an active exception", exit 134) after writing every result."""
+    folder, _ = resolve_source("smollm2-135m")
+    done = subprocess.run([str(vllm_python()), "-m", "kbench", "evaluate", "extraction", "--dataset", str(facts), "--model",
+                           f"vllm:{folder};enforce_eager=true;max_model_len=1024", "--limit", "5", "--no-cache", "--out",
+                           str(tmp_path / "run")], cwd=REPO_ROOT, env=vllm_env(), capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-4000:]
+    assert "terminate called" not in done.stderr
+    results = json.loads((tmp_path / "run" / "results.json").read_text())
+    assert results["model"]["backend"] == "vllm"
+    assert pl.read_parquet(tmp_path / "run" / "items.parquet").height == 5
+
+
+def test_cli_check_of_vllm_passes_on_the_lama_probe(tmp_path):
+    """`kbench check` of the in-process vLLM backend on the default probe (a seeded sample of LAMA T-REx facts): every
+    check passes or warns, and the engine is shut down before exit (exit 0, not 134). Its agreement with the
+    in-process transformers backend is checked through the vLLM server (tests/slow/test_served_vllm.py): the
+    transformers of the vLLM venv is not the one kbench's in-process backend is tested with."""
+    folder, _ = resolve_source("smollm2-135m")
+    done = subprocess.run([str(vllm_python()), "-m", "kbench", "check", "--model",
+                           f"vllm:{folder};enforce_eager=true;max_model_len=1024", "--limit", "8", "--out", str(tmp_path)],
+                          cwd=REPO_ROOT, env=vllm_env(), capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "terminate called" not in done.stderr
+    report = json.loads((tmp_path / "check.json").read_text())
+    assert report["probe"]["source"].endswith("lama_trex") and report["probe"]["n"] == 8 and report["failed"] == []
+    checks = {c["name"]: c for c in report["checks"]}
+    assert checks["greedy_argmax"]["verdict"] == "pass" and checks["repeat"]["measured"]["answer_flips"] == []

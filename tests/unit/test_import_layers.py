@@ -33,11 +33,12 @@ LAYERS: list[tuple[str, ...]] = [
     ("kbench.models",),
     ("kbench.sources",),
     ("kbench.construct",),
-    ("kbench.evaluate",),  # the engine and what tasks share: Task and its hooks, retrieval, departures
+    # the engine and what tasks share: Task and its hooks, retrieval, departures; the latest `kbench check` it reads
+    ("kbench.evaluate", "kbench.check.latest"),
     ("kbench.report",),  # the report frame: it reaches a task through TASKS, never by import
     ("kbench.tasks",),
     ("kbench.cards", "kbench.export", "kbench.tasks.*.export", "kbench.read"),
-    ("kbench.api",),
+    ("kbench.api", "kbench.check"),  # `kbench check` probes a model as the tasks do, beside the API
     # many models x many tasks through the API, and the papers' claims over them (a task's statistics beside it)
     ("kbench.suite", "kbench.claims", "kbench.tasks.*.claims"),
     ("kbench.cli", "kbench.tasks.*.cli", "kbench.__main__"),

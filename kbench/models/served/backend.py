@@ -116,6 +116,9 @@ class ServedModel:
             hint = f"; it answers {CHAT_PATH}: add ;api=chat to --model (and use --prompt chat)"
         return f"served model {self.model_id!r}: the server answered no completion request (/v1/completions){hint}"
 
+    def close(self) -> None:
+        self.client.close()
+
     def describe(self) -> dict:
         info = self.info
         return {
