@@ -15,22 +15,17 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING
 
 from kbench.claims import power
-from kbench.claims.plan_sizes import (
-    ASSUMED,
-    ROWLESS,
-    TARGET,
-    Design,
-    cell_design,
-    finetune_value,
-    kee_lacks,
-    rows_of,
-    settings_of,
-)
+from kbench.claims.plan_sizes import ASSUMED, TARGET, Design, rows_of, settings_of, unplanned
 from kbench.claims.sets import SETTINGS, Claim, claim_set, in_scope, provides
+from kbench.claims.statistics import STATISTICS
 from kbench.claims.verdicts import ALPHA, MIN_MODELS
 from kbench.suite.spec import Suite, TaskEntry
+
+if TYPE_CHECKING:
+    from kbench.evaluate.task import TaskSettings
 
 
 @dataclass
@@ -60,28 +55,28 @@ def _columns(suite: Suite, claim: Claim) -> list[tuple[str, TaskEntry, str, list
     return found
 
 
-def _with_techniques(claim: Claim, columns: list) -> list:
-    """The KEE columns with an entry that runs the claim's techniques, that entry's sizes counting."""
+def _with_what_it_reads(claim: Claim, columns: list) -> list:
+    """The columns with an entry that runs what the claim's statistic compares (its `lacks`: KEE's
+    techniques), that entry's sizes counting."""
+    lacks = STATISTICS.get(claim.statistic).lacks
     kept = []
     for column, _, dataset, group in columns:
-        having = [e for e in group if kee_lacks(claim, settings_of(e)) is None]
+        having = [e for e in group if lacks is None or lacks(claim, settings_of(e)) is None]
         kept += [(column, having[0], dataset, group)] if having else []
     return kept
 
 
 def _missing_settings(claim: Claim, group: list[TaskEntry]) -> list[str]:
-    """The settings a claim compares across entries that no entry of the column runs: LEFT's
-    settings ("model"), XTEVAL's fine-tuning values ("entries", `param` and `values`)."""
-    if claim.scope == "entries" and claim.task == "xteval":
-        ran = {finetune_value(settings_of(t), claim.params["param"]) for t in group}
-        return [f"{claim.params['param']} = {v:g}" for v in claim.params["values"] if float(v) not in ran]
-    if claim.scope != "model":
-        return []
-    from kbench.tasks.truefalse.task import headline_name
+    """The settings a claim compares across entries that no entry of the column runs (its statistic's
+    `missing`: LEFT's settings, XTEVAL's fine-tuning values)."""
+    missing = STATISTICS.get(claim.statistic).missing
+    return missing(claim, [settings_of(t) for t in group]) if missing else []
 
-    labels = {headline_name(settings_of(t)) for t in group}
-    wanted = [claim.params["first"], claim.params["second"]] if "first" in claim.params else ["closed-book"]
-    return [w for w in wanted if w not in labels]
+
+def _cell_design(claim: Claim, settings: TaskSettings, rows: int) -> Design:
+    """The test of one cell, as the claim's statistic sizes it (its registry entry's `design`)."""
+    design = STATISTICS.get(claim.statistic).design
+    return design(claim, settings, rows) if design else unplanned(claim.statistic)
 
 
 def _fmt(value: float | None, percent: bool = True) -> str:
@@ -94,7 +89,7 @@ def _limit(n: int | None, shares: tuple[float, ...]) -> int | None:
 
 def _interval_row(claim: Claim, design: Design) -> tuple[str, int | None]:
     """An equivalence / non-superiority claim: the expected half-width against the margin, and the limit that fits."""
-    margin = claim.margin
+    margin = claim.margin or 0.0  # declared by every interval claim (`Claim`)
     rate = ASSUMED["rate"] if design.reference is None else design.reference
     two = design.kind == "two"
     half = power.half_width(rate, rate if two else None, design.n1, design.n2)
@@ -116,7 +111,7 @@ def _directional_row(claim: Claim, design: Design, alpha: float, models: int) ->
     if design.kind == "bootstrap":
         return "a bootstrap interval (no power formula; outside Holm)"
     if design.kind == "one":
-        return _fmt(power.detectable_one(design.reference, design.n1, alpha)) + f" from {design.reference:g}"
+        return _fmt(power.detectable_one(design.against, design.n1, alpha)) + f" from {design.against:g}"
     return _fmt(power.detectable_two(ASSUMED["rate"], design.n1, design.n2, alpha)) + f" at {ASSUMED['rate']:.0%}"
 
 
@@ -126,7 +121,7 @@ def _target_limit(design: Design, alpha: float) -> int | None:
         rate = ASSUMED["rate"]
         return _limit(power.n_two_proportions(rate + TARGET, rate, alpha), (design.share1, design.share2))
     if design.kind == "one":
-        base = min(design.reference, 1 - design.reference)
+        base = min(design.against, 1 - design.against)
         return _limit(power.n_one_proportion(base + TARGET, base, alpha), (design.share1,))
     return None
 
@@ -138,7 +133,7 @@ def _paper_row(claim: Claim, design: Design, alpha: float) -> tuple[str, int | N
     a, b = float(effect["value"]), float(effect["against"])
     interval = claim.direction not in ("greater", "less")
     if interval:  # the paper's rates inside the margin: the n for the interval to fit
-        room = claim.margin - (abs(a - b) if claim.direction == "equivalent" else a - b)
+        room = (claim.margin or 0.0) - (abs(a - b) if claim.direction == "equivalent" else a - b)
         needed = power.n_for_margin(a, b if design.kind == "two" else None, room) if room > 0 else None
     elif design.kind == "two":
         needed = power.n_two_proportions(a, b, alpha)
@@ -195,19 +190,20 @@ def _tests(suite: Suite, claim: Claim, models: list[tuple[str, dict]]) -> list[t
         ]
     columns = _columns(suite, claim)
     found = []
-    if claim.task == "kee":  # an entry without the claim's techniques has no data for it (DeCoRe's head counts)
-        lacking = columns and kee_lacks(claim, settings_of(columns[0][1]))
-        columns = _with_techniques(claim, columns)
+    lacks = STATISTICS.get(claim.statistic).lacks
+    if lacks:  # an entry without what the statistic compares has no data for it (DeCoRe's head counts)
+        lacking = columns and lacks(claim, settings_of(columns[0][1]))
+        columns = _with_what_it_reads(claim, columns)
         if lacking and not columns:
             found.append((claim, f"{claim.task} / *", scoped, Design("none", f"no data: no entry runs {lacking}", 0)))
     for column, entry, dataset, group in columns:
         rows, missing = rows_of(suite, entry, dataset), _missing_settings(claim, group)
         if missing:
             design = Design("none", f"no data: the suite runs no {', '.join(missing)} entry", 0)
-        elif rows is None and claim.statistic not in ROWLESS:
+        elif rows is None and not STATISTICS.get(claim.statistic).rowless:
             design = Design("none", "the whole dataset (its size is known only once built)", 0)
         else:
-            design = cell_design(claim, settings_of(entry), rows or 0)
+            design = _cell_design(claim, settings_of(entry), rows or 0)
         found.append((claim, column, scoped, design))
     return found
 

@@ -91,7 +91,7 @@ def half_width(p1: float, p2: float | None, n1: float, n2: float | None = None, 
     """The normal interval's half-width of p1 − p2 (p2 None: of p1 alone)."""
     if n1 <= 0 or (p2 is not None and (n2 or 0) <= 0):
         return None
-    variance = p1 * (1 - p1) / n1 + (p2 * (1 - p2) / n2 if p2 is not None else 0.0)
+    variance = p1 * (1 - p1) / n1 + (p2 * (1 - p2) / n2 if p2 is not None and n2 else 0.0)
     return z(1 - (1 - level) / 2) * math.sqrt(variance)
 
 

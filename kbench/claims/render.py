@@ -7,6 +7,8 @@ without the setting it requires, with dashes and no verdict."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from kbench.claims.power import n_to_decide
 from kbench.claims.sets import SETTINGS, Claim, ClaimSet, scope_text
 from kbench.claims.verdicts import ALPHA, DEPENDS, DIRECTIONAL, MIN_MODELS, NOT_MET, OUTSIDE, ClaimResult
@@ -40,8 +42,9 @@ def holm_tests(results: list[ClaimResult]) -> int:
 
 
 def _no_cells(outcome: ClaimResult) -> str:
-    if outcome.not_met and not outcome.outside:
-        return f"Verdict: {NOT_MET}: no model of the suite is {SETTINGS[outcome.claim.requires][0]}."
+    requires = outcome.claim.requires
+    if outcome.not_met and not outcome.outside and requires:  # a model is "not met" only where the claim requires
+        return f"Verdict: {NOT_MET}: no model of the suite is {SETTINGS[requires][0]}."
     if outcome.outside and not outcome.not_met:
         return "No model of the suite is one the claim is about."
     return "No cell of the suite has the data this claim needs."
@@ -67,7 +70,7 @@ def summary(tested: list[tuple[ClaimSet, list[ClaimResult]]]) -> list[str]:
     return lines
 
 
-def markdown(suite_name: str, tested: list[tuple[ClaimSet, list[ClaimResult]]], provenance: list[str] = ()) -> str:
+def markdown(suite_name: str, tested: list[tuple[ClaimSet, list[ClaimResult]]], provenance: Sequence[str] = ()) -> str:
     lines = [
         f"# Claims tested on suite {suite_name}",
         "",
@@ -158,9 +161,9 @@ def terminal_table(tested: list[tuple[ClaimSet, list[ClaimResult]]]):
                     model = f"{t.model} · reading {name}"
                     table.add_row(outcome.claim.label, model, t.column, estimate, p_holm, t.reading_verdicts[name])
             for model, column in outcome.outside:
-                found, verdict = outcome.beyond.get((model, column), (None, None))
-                estimate = format_estimate(found["estimate"]) if found else ""
-                label = f"{OUTSIDE}; does it generalise? {verdict} (p unadjusted)" if found else OUTSIDE
+                there, verdict = outcome.beyond.get((model, column)) or (None, None)
+                estimate = format_estimate(there["estimate"]) if there else ""
+                label = f"{OUTSIDE}; does it generalise? {verdict} (p unadjusted)" if there else OUTSIDE
                 table.add_row(outcome.claim.label, model, column, estimate, "", label)
             for model, column in outcome.not_met:
                 table.add_row(outcome.claim.label, model, column, "", "", NOT_MET)

@@ -1,8 +1,8 @@
 """The packaged claim sets (kbench/claims/papers/*.json): one per paper, every claim of it with its
 id and verbatim quote.
 
-A measurable claim names the `kbench evaluate` task whose cells it reads, a statistic (a function
-of `kbench.claims.statistics`, `kbench.claims.across` or `kbench.claims.entries`) with its
+A measurable claim names the `kbench evaluate` task whose cells it reads, a statistic (registered by
+name in `kbench.claims.statistics.STATISTICS`, from the task's folder: `kbench/tasks/<name>/claims.py`) with its
 parameters, the scope it reads (one cell; one model's cells by setting, or every task entry of
 one model; every model's cells; the cells of the claim's models against the others'), and the
 claimed direction: the statistic > 0, < 0, within +-margin ("equivalent"), or not above +margin
@@ -63,6 +63,8 @@ class Claim:
     def __post_init__(self) -> None:  # JSON lists, kept hashable
         object.__setattr__(self, "models", tuple(self.models))
         object.__setattr__(self, "except_models", tuple(self.except_models))
+        if self.measurable and self.direction in ("equivalent", "not_greater") and self.margin is None:
+            raise ValueError(f"claim {self.label}: a {self.direction} claim declares its margin")
         if self.requires is not None and self.requires not in SETTINGS:
             raise ValueError(f"claim {self.id}: requires {self.requires!r}, not one of {', '.join(SETTINGS)}")
 

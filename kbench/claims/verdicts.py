@@ -40,11 +40,11 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kbench.claims import across, entries, statistics
 from kbench.claims.readings import results_by_reading
 from kbench.claims.sets import Claim, ClaimSet, check_tasks, claim_set, claim_sets, in_scope, provides
+from kbench.claims.statistics import STATISTICS, Statistic
 from kbench.errors import UserError
-from kbench.report.runs import load_run
+from kbench.report.runs import Run, load_run
 from kbench.suite.status import read_suite_json
 
 ALPHA = 0.05
@@ -95,18 +95,10 @@ def test_suite(folder: Path, set_names: list[str]) -> list[tuple[ClaimSet, list[
     return [(chosen, _test_set(chosen, folder, done, task_of, rows)) for chosen in sets]
 
 
-def _statistic(name: str):
-    for module in (statistics, across, entries):
-        if hasattr(module, name):
-            return getattr(module, name)
-    raise ValueError(f"claim statistic {name!r} is in none of kbench.claims.statistics, .across, .entries")
+Cells = list[tuple[dict, Run]]  # (suite.json's cell, its run)
 
 
-def _setting(run) -> str:
-    return str(run.metrics.get("setting") or "")
-
-
-def _groups(claim: Claim, runs: list[tuple[dict, object]], sizes: dict, others) -> list[tuple[str, str, list]]:
+def _groups(claim: Claim, runs: Cells, sizes: dict, others: Cells) -> list[tuple[str, str, list]]:
     """(model, column, the runs the statistic reads) for each test of the claim's scope; `others`
     (scope "contrast"): the runs of the models outside the claim's scope."""
     column = lambda cell: f"{cell['task']} / {cell['dataset']}"  # noqa: E731
@@ -136,12 +128,15 @@ def _column(claim: Claim, cell: dict) -> str:
     return f"{claim.task if claim.scope in ('model', 'entries') else cell['task']} / {cell['dataset']}"
 
 
-def _found(claim: Claim, fn, read: list) -> dict | None:
+def _found(claim: Claim, statistic: Statistic, read: list) -> dict | None:
     """The statistic on one group of runs (`_groups`), None without the data it needs."""
+    fn = statistic.measure
     if claim.scope == "cell":
         found = fn(read[0], **claim.params)
     elif claim.scope == "model":
-        found = fn({_setting(r): r for r in read}, **claim.params)
+        if statistic.setting is None:
+            raise ValueError(f"claim statistic {claim.statistic!r} of scope 'model' names no `setting` of a run")
+        found = fn({statistic.setting(r): r for r in read}, **claim.params)
     else:  # "entries": [run], told apart by the settings each recorded; "scale": [(parameters, run)]; "contrast"
         found = fn(*read, **claim.params) if claim.scope == "contrast" else fn(read, **claim.params)
     return None if found is None or found["estimate"].get("value") is None else found
@@ -151,8 +146,10 @@ def _measure(claim: Claim, folder: Path, cells: list[dict], rows: dict) -> Claim
     """The claim's statistic on every cell, model or dataset its scope reads: the models it is
     about and that provide the setting it requires; the others are listed, untested (a per-model
     claim's statistic is still computed on a model outside its scope: "does it generalise?")."""
-    outcome, fn = ClaimResult(claim), _statistic(claim.statistic)
-    runs, others = [], []
+    outcome, statistic = ClaimResult(claim), STATISTICS.get(claim.statistic)
+    fn = statistic.measure
+    runs: Cells = []
+    others: Cells = []
     for cell in cells:
         model, row = cell["model"], rows.get(cell["model"])
         where = (model, _column(claim, cell))
@@ -167,17 +164,17 @@ def _measure(claim: Claim, folder: Path, cells: list[dict], rows: dict) -> Claim
             runs.append((cell, load_run(folder / cell["run_dir"])))
     sizes = {label: (row or {}).get("parameters") for label, row in rows.items()}
     for model, column, read in _groups(claim, runs, sizes, others):
-        found = _found(claim, fn, read)
+        found = _found(claim, statistic, read)
         if found is None:
             outcome.skipped.append(f"{model} on {column}")
             continue
         test = CellTest(model, column, found)
-        if claim.scope == "cell":  # KEE's cells: SGR / DGR under each reading of the recovery rule
-            test.readings = results_by_reading(read[0], lambda run: fn(run, **claim.params), found)
+        if claim.scope == "cell" and statistic.readings:  # e.g. KEE's SGR / DGR under each reading of the recovery rule
+            test.readings = results_by_reading(statistic.readings(read[0]), lambda run: fn(run, **claim.params), found)
         outcome.cells.append(test)
     if claim.scope in ("cell", "model", "entries"):  # does it generalise? Beside the verdicts, never one of them
         for model, column, read in _groups(claim, others, sizes, []):
-            if (found := _found(claim, fn, read)) is not None:
+            if (found := _found(claim, statistic, read)) is not None:
                 outcome.beyond[(model, column)] = (found, _verdict(claim, found, found["p_value"]))
     return outcome
 
@@ -231,7 +228,7 @@ def _verdict(claim: Claim, result: dict, p_holm: float | None) -> str:
             return "inconclusive"
         return "supported" if high < margin else "contradicted" if low > margin else "inconclusive"
     if claim.direction == "equivalent":
-        low, high, margin = estimate["ci_low"], estimate["ci_high"], claim.margin
+        low, high, margin = estimate["ci_low"], estimate["ci_high"], claim.margin or 0.0  # declared (`Claim`)
         if low is None:
             return "inconclusive"
         if -margin <= low and high <= margin:

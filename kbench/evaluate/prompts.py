@@ -136,15 +136,6 @@ def build_prompts(
     return prompts
 
 
-def truefalse_prompt(statement: str, passage: str | None, max_words: int) -> str:
-    """LEFT's true/false prompt; the passage (open book) is cut to `max_words` words."""
-    head = ""
-    if passage:
-        words = passage.split()
-        head = "Passage: " + " ".join(words[:max_words]) + (" ..." if len(words) > max_words else "") + "\n"
-    return f"{head}Statement: {statement}\nIs this statement true or false?\nAnswer:"
-
-
 def question_turn(body: str, cue: str, chat: bool) -> Prompt:
     """`body` as one user turn (instruct models; the answer starts the reply), else plain text
     ending in the cue ("Answer:")."""

@@ -174,6 +174,21 @@ def binomial_two_sided(k: int, n: int) -> float:
     return min(1.0, 2 * tail)
 
 
+def fisher_exact_p(k1: int, n1: int, k2: int, n2: int) -> float:
+    """Two-sided Fisher exact p of k1/n1 against k2/n2 (two independent proportions)."""
+    from scipy.stats import fisher_exact
+
+    return float(fisher_exact([[k1, n1 - k1], [k2, n2 - k2]], alternative="two-sided").pvalue)
+
+
+def binomial_p(k: int, n: int, p: float) -> float:
+    """Exact two-sided binomial p of k successes in n trials against rate p (scipy's: the outcomes
+    no likelier than k); 1 when n = 0."""
+    from scipy.stats import binomtest
+
+    return float(binomtest(k, n, p).pvalue) if n else 1.0
+
+
 def mcnemar(first: Mapping[str, bool], second: Mapping[str, bool]) -> dict:
     """Exact McNemar test of two systems on the items both have (keys present on one side only
     are left out and counted). b = right only under `first`, c = right only under `second`."""

@@ -89,6 +89,8 @@ def run_cell(task: TaskEntry, dataset: str, model: Any, run_dir: Path, limit: in
     if limit is not None:
         settings["limit"] = min(limit, settings.get("limit") or limit)
     result = evaluate(task.task, dataset=dataset, model=model, out=run_dir, **settings)
+    if result is None:  # only a process other than the main one of `accelerate launch` gets none
+        raise RuntimeError(f"cell {run_dir.name}: the evaluation returned no results (not the main process)")
     return result.results
 
 
@@ -108,7 +110,8 @@ def evaluate_cell(
 
     opened, opened_attempts, error = pool.get(model)
     if opened is None:
-        return cell_outcome(None, opened_attempts, f"model {model.label} did not open: {error}"), unavailable_row(model, error)
+        why = f"model {model.label} did not open: {error}"
+        return cell_outcome(None, opened_attempts, why), unavailable_row(model, error or "did not open")
     results, attempts, error = with_retries(
         f"cell {run_dir.name}", lambda: run_cell(task, dataset, opened, run_dir, limit), pool.retries, pool.retry_wait
     )

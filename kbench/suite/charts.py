@@ -68,8 +68,8 @@ def scaling_chart(columns: dict[str, dict[str, Run]], models: dict[str, dict], o
     for ax, (title, pairs) in zip(axes, drawn.items()):
         metric = pairs[0][1].primary
         for label, run in pairs:
-            estimate = run.headline.get(metric)
-            if not is_estimate(estimate) or estimate.get("value") is None:
+            estimate = run.headline.get(metric) if metric else None
+            if estimate is None or not is_estimate(estimate) or estimate.get("value") is None:
                 continue
             family = str(models[label].get("family"))
             x = models[label]["parameters"]
@@ -160,7 +160,7 @@ def popularity_deciles(outcomes: dict[str, dict[str, tuple[float, bool]]]) -> di
     popularity = {item: value for per_item in outcomes.values() for item, (value, _) in per_item.items()}
     ranked = sorted(popularity, key=lambda item: (popularity[item], item))
     decile = {item: rank * DECILES // len(ranked) for rank, item in enumerate(ranked)}
-    ranges = {}
+    ranges: dict[int, tuple[float, float | None]] = {}
     for item in ranked:
         low, _ = ranges.get(decile[item], (popularity[item], None))
         ranges[decile[item]] = (low, popularity[item])

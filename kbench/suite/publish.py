@@ -39,6 +39,7 @@ def leaderboard_rows(document: dict) -> list[dict]:
 def _parquet(rows: list[dict]) -> bytes:
     import polars as pl
 
+    schema: dict[str, type[pl.DataType]]
     schema = {"cell": pl.String, "model": pl.String, "task": pl.String, "dataset": pl.String, "status": pl.String}
     schema |= {"metric": pl.String, "value": pl.Float64, "ci_low": pl.Float64, "ci_high": pl.Float64, "n": pl.Int64}
     buffer = io.BytesIO()

@@ -138,7 +138,8 @@ def _leaderboard(document: dict, columns: dict[str, dict[str, Run]]) -> list[str
             cell = by_key.get((model, title))
             run = (columns.get(title) or {}).get(model)
             if run is not None:
-                estimate = run.headline.get(_primary(columns[title]))
+                metric = _primary(columns[title])
+                estimate = run.headline.get(metric) if metric else None
                 value = estimate.get("value") if estimate else None
                 tds.append(
                     f"<td data-sort='{'' if value is None else value}'>{escape(format_estimate(estimate))} "

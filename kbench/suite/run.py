@@ -12,6 +12,7 @@ With `executor="ray"` the cells are Ray tasks (`kbench.suite.ray_cells`).
 from __future__ import annotations
 
 import logging
+from functools import partial
 from pathlib import Path
 
 from kbench.suite.cells import ModelPool, evaluate_cell, with_retries
@@ -81,7 +82,7 @@ def prepare_datasets(suite: Suite, out: Path, state: SuiteState) -> tuple[dict[s
             continue
         built, _, error = with_retries(
             f"building dataset {entry.name}",
-            lambda entry=entry, folder=folder: build(suite.recipe(entry.name), out=folder, overrides=list(entry.overrides)),
+            partial(build, suite.recipe(entry.name), out=folder, overrides=list(entry.overrides)),
             header.retries,
             header.retry_wait,
         )

@@ -64,10 +64,10 @@ class SuiteHeader(_Strict):
 class ModelMeta(_Strict):
     """Facts about a model its weights do not hold (or a served model hides)."""
 
-    training_tokens: float | None = Field(None, ge=0)
+    training_tokens: float | None = Field(default=None, ge=0)
     release_date: datetime.date | None = None
     family: str | None = None
-    parameters: int | None = Field(None, ge=1, description="For served models, whose weights cannot be counted.")
+    parameters: int | None = Field(default=None, ge=1, description="For served models, whose weights cannot be counted.")
     instruction_tuned: bool | None = None
 
 
@@ -140,16 +140,20 @@ class Suite:
 
     def dataset_path(self, name: str) -> str:
         """A `path` dataset: relative to the suite file when it is a folder there, else as written (a Hub id)."""
-        entry = self.dataset(name)
-        beside = self.path.parent / entry.path
-        return str(beside) if not Path(entry.path).is_absolute() and beside.exists() else entry.path
+        path = self.dataset(name).path
+        if path is None:
+            raise ValueError(f"dataset {name}: a recipe dataset has no path")
+        beside = self.path.parent / path
+        return str(beside) if not Path(path).is_absolute() and beside.exists() else path
 
     def recipe(self, name: str) -> str:
         """A `recipe` dataset: a recipe file relative to the suite file when it is there, else as
         written (a packaged recipe's name or a path from the working folder)."""
-        entry = self.dataset(name)
-        beside = self.path.parent / entry.recipe
-        return str(beside) if not Path(entry.recipe).is_absolute() and beside.is_file() else entry.recipe
+        recipe = self.dataset(name).recipe
+        if recipe is None:
+            raise ValueError(f"dataset {name}: a built dataset has no recipe")
+        beside = self.path.parent / recipe
+        return str(beside) if not Path(recipe).is_absolute() and beside.is_file() else recipe
 
     def document(self) -> dict:
         """The suite as suite.json records it (JSON types: dates as ISO strings)."""
@@ -269,7 +273,7 @@ def _check_datasets(spec: SuiteFile, path: Path, fail) -> None:
                 raise fail(("datasets", i, "path"), f"{entry.path}: no such folder, and not a Hub dataset id")
             if entry.overrides:
                 raise fail(("datasets", i, "overrides"), "overrides apply to a recipe, not to a built folder")
-        else:
+        elif entry.recipe is not None:  # exactly one of the two (checked above)
             beside = path.parent / entry.recipe
             try:
                 resolve_recipe(beside if not Path(entry.recipe).is_absolute() and beside.is_file() else entry.recipe)

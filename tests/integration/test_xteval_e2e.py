@@ -154,7 +154,7 @@ def test_xteval_runs_resumes_and_writes_valid_results(model_fixture, request, la
     assert 0 < len(test_rel) < len(RELATIONS) and ood["n_test"] == PER_RELATION * len(test_rel)
     items = pl.read_parquet(out / "items.parquet")
     assert items.height == results["items"]["count"] and set(items["kind"]) == {"extraction", "run", "query"}
-    from kbench.claims.across import xteval_iid_minus_ood  # XTEVAL-11 reads the run: clustered by relation
+    from kbench.tasks.xteval.claims import xteval_iid_minus_ood  # XTEVAL-11 reads the run: clustered by relation
     from kbench.report.runs import load_run
 
     claim11 = xteval_iid_minus_ood(load_run(out))

@@ -39,7 +39,7 @@ def test_continual_pretraining_is_a_kbench_read_checkpoint():
 
 
 def test_left_1_no_improvement_after_reading_is_supported_by_a_drop(tmp_path):
-    from kbench.claims.across import closed_minus_prior
+    from kbench.tasks.truefalse.claims import closed_minus_prior
     from kbench.claims.sets import claim_set
     from kbench.report.runs import Run
 

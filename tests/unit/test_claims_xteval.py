@@ -5,7 +5,7 @@ and the OPT scaling claims (XTEVAL-12, 13, 14) on the OPT models only, at 5 size
 
 from __future__ import annotations
 
-from kbench.claims.across import xteval_iid_minus_ood
+from kbench.tasks.xteval.claims import xteval_iid_minus_ood
 from kbench.claims.verdicts import test_suite as claims_of_suite
 from kbench.report.runs import load_run
 from kbench.suite.spec import load_suite, resolve_suite

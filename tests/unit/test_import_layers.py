@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[2]
 LAYERS: list[tuple[str, ...]] = [
     ("kbench", "kbench.errors", "kbench.io", "kbench.registry", "kbench.protocol"),
     ("kbench.paths", "kbench.progress", "kbench.logs", "kbench.dataset"),
-    # prompts are values (`Prompt`, the forms that build them): the judges of a build, LEFT's BoolQ prior and
+    # prompts are values (`Prompt`, the forms that build them): the judges of a build and
     # the tasks build them, the backends render them
     ("kbench.metrics", "kbench.models.prompt", "kbench.evaluate.prompts"),
     ("kbench.models",),
@@ -39,7 +39,8 @@ LAYERS: list[tuple[str, ...]] = [
     ("kbench.tasks",),
     ("kbench.cards", "kbench.export", "kbench.tasks.*.export", "kbench.read"),
     ("kbench.api", "kbench.check"),  # `kbench check` probes a model as the tasks do, beside the API
-    ("kbench.suite", "kbench.claims"),  # many models x many tasks through the API, and the papers' claims over them
+    # many models x many tasks through the API, and the papers' claims over them (a task's statistics beside it)
+    ("kbench.suite", "kbench.claims", "kbench.tasks.*.claims"),
     ("kbench.cli", "kbench.tasks.*.cli", "kbench.__main__"),
 ]
 

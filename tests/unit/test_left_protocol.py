@@ -13,6 +13,7 @@ from kbench.errors import UserError
 from kbench.tasks.truefalse.protocol import left_protocol
 from kbench.tasks.truefalse.task import TrueFalseSettings
 from kbench.models.training.boolq import MARKER, finetune_boolq
+from kbench.tasks.truefalse.prompt import truefalse_prompt
 from tests.dataset_folders import left_dataset as build_left_dataset
 
 # BoolQ's shape (question, answer), written here: no download
@@ -74,7 +75,8 @@ def test_a_boolq_checkpoint_must_be_a_causal_model_folder(tmp_path):
 
 
 def test_the_boolq_fine_tuned_prior_replaces_the_zero_shot_entry(tiny_causal_dir, left_dataset, tmp_path):
-    folder = finetune_boolq(str(tiny_causal_dir), BOOLQ_ROWS, tmp_path / "tiny-boolq", epochs=4, lr=1e-3, batch_size=3,
+    folder = finetune_boolq(str(tiny_causal_dir), BOOLQ_ROWS, tmp_path / "tiny-boolq", prompt=truefalse_prompt, epochs=4,
+                            lr=1e-3, batch_size=3,
                             source="six inline rows")
     record = json.loads((folder / MARKER).read_text())
     assert record["questions"] == 6 and record["base_model"] == str(tiny_causal_dir) and not record["passages"]
@@ -99,11 +101,11 @@ def test_the_boolq_fine_tuned_prior_replaces_the_zero_shot_entry(tiny_causal_dir
 
 
 def test_a_folder_without_its_boolq_record_is_named_as_such(tiny_causal_dir, tmp_path):
-    folder = finetune_boolq(str(tiny_causal_dir), BOOLQ_ROWS[:2], tmp_path / "ft", epochs=1)
+    folder = finetune_boolq(str(tiny_causal_dir), BOOLQ_ROWS[:2], tmp_path / "ft", prompt=truefalse_prompt, epochs=1)
     (folder / MARKER).unlink()
     assert ids(boolq_checkpoint=str(folder)) == ["boolq-training-unrecorded"]
     (folder / MARKER).write_text("{")
     with pytest.raises(UserError, match="boolq.json"):
         TrueFalseSettings(boolq_checkpoint=str(folder))
     with pytest.raises(UserError, match="answer"):
-        finetune_boolq(str(tiny_causal_dir), [{"question": "is it", "answer": "yes"}], tmp_path / "bad")
+        finetune_boolq(str(tiny_causal_dir), [{"question": "is it", "answer": "yes"}], tmp_path / "bad", prompt=truefalse_prompt)

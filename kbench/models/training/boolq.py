@@ -2,12 +2,13 @@
 statements (LEFT Section 3: "out-of-the-box language models fine-tuned on BoolQ"; for the prior
 and closed-book settings "only BoolQ's questions", no text snippets).
 
-    finetune_boolq("gpt2", rows, Path("gpt2-boolq"))   # rows: {"question", "answer": bool[, "passage"]}
+    # rows: {"question", "answer": bool[, "passage"]}; the prompt: kbench.tasks.truefalse.prompt.truefalse_prompt
+    finetune_boolq("gpt2", rows, Path("gpt2-boolq"), prompt=truefalse_prompt)
     kbench evaluate truefalse --model gpt2 --boolq-checkpoint gpt2-boolq
 
 A causal LM is fine-tuned as a yes/no classifier in the very form the truefalse task reads it:
-the prompt is `kbench.evaluate.prompts.truefalse_prompt` with the question as the statement (and
-the row's passage, if any, for open book), and the loss is the cross-entropy of the two-way choice
+the prompt is the task's own, handed in (`prompt`), with the question as the statement (and the
+row's passage, if any, for open book), and the loss is the cross-entropy of the two-way choice
 between the answer forms " True" and " False" (their summed log-probabilities), the margin the task
 then thresholds at 0. The folder holds the model and tokenizer (`save_pretrained`) and `boolq.json`,
 which records the base model, how many questions, their sha256, the hyper-parameters and the seed,
@@ -19,7 +20,7 @@ from __future__ import annotations
 import json
 import random
 import shutil
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from kbench.errors import InputError, UserError
@@ -57,6 +58,7 @@ def finetune_boolq(
     rows: Sequence[dict],
     out: Path,
     *,
+    prompt: Callable[[str, str | None, int], str],
     epochs: int = 1,
     lr: float = 1e-5,
     batch_size: int = 8,
@@ -64,11 +66,11 @@ def finetune_boolq(
     source: str = "inline rows",
     max_passage_words: int = 150,
 ) -> Path:
-    """Fine-tune causal LM `base` on BoolQ-shaped `rows` and write it, with `boolq.json`, to `out`
-    (written beside and moved into place, so a half-written folder never looks finished)."""
+    """Fine-tune causal LM `base` on BoolQ-shaped `rows`, each asked as `prompt(question, passage,
+    max_passage_words)`, and write it, with `boolq.json`, to `out` (written beside and moved into
+    place, so a half-written folder never looks finished)."""
     import torch
 
-    from kbench.evaluate.prompts import truefalse_prompt
     from kbench.models.loading import load_model
 
     if not rows:
@@ -83,7 +85,7 @@ def finetune_boolq(
     torch.manual_seed(seed)
     model.train()
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
-    examples = [(truefalse_prompt(r["question"], r.get("passage"), max_passage_words), 0 if r["answer"] else 1) for r in rows]
+    examples = [(prompt(r["question"], r.get("passage"), max_passage_words), 0 if r["answer"] else 1) for r in rows]
     losses = []
     for epoch in range(epochs):
         order = list(examples)

@@ -46,13 +46,13 @@ from pydantic import Field, model_validator
 
 from kbench.dataset import open_split
 from kbench.errors import UserError
-from kbench.evaluate.prompts import truefalse_prompt as prompt_text
 from kbench.evaluate.task import TASKS, Plan, RunContext, Summary, Task, TaskSettings, Unit, chunks
 from kbench.io import iter_jsonl
 from kbench.metrics import uncertainty as u
 from kbench.metrics.pairs import pair_choice
 from kbench.models.interface import Capability
 from kbench.paths import default_cache_dir
+from kbench.tasks.truefalse.prompt import truefalse_prompt as prompt_text
 from kbench.tasks.truefalse.protocol import check_boolq_folder, judge_description, left_protocol
 
 ANSWERS = (" True", " False")

@@ -1,43 +1,76 @@
-"""Claim statistics of XTEVAL (one cell), of LEFT's settings (one model's cells) and of trends in
-model size (every in-scope model's cell). Same contract as `kbench.claims.statistics`. XTEVAL's
-downstream figures are read from the run's query rows and drawn with the task's own two-level
-bootstrap (`kbench.metrics.clustered.gap_replicates`: runs, then items), seeded; IID − OOD with a
-cluster bootstrap over relations and a bootstrap p, which puts it under Holm
-(docs/xteval-statistics.md, "The claims")."""
+"""XTEVAL's claim statistics, registered in `kbench.claims.statistics.STATISTICS`, each with the size
+plan `kbench claims plan` gives it. XTEVAL's downstream figures are read from the run's query rows and
+drawn with the task's own two-level bootstrap (`kbench.metrics.clustered.gap_replicates`: runs, then
+items), seeded; IID − OOD with a cluster bootstrap over relations and a bootstrap p, which puts it
+under Holm (docs/xteval-statistics.md, "The claims"). Across task entries (scope "entries"), the runs
+are told apart by the fine-tuning settings each recorded, never by their labels."""
 
 from __future__ import annotations
 
-from kbench.claims.statistics import _fisher
+import itertools
+import json
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from kbench.claims.plan_sizes import Design, unplanned
+from kbench.claims.statistics import (
+    CLAIM_RESAMPLES,
+    CLAIM_SEED,
+    bootstrap_p,
+    endpoints,
+    paired_test,
+    sized_points,
+    statistic,
+)
 from kbench.metrics.clustered import RunCounts, bootstrap_estimate, gap_replicates, headline_values, run_counts
-from kbench.metrics.rank_correlation import spearman_exact
-from kbench.metrics.uncertainty import BOOTSTRAP_SEED, difference_unpaired, wilson
+from kbench.metrics.uncertainty import wilson
 from kbench.report.items import read_items
 from kbench.report.runs import Run
 
-# A p-value under Holm over tens of tests needs a finer floor than the task's 1,000 resamples
-# (1/1001); 10,000 vectorised resamples cost well under a second per cell.
-CLAIM_RESAMPLES = 10_000
-CLAIM_SEED = BOOTSTRAP_SEED
+if TYPE_CHECKING:
+    from kbench.claims.sets import Claim
+    from kbench.tasks.xteval.pipeline import XtevalSettings
+
+# XTEVAL's printed number: OPT-125M predicts 34% of the facts (L179), the share of D that is D^theta
+XTEVAL_ACC_D = 0.34
 
 
-def _figure(run: Run, path: str) -> dict | None:
-    block = run.metrics
-    for part in path.split("."):
-        block = block.get(part) if isinstance(block, dict) else None
-    return block if isinstance(block, dict) and block.get("mean") is not None else None
+def design(claim: Claim, settings: XtevalSettings, rows: int) -> Design:
+    """XTEVAL's downstream figures are read on the test queries (one per test fact) and drawn with the
+    task's two-level bootstrap (runs, then items): at these sizes the items' variance dominates the
+    runs' (XTEVAL prints sigma <= 0.011 over its 27 runs, L103), so a downstream accuracy is planned as
+    a proportion over its test queries."""
+    name = claim.statistic
+    test = XTEVAL_ACC_D * (1 - settings.train_fraction)  # D^theta's test share of D
+    per = f"test queries ≈ {test:.0%} of {rows} facts"
+    if name == "xteval_gap1":
+        return Design("proof", f"{rows} facts of D", rows)
+    if name == "xteval_gap2":
+        return Design("proof", per, rows * test)
+    if name == "xteval_split_spread":
+        if settings.split_seeds < 2:
+            return Design("none", "no data: the split spread needs 2 split seeds or more", 0)
+        return Design("two", f"{per}, per split seed", rows * test, rows * test, test, test)
+    if name == "largest_minus_smallest":
+        return Design("two", f"{per}, per model", rows * test, rows * test, test, test)
+    if name == "xteval_iid_minus_ood":
+        if settings.setting != "both":
+            return Design("none", 'no data: IID − OOD needs `setting = "both"` in one entry', 0)
+        return Design("two", f"{per} per setting (clustered by relation)", rows * test, rows * test, test, test)
+    if name == "downstream_across_finetune":
+        return Design("two", f"{per}, paired across entries", rows * test, rows * test, test, test)
+    return unplanned(name)
 
 
-def xteval_gap1(run: Run) -> dict | None:
-    """Gap 1 = 1 − acc_D of the first extraction seed: the share of D the model does not predict,
-    Wilson interval. One unpredicted fact proves Gap 1 > 0, so p is 0 then (1 with none)."""
-    seeds = ((run.metrics.get("extraction") or {}).get("seeds")) or []
-    if not seeds or not seeds[0].get("n_probed"):
-        return None
-    n = seeds[0]["n_probed"]
-    k = n - seeds[0]["n_known"]
-    low, high = wilson(k, n)
-    estimate = {"value": k / n, "ci_low": low, "ci_high": high, "n": n, "k": k, "interval": "wilson"}
-    return {"estimate": estimate, "p_value": 0.0 if k else 1.0, "test": "Gap 1 > 0: facts of D not predicted (seed 1)"}
+def _finetune_value(settings: XtevalSettings, param: str) -> float:
+    """An XTEVAL entry's value of a fine-tuning setting (`lr`, `negatives_per_type`)."""
+    return float(getattr(settings.finetune, param))
+
+
+def missing(claim: Claim, settings: list[XtevalSettings]) -> list[str]:
+    """The fine-tuning values (`param` and `values`) a claim across entries compares that no entry runs."""
+    ran = {_finetune_value(s, claim.params["param"]) for s in settings}
+    return [f"{claim.params['param']} = {v:g}" for v in claim.params["values"] if float(v) not in ran]
 
 
 def _downstream(run: Run, setting: str) -> tuple[list[dict], list[RunCounts], dict[int, tuple[int, int]]] | None:
@@ -56,14 +89,21 @@ def _replicates(counts: list[RunCounts], known: dict, setting: str, figure: str,
     return gap_replicates({setting: counts}, known, seed=seed, resamples=CLAIM_RESAMPLES)[setting][figure]
 
 
-def bootstrap_p(replicates: list[float]) -> float:
-    """Two-sided percentile-bootstrap p of "the figure is 0": twice the smaller share of replicates
-    at or beyond 0 on either side, each count + 1 over resamples + 1 (never 0), at most 1."""
-    below = sum(r <= 0 for r in replicates)
-    above = sum(r >= 0 for r in replicates)
-    return min(1.0, 2 * (1 + min(below, above)) / (1 + len(replicates)))
+@statistic("xteval_gap1", design=design)
+def xteval_gap1(run: Run) -> dict | None:
+    """Gap 1 = 1 − acc_D of the first extraction seed: the share of D the model does not predict,
+    Wilson interval. One unpredicted fact proves Gap 1 > 0, so p is 0 then (1 with none)."""
+    seeds = ((run.metrics.get("extraction") or {}).get("seeds")) or []
+    if not seeds or not seeds[0].get("n_probed"):
+        return None
+    n = seeds[0]["n_probed"]
+    k = n - seeds[0]["n_known"]
+    low, high = wilson(k, n) or (0.0, 1.0)  # n > 0 here: the interval exists
+    estimate = {"value": k / n, "ci_low": low, "ci_high": high, "n": n, "k": k, "interval": "wilson"}
+    return {"estimate": estimate, "p_value": 0.0 if k else 1.0, "test": "Gap 1 > 0: facts of D not predicted (seed 1)"}
 
 
+@statistic("xteval_gap2", design=design)
 def xteval_gap2(run: Run, setting: str = "iid") -> dict | None:
     """Gap 2 (Figure 8's definition) of the setting, the mean over runs, with the task's two-level
     bootstrap interval (runs, then items: at one run an item-level interval). As with Gap 1, one
@@ -83,6 +123,7 @@ def xteval_gap2(run: Run, setting: str = "iid") -> dict | None:
     return {"estimate": estimate, "p_value": 0.0 if proven else 1.0, "test": test}
 
 
+@statistic("xteval_split_spread", design=design)
 def xteval_split_spread(run: Run, setting: str = "iid") -> dict | None:
     """The largest − the smallest split seed's mean downstream accuracy (over that seed's runs), for an
     equivalence read against the set's margin. Interval: the task's two-level bootstrap drawn for
@@ -107,6 +148,7 @@ def xteval_split_spread(run: Run, setting: str = "iid") -> dict | None:
     return {"estimate": estimate, "p_value": None, "test": test}
 
 
+@statistic("xteval_iid_minus_ood", design=design)
 def xteval_iid_minus_ood(run: Run) -> dict | None:
     """IID − OOD downstream accuracy (each the share of the setting's test queries answered, pooled
     over runs) with a cluster bootstrap over relations: OOD holds out whole relations, so a
@@ -142,70 +184,7 @@ def xteval_iid_minus_ood(run: Run) -> dict | None:
     return {"estimate": estimate, "p_value": bootstrap_p(replicates), "test": test}
 
 
-def setting_minus_setting(runs: dict[str, Run], first: str, second: str) -> dict | None:
-    """accuracy(setting `first`) − accuracy(setting `second`) of one model on one dataset
-    (Newcombe, Fisher exact: unpaired, conservative for shared statements)."""
-    if first not in runs or second not in runs:
-        return None
-    a, b = (runs[s].metrics.get("overall", {}).get("accuracy") or {} for s in (first, second))
-    if not a.get("n") or not b.get("n"):
-        return None
-    return {
-        "estimate": difference_unpaired(a["k"], a["n"], b["k"], b["n"]),
-        "p_value": _fisher(a["k"], a["n"], b["k"], b["n"]),
-        "test": f"{first} − {second}, two-sided Fisher exact",
-    }
-
-
-def closed_minus_prior(runs: dict[str, Run]) -> dict | None:
-    """Closed book after reading − prior knowledge on the same statements (the closed-book cell's
-    paired before/after difference)."""
-    run = runs.get("closed-book")
-    block = (run.metrics.get("before_after") if run else None) or {}
-    if not block.get("difference"):
-        return None
-    return {
-        "estimate": block["difference"],
-        "p_value": (block.get("paired_test") or {}).get("p_value"),
-        "test": "closed-book − prior, paired",
-    }
-
-
-def _size(parameters: int) -> str:
-    return f"{parameters / 1e9:.3g}B" if parameters >= 1e9 else f"{parameters / 1e6:.4g}M"
-
-
-def _sizes(points: list[tuple[int, Run]], min_sizes: int) -> list[tuple[int, Run]] | None:
-    """The points with a parameter count, smallest first (ties by model name), or None with fewer
-    than `min_sizes` distinct sizes: a trend read on fewer sizes than the claim needs decides
-    nothing, and the claim is left without data rather than given a verdict on too little."""
-    found = sorted(((params, run) for params, run in points if params), key=lambda p: (p[0], p[1].model_name))
-    return found if len({params for params, _ in found}) >= min_sizes else None
-
-
-def _endpoints(found: list[tuple[int, Run]]) -> str:
-    (small, first), (large, last) = found[0], found[-1]
-    return f"{last.model_name} ({_size(large)} parameters) − {first.model_name} ({_size(small)})"
-
-
-def size_trend(points: list[tuple[int, Run]], path: str, min_sizes: int = 5) -> dict | None:
-    """Spearman's rho of a figure (its mean) against parameter count over the models, with the exact
-    two-sided permutation p (1/n! resolution: a perfect order of 4 sizes gives 2/24 = 0.083, of 5
-    sizes 2/120 = 0.017, so `min_sizes` 5 is the fewest that can decide). The test names the
-    smallest and the largest model."""
-    found = _sizes(points, min_sizes)
-    found = [(params, run, _figure(run, path)) for params, run in found or []]
-    found = [(params, run, f["mean"]) for params, run, f in found if f is not None]
-    if len({params for params, _, _ in found}) < max(min_sizes, 2):
-        return None
-    xs, ys = [float(p) for p, _, _ in found], [v for _, _, v in found]
-    rho, p_value = spearman_exact(xs, ys)
-    estimate = {"value": rho, "ci_low": None, "ci_high": None, "n": len(found), "interval": "none (rank correlation)"}
-    ends = f"{found[0][1].model_name} ({_size(found[0][0])}) to {found[-1][1].model_name} ({_size(found[-1][0])})"
-    test = f"Spearman rho of {path} with size over {len(found)} models, {ends}, exact permutation p"
-    return {"estimate": estimate, "p_value": p_value, "test": test}
-
-
+@statistic("largest_minus_smallest", design=design)
 def largest_minus_smallest(points: list[tuple[int, Run]], path: str, min_sizes: int = 5) -> dict | None:
     """A headline figure (`path` settings.<setting>.<figure>) of the largest model − that of the
     smallest, with the task's two-level bootstrap (runs, then items) drawn for each model apart
@@ -213,17 +192,67 @@ def largest_minus_smallest(points: list[tuple[int, Run]], path: str, min_sizes: 
     non-superiority read); `min_sizes` as for `size_trend`, so both parts of XTEVAL-14 read the
     same sizes. The test names both models with their parameter counts."""
     _, setting, figure = path.split(".")
-    found = _sizes(points, min_sizes)
+    found = sized_points(points, min_sizes)
     if found is None:
         return None
-    ends = [(params, run, _downstream(run, setting)) for params, run in (found[0], found[-1])]
-    if any(drawn is None for _, _, drawn in ends):
+    ends = [_downstream(run, setting) for _, run in (found[0], found[-1])]
+    drawn = [end for end in ends if end is not None]
+    if len(drawn) < len(ends):
         return None
     values, replicates = [], []
-    for i, (_, _, (_, counts, known)) in enumerate(ends):
+    for i, (_, counts, known) in enumerate(drawn):
         values.append(headline_values(counts, known)[figure])
         replicates.append(_replicates(counts, known, setting, figure, CLAIM_SEED + i))
     differences = [large - small for small, large in zip(*replicates)]
     estimate = bootstrap_estimate(values[1] - values[0], differences, len({p for p, _ in found}), CLAIM_SEED)
-    test = f"{path}: {_endpoints(found)}, of {len({p for p, _ in found})} sizes; two-level bootstrap per model, unpaired"
+    test = f"{path}: {endpoints(found)}, of {len({p for p, _ in found})} sizes; two-level bootstrap per model, unpaired"
     return {"estimate": estimate, "p_value": None, "test": test}
+
+
+def _query_correct(run: Run, setting: str) -> dict[str, bool]:
+    return {
+        str(r["id"]): bool(r["correct"])
+        for r in read_items(run.path)
+        if r.get("kind") == "query" and r.get("setting") == setting and r.get("correct") is not None
+    }
+
+
+def _finetune_runs(runs: Sequence[Run], param: str, values: Sequence[float]) -> dict[float, Run] | None:
+    """value of the fine-tuning setting `param` -> the run at it, among runs whose other fine-tuning
+    settings agree (a suite with learning-rate entries and negatives entries has three runs at
+    4 negatives: the one at the default learning rate is the one that differs only in negatives).
+    The first group of agreeing runs (suite order) with every value decides; None if none has."""
+    groups: dict[str, dict[float, Run]] = {}
+    for run in runs:
+        finetune = (run.results.get("settings") or {}).get("finetune") or {}
+        if finetune.get(param) is not None:
+            others = json.dumps({k: v for k, v in finetune.items() if k != param}, sort_keys=True)
+            groups.setdefault(others, {}).setdefault(float(finetune[param]), run)
+    return next((g for g in groups.values() if all(float(v) in g for v in values)), None)
+
+
+@statistic("downstream_across_finetune", design=design, missing=missing)
+def downstream_across_finetune(runs: Sequence[Run], param: str, values: Sequence[float], setting: str = "iid") -> dict | None:
+    """XTEVAL's downstream accuracy at one value of a fine-tuning setting (`lr`, XTEVAL-16;
+    `negatives_per_type`, XTEVAL-7) − at another, on the test queries both runs share (one
+    D^theta, one split seed: the same queries; the test distractors do not depend on the setting);
+    of every pair of `values` the one farthest apart decides (an equivalence holds only if it holds
+    there). None unless every value has a run whose other fine-tuning settings agree."""
+    by_value = _finetune_runs(runs, param, values)
+    if by_value is None:
+        return None
+    correct = {float(v): _query_correct(by_value[float(v)], setting) for v in values}
+    found = []
+    for a, b in itertools.combinations(sorted(correct), 2):
+        tested = paired_test(correct[b], correct[a])
+        if tested is not None:
+            found.append((b, a, *tested))
+    if not found:
+        return None
+    high, low, estimate, p_value = max(found, key=lambda f: abs(f[2]["value"]))
+    return {
+        "estimate": estimate,
+        "p_value": p_value,
+        "test": f"downstream accuracy ({setting}): {param} {high:g} − {param} {low:g}, the farthest of {len(found)} pairs, "
+        "exact McNemar",
+    }
