@@ -66,7 +66,7 @@ def _by_relation(rows: list[dict]) -> dict[str, list[dict]]:
 
 
 @TASKS.register("choice")
-class Choice(Task):
+class Choice(Task[ChoiceSettings]):
     name = "choice"
     Settings = ChoiceSettings
     primary_metric = ("accuracy",)
@@ -75,8 +75,8 @@ class Choice(Task):
     def needs(self, settings: ChoiceSettings) -> dict[str, frozenset[Capability]]:
         return {"task choice": frozenset({Capability.LOGLIKELIHOOD})}  # statements' log-likelihoods, teacher-forced
 
-    def plan(self, ctx: RunContext) -> Plan:
-        s: ChoiceSettings = ctx.settings
+    def plan(self, ctx: RunContext[ChoiceSettings]) -> Plan:
+        s = ctx.settings
         split = open_split(ctx.dataset, s.split, s.config, schema="question.v1.json")
         if s.answer_space is not None:
             spaces, where = answers.from_file(Path(s.answer_space)), f"--answer-space {s.answer_space}"
@@ -93,8 +93,8 @@ class Choice(Task):
         depends = {"answer_spaces": stable_hash({rel: list(space) for rel, space in used.items()}), "start": start}
         return Plan(units=units, dataset=split.describe(), depends_on=depends, state=state)
 
-    def score(self, ctx: RunContext, state: ChoicePlan, unit: Unit) -> list[dict]:
-        s: ChoiceSettings = ctx.settings
+    def score(self, ctx: RunContext[ChoiceSettings], state: ChoicePlan, unit: Unit) -> list[dict]:
+        s = ctx.settings
         space = state.spaces[unit.meta["relation"]]
         vectors = score_candidates(ctx.model, state.start, unit.items, space, s.score, s.reduction)
         out = []
@@ -120,8 +120,8 @@ class Choice(Task):
             )
         return out
 
-    def aggregate(self, ctx: RunContext, state: ChoicePlan, rows: list[dict]) -> Summary:
-        s: ChoiceSettings = ctx.settings
+    def aggregate(self, ctx: RunContext[ChoiceSettings], state: ChoicePlan, rows: list[dict]) -> Summary:
+        s = ctx.settings
         numbers = summary(rows, s.top_k)
         metrics = {
             "score": s.score,

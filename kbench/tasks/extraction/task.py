@@ -88,16 +88,18 @@ EVERY_NUMBER = "every reported number (overall, per relation, per source, per fr
 
 
 class ExtractionSettings(TaskSettings):
-    prompt: Literal["cloze", "question", "chat"] = Field("cloze", description="Prompt form.")
+    prompt: Literal["cloze", "question", "chat"] = Field(default="cloze", description="Prompt form.")
     fewshot: int = Field(default=0, ge=0, description="Solved examples from the train split before each item.")
     protocol: Literal["maple", "lama"] = Field(
-        "maple", description="maple: generate + match, first_token_p1 beside it; lama: strict single-token LAMA P@1."
+        default="maple", description="maple: generate + match, first_token_p1 beside it; lama: strict single-token LAMA P@1."
     )
-    common_vocab: str | None = Field(None, description="lama protocol: restrict objects and ranks to this word list (a file).")
-    case_sensitive: bool = Field(False, description="MAPLE matching keeps case.")
+    common_vocab: str | None = Field(
+        default=None, description="lama protocol: restrict objects and ranks to this word list (a file)."
+    )
+    case_sensitive: bool = Field(default=False, description="MAPLE matching keeps case.")
     max_new_tokens: int = Field(default=16, ge=1, description="Tokens generated per item.")
     stop: tuple[str, ...] | None = Field(
-        None, description="A stop string; default: the prompt form's (cloze: newline, '. ', ','; question/chat: newline)."
+        default=None, description="A stop string; default: the prompt form's (cloze: newline, '. ', ','; question/chat: newline)."
     )
 
 
@@ -116,6 +118,7 @@ def vocabulary_deviation(common_vocab: str | None, vocab: set[str] | None, drops
             f"({drops['multi_token_object']} multi-token objects dropped); no --common-vocab",
             effect=LAMA_VOCAB_EFFECT,
         )
+    assert common_vocab is not None  # the vocabulary was read from it
     sha256 = hashlib.sha256("\n".join(sorted(vocab)).encode("utf-8")).hexdigest()
     if sha256 != LAMA_COMMON_VOCAB_SHA256:
         return Deviation(
@@ -247,7 +250,7 @@ def _grouped(rows: Sequence[dict], key) -> dict[str, list[dict]]:
 
 
 @TASKS.register("extraction")
-class Extraction(Task):
+class Extraction(Task[ExtractionSettings]):
     name = "extraction"
     Settings = ExtractionSettings
     primary_metric = ("maple_accuracy", "lama_p_at_1")  # the second under --protocol lama
@@ -268,8 +271,8 @@ class Extraction(Task):
             needed = Capability.RANK_EXACT if settings.common_vocab else Capability.RANK_TOP_K
         return {f"task extraction (--protocol {settings.protocol})": frozenset({needed})}
 
-    def plan(self, ctx: RunContext) -> Plan:
-        s: ExtractionSettings = ctx.settings
+    def plan(self, ctx: RunContext[ExtractionSettings]) -> Plan:
+        s = ctx.settings
         model = ctx.model
         split = open_split(ctx.dataset, s.split, s.config, schema="question.v1.json")
         rows = seeded_sample(split.rows, s.limit, s.seed)
@@ -307,10 +310,12 @@ class Extraction(Task):
         units = chunks(list(zip(rows, prompts)), UNIT_ITEMS)
         return Plan(units=units, dataset=split.describe(), depends_on={"stop": stop}, state=state)
 
-    def score(self, ctx: RunContext, state: ExtractionPlan, unit: Unit) -> list[dict]:
-        s: ExtractionSettings = ctx.settings
+    def score(self, ctx: RunContext[ExtractionSettings], state: ExtractionPlan, unit: Unit) -> list[dict]:
+        s = ctx.settings
         rows, prompts = [r for r, _ in unit.items], [p for _, p in unit.items]
         texts, golds = [p.prompt for p in prompts], [p.gold for p in prompts]
+        predictions: Sequence[str | None]
+        ranks: Sequence[tuple[int | None, float | None]]
         if s.protocol == "lama":
             predictions, ranks = [None] * len(rows), ctx.model.rank_first_token(texts, golds, candidate_ids=state.candidates)
         elif state.ranks == "none":  # a generation-only backend: answers without ranks
@@ -348,7 +353,7 @@ class Extraction(Task):
             )
         return out
 
-    def aggregate(self, ctx: RunContext, state: ExtractionPlan, rows: list[dict]) -> Summary:
+    def aggregate(self, ctx: RunContext[ExtractionSettings], state: ExtractionPlan, rows: list[dict]) -> Summary:
         protocol, ranks = ctx.settings.protocol, state.ranks
         overall = _estimates(rows, protocol, ranks)
         headline_keys = (
@@ -382,10 +387,11 @@ class Extraction(Task):
         first = headline_keys[0] if protocol == "maple" else "first_token_p1"  # a macro mean has no Newcombe difference
         headline.update({f"{first} {contrast}": values[first] for contrast, values in differences.items() if first in values})
         name, reference = PROTOCOLS[protocol]
-        protocol = Protocol(name, reference, state.deviations, state.interpretations)
-        return Summary(headline=headline, metrics=metrics, protocol=protocol)
+        return Summary(
+            headline=headline, metrics=metrics, protocol=Protocol(name, reference, state.deviations, state.interpretations)
+        )
 
-    def finish(self, ctx: RunContext, state: ExtractionPlan, rows: list[dict], results: dict) -> None:
+    def finish(self, ctx: RunContext[ExtractionSettings], state: ExtractionPlan, rows: list[dict], results: dict) -> None:
         """known_facts.parquet: the dataset rows the model answered correctly (D^theta)."""
         import polars as pl
 

@@ -170,7 +170,7 @@ def aggregate(items: list[dict], seed: int = u.BOOTSTRAP_SEED) -> dict:
 
 
 @TASKS.register("qa")
-class KnowledgeUpdateQA(Task):
+class KnowledgeUpdateQA(Task[QASettings]):
     name = "qa"
     Settings = QASettings
     primary_metric = ("updated_em",)
@@ -187,8 +187,8 @@ class KnowledgeUpdateQA(Task):
         # answers are generated; an edited item's two answers are compared by log-likelihood
         return {"task qa": frozenset({Capability.GENERATE, Capability.LOGLIKELIHOOD})}
 
-    def plan(self, ctx: RunContext) -> Plan:
-        s: QASettings = ctx.settings
+    def plan(self, ctx: RunContext[QASettings]) -> Plan:
+        s = ctx.settings
         everything, files = read_items(ctx.dataset, s.config, s.split)
         items = seeded_sample(everything, s.limit, s.seed)
         examples = [r for r in everything if r["category"] == "unchanged"] if s.fewshot else []
@@ -223,10 +223,10 @@ class KnowledgeUpdateQA(Task):
         state = Protocol("evolvingqa", REFERENCES["evolvingqa"], deviations, (answer_decoding(s),))
         return Plan(units=chunks(list(zip(items, prompts)), UNIT_ITEMS), dataset=dataset, state=state)
 
-    def score(self, ctx: RunContext, state: Protocol, unit: Unit) -> list[dict]:
+    def score(self, ctx: RunContext[QASettings], state: Protocol, unit: Unit) -> list[dict]:
         return _item_rows(ctx.model, [r for r, _ in unit.items], [p for _, p in unit.items], ctx.settings)
 
-    def aggregate(self, ctx: RunContext, state: Protocol, rows: list[dict]) -> Summary:
+    def aggregate(self, ctx: RunContext[QASettings], state: Protocol, rows: list[dict]) -> Summary:
         summary = aggregate(rows, seed=ctx.settings.seed)
         splits = summary["splits"]
         headline = {

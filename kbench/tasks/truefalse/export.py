@@ -50,8 +50,8 @@ class TrueFalseExport:
     columns = frozenset({"statement", "pair_id", "label"})
     rows = "LEFT statements (schemas/statement.v1.json)"
     default_split = "dev"
-    lmeval_imports = ("from collections import defaultdict",)
-    inspect_refusal = (  # so it has no inspect_source
+    lmeval_imports: tuple[str, ...] = ("from collections import defaultdict",)
+    inspect_refusal: str | None = (  # so it has no inspect_source
         "LEFT statements are judged by answer log-probabilities, which Inspect does not score; "
         "export them with `kbench export lm-eval` (multiple_choice)"
     )

@@ -230,7 +230,7 @@ def headline_name(settings: TrueFalseSettings) -> str:
 
 
 @TASKS.register("truefalse")
-class TrueFalse(Task):
+class TrueFalse(Task[TrueFalseSettings]):
     name = "truefalse"
     Settings = TrueFalseSettings
     primary_metric = ("accuracy",)
@@ -270,8 +270,8 @@ class TrueFalse(Task):
         retriever = f"-{settings['retriever']}" if settings.get("retriever") else ""
         return f"{self.name}:{settings['setting']}{retriever}:{settings.get('split', '')}".rstrip(":")
 
-    def plan(self, ctx: RunContext) -> Plan:
-        s: TrueFalseSettings = ctx.settings
+    def plan(self, ctx: RunContext[TrueFalseSettings]) -> Plan:
+        s = ctx.settings
         split = open_split(ctx.dataset, s.split, s.config, schema="statement.v1.json", hint=HINT)
         pairs = first_pairs(split.rows, s.limit)
         depends = {"base_model": ctx.models["base"].info.identity} if "base" in ctx.models else {}
@@ -279,8 +279,8 @@ class TrueFalse(Task):
         contexts = Contexts(s, ctx.dataset, default_cache_dir())
         return Plan(units=chunks(pairs, UNIT_PAIRS), dataset=split.describe(), depends_on=depends, state=contexts)
 
-    def score(self, ctx: RunContext, state: Contexts, unit: Unit) -> list[dict]:
-        s: TrueFalseSettings = ctx.settings
+    def score(self, ctx: RunContext[TrueFalseSettings], state: Contexts, unit: Unit) -> list[dict]:
+        s = ctx.settings
         chunk = unit.items
         flat = [r for pair in chunk for r in pair]
         found = state.for_rows(flat)
@@ -303,8 +303,8 @@ class TrueFalse(Task):
             rows.append(item)
         return rows
 
-    def aggregate(self, ctx: RunContext, state: Contexts, rows: list[dict]) -> Summary:
-        s: TrueFalseSettings = ctx.settings
+    def aggregate(self, ctx: RunContext[TrueFalseSettings], state: Contexts, rows: list[dict]) -> Summary:
+        s = ctx.settings
         summary = aggregate(rows, s.setting == "closed-book")
         metrics = {
             "setting": headline_name(s),

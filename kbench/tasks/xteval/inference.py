@@ -32,7 +32,8 @@ def test_candidates(
         docs += generator.sample_many(kind, fact, per_type, rng)
     docs += generator.true_unrelated(fact, test_pool, per_type, rng)
     seen = {gold.text}
-    distractors, counts = [], {}
+    distractors: list[str] = []
+    counts: dict[str, int] = {}
     for d in docs:
         if d.text not in seen:
             seen.add(d.text)
