@@ -93,3 +93,6 @@ class TrueFalseExport:
             "doc_to_target: gold\nmetric_list:\n  - metric: acc\n    aggregation: mean\n    higher_is_better: true\n"
             "  - metric: pair_acc\n    aggregation: !function utils.pair_calibrated_accuracy\n    higher_is_better: true\n"
         )
+
+    def inspect_source(self, docs: ExportDocs, name: str, data_file: str, case_sensitive: bool) -> str:
+        raise UserError(str(self.inspect_refusal))  # `kbench export inspect` refuses before it asks

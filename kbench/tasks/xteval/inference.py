@@ -26,7 +26,7 @@ def test_candidates(
     fact: Triple, generator: DocumentGenerator, test_pool: Sequence[Triple], per_type: int, rng: random.Random
 ) -> tuple[Candidates, dict[str, int]]:
     """The query, gold first then distinct distractors; and how many distractors of each kind."""
-    gold = generator.sample(GOLD, fact, rng)
+    gold = generator.gold(fact, rng)
     docs = generator.enumerate_head_relation(fact, rng)
     for kind in DISTRACTOR_TYPES:
         docs += generator.sample_many(kind, fact, per_type, rng)

@@ -230,7 +230,7 @@ def _facts_only(s: XtevalSettings) -> Deviation:
     )
 
 
-def distractor_shortfall(asked: int, distractors: list[dict[str, int]]) -> Deviation | None:
+def distractor_shortfall(asked: int, distractors: Sequence[dict[str, int]]) -> Deviation | None:
     """The distractors the test queries actually got, when some type fell short of the paper's 50
     (and of the number asked for): per type the minimum and median over the queries. A small
     D^theta holds too few distinct entities to draw 50 different documents of every type."""

@@ -29,7 +29,7 @@ import torch
 from pydantic import BaseModel, ConfigDict, Field
 
 from kbench.progress import progress
-from kbench.tasks.xteval.documents import GOLD, TRAIN_NEGATIVE_TYPES, DocumentGenerator, Triple
+from kbench.tasks.xteval.documents import TRAIN_NEGATIVE_TYPES, DocumentGenerator, Triple
 
 LOG = logging.getLogger(__name__)
 
@@ -124,7 +124,7 @@ def training_candidates(
     negatives are padded by the score mask (see `_batch_scores`), never with the gold."""
     out = []
     for fact in facts:
-        gold = generator.sample(GOLD, fact, rng)
+        gold = generator.gold(fact, rng)
         negatives = [d.text for kind in TRAIN_NEGATIVE_TYPES for d in generator.sample_many(kind, fact, per_type, rng)]
         distinct = list(dict.fromkeys(t for t in negatives if t != gold.text))  # a repeat adds no signal
         out.append(Candidates(generator.query(fact, rng), [gold.text, *distinct]))
@@ -226,6 +226,7 @@ def finetune(
         best["epoch"] + 1,
         cfg.epochs,
     )
+    assert best_state is not None  # epochs >= 1 (FinetuneConfig): the first epoch sets it
     encoder.model.load_state_dict(best_state)
     encoder.model.eval()
     return encoder, {
