@@ -27,9 +27,9 @@ from __future__ import annotations
 
 import random
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from kbench.errors import UserError
 from kbench.io import stable_hash
@@ -92,11 +92,11 @@ def _cloze_sentence(row: dict) -> str:
 
 
 def build_prompts(
-    rows: Sequence[dict],
+    rows: Sequence[Mapping[str, Any]],
     form: str,
     kind: str,
     fewshot: int = 0,
-    train_rows: Sequence[dict] = (),
+    train_rows: Sequence[Mapping[str, Any]] = (),
     seed: int = 0,
     stop: Sequence[str] | None = None,
 ) -> list[Probe]:

@@ -20,6 +20,7 @@ from kbench.dataset import open_split, seeded_sample
 from kbench.evaluate.task import TASKS, Plan, RunContext, Summary, Task, TaskSettings, Unit, chunks
 from kbench.io import stable_hash
 from kbench.models.interface import Capability
+from kbench.records import Question
 from kbench.tasks.choice import answers
 from kbench.tasks.choice.metrics import predicted_index, rank_of, summary
 from kbench.tasks.choice.protocol import choice_protocol
@@ -58,8 +59,8 @@ class ChoicePlan:
     sources: list[str]  # the rows' `source` values, for the protocol record
 
 
-def _by_relation(rows: list[dict]) -> dict[str, list[dict]]:
-    out: dict[str, list[dict]] = {}
+def _by_relation(rows: list[Question]) -> dict[str, list[Question]]:
+    out: dict[str, list[Question]] = {}
     for row in rows:
         out.setdefault(row["relation"], []).append(row)
     return out

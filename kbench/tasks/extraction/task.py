@@ -62,6 +62,7 @@ from kbench.metrics import uncertainty as u
 from kbench.metrics.matching import distinct_fact_hits, exact_match, maple_correct
 from kbench.models.interface import Capability
 from kbench.protocol import REFERENCES, Deviation, Interpretation, Protocol
+from kbench.records import Question
 
 UNIT_ITEMS = 256  # items per work unit; the model batches inside a unit
 #: why a rank metric is undefined, by what the backend knows of ranks
@@ -130,7 +131,7 @@ def vocabulary_deviation(common_vocab: str | None, vocab: set[str] | None, drops
     return None
 
 
-def lama_filter(rows: list[dict], prompts: list[Probe], model, common_vocab: str | None):
+def lama_filter(rows: list[Question], prompts: list[Probe], model, common_vocab: str | None):
     """Keep items whose gold is a single token (and in the common vocabulary); return the kept
     (rows, prompts), the drop counts, the candidate token ids (None = full vocabulary) and the
     deviation of the candidate set from LAMA's common vocabulary (None when it is LAMA's)."""
@@ -209,7 +210,7 @@ def rank_knowledge(model) -> str:
 
 @dataclass(frozen=True)
 class ExtractionPlan:
-    rows: list[dict]  # the dataset rows evaluated, in plan order
+    rows: list[Question]  # the dataset rows evaluated, in plan order
     drops: dict[str, int]  # what the LAMA protocol's filter dropped, by reason
     candidates: list[int] | None  # the common vocabulary's token ids (None: the full vocabulary)
     stop: list[str]

@@ -5,7 +5,8 @@ partition's seed-A samples (`partition_rows`)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from kbench.metrics.matching import exact_match, maple_correct
 from kbench.tasks.kee.techniques.base import ANSWER_STOP, MAX_ANSWER_TOKENS, KeeContext, KeeItem, clean_answer
@@ -14,7 +15,8 @@ SEED_A = 42
 PARTITION = "partition"
 
 
-def to_item(row: dict) -> KeeItem:
+def to_item(row: Mapping[str, Any]) -> KeeItem:
+    """A `Question` row (`kbench.records`) as a KEE item; the fitting pool's rows are read unchecked."""
     answers = [a for a in (row.get("answers") or []) if a] or [row["object"]]
     if row["object"] in answers:
         answers.remove(row["object"])

@@ -29,6 +29,7 @@ and Updated rise if reading taught the model the new facts.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
@@ -42,6 +43,7 @@ from kbench.evaluate.task import TASKS, Plan, RunContext, Summary, Task, TaskSet
 from kbench.metrics import uncertainty as u
 from kbench.models.interface import Capability
 from kbench.protocol import REFERENCES, Deviation, Interpretation, Protocol
+from kbench.records import QAItem
 from kbench.tasks.qa.metrics import get_scorer
 
 
@@ -80,19 +82,20 @@ class QASettings(TaskSettings):
     max_new_tokens: int = Field(default=16, ge=1, description="Tokens generated per question.")
 
 
-def build_qa_prompts(items: list[dict], settings: QASettings, examples: list[dict]) -> list[Probe]:
+def build_qa_prompts(items: Sequence[QAItem], settings: QASettings, examples: Sequence[QAItem]) -> list[Probe]:
     """Prompts in the shared forms; a row's `object` is its current answer (answer2)."""
     as_questions = [{**r, "object": r["answer"], "subject": r.get("subject") or r["question"]} for r in items]
     pool = [{**r, "object": r["answer"], "subject": r.get("subject") or r["question"]} for r in examples]
     return build_prompts(as_questions, settings.prompt, "causal", settings.fewshot, pool, settings.seed)
 
 
-def read_items(dataset: Path, config: str | None, split: str) -> tuple[list[dict], list[dict]]:
+def read_items(dataset: Path, config: str | None, split: str) -> tuple[list[QAItem], list[dict]]:
     """(rows, the dataset blocks of the split files read)."""
     wanted = CATEGORIES if split == "all" else (split,)
     if split != "all" and split not in CATEGORIES:
         raise UserError(f"--split {split!r}: choose all or one of {', '.join(CATEGORIES)}")
-    rows, files = [], []
+    rows: list[QAItem] = []
+    files: list[dict] = []
     for category in wanted:
         if not has_split(dataset, category, config):
             continue  # a snapshot pair may have no item of some category

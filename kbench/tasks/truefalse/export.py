@@ -14,12 +14,14 @@ plain-text prompt.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import cast
 
 from kbench.dataset import read_rows
 from kbench.errors import UserError
 from kbench.export.items import EXPORTS, ExportDocs, ExportSpec
 from kbench.export.lmeval import yaml_scalar
 from kbench.export.standalone import pair_choice_source
+from kbench.records import Statement
 from kbench.tasks.truefalse.task import ANSWERS, first_pairs, prompt_text
 
 _LMEVAL_SCORING = '''
@@ -62,7 +64,8 @@ class TrueFalseExport:
                 "a LEFT statement dataset has one prompt form (the prior-setting statement prompt); drop --prompt and --fewshot"
             )
         docs = []
-        for pair in first_pairs(read_rows(path, "statement.v1.json"), spec.limit):
+        statements = cast(list[Statement], read_rows(path, "statement.v1.json"))  # columns checked by the schema
+        for pair in first_pairs(statements, spec.limit):
             for row in pair:
                 docs.append(
                     {

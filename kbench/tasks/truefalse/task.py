@@ -39,6 +39,7 @@ the engine, so a rerun resumes; accuracies carry Wilson intervals.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
@@ -53,6 +54,7 @@ from kbench.metrics import uncertainty as u
 from kbench.metrics.pairs import pair_choice
 from kbench.models.interface import Capability
 from kbench.paths import default_cache_dir
+from kbench.records import Statement
 from kbench.tasks.truefalse.protocol import check_boolq_folder, judge_description, left_protocol
 
 ANSWERS = (" True", " False")
@@ -94,9 +96,9 @@ class TrueFalseSettings(TaskSettings):
         return self
 
 
-def first_pairs(rows: list[dict], limit: int | None) -> list[list[dict]]:
+def first_pairs(rows: Sequence[Statement], limit: int | None) -> list[list[Statement]]:
     """Rows grouped by pair in dataset order; the first pairs that hold `limit` statements."""
-    pairs: dict[str, list[dict]] = {}
+    pairs: dict[str, list[Statement]] = {}
     for row in rows:
         pairs.setdefault(row["pair_id"], []).append(row)
     for pair_id, pair in pairs.items():
