@@ -41,7 +41,7 @@ data-parallel sharding and atomic writes; a task never touches them.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Generic, TypeVar
@@ -153,13 +153,14 @@ class Task(Generic[S]):
     def plan(self, ctx: RunContext[S]) -> Plan:
         raise NotImplementedError
 
-    def score(self, ctx: RunContext[S], state: Any, unit: Unit) -> list[dict]:
+    def score(self, ctx: RunContext[S], state: Any, unit: Unit) -> Sequence[Mapping[str, Any]]:
+        """One row per item of the unit (a task's own item-row TypedDict; the journal keeps them as JSON)."""
         raise NotImplementedError
 
     def aggregate(self, ctx: RunContext[S], state: Any, rows: list[dict]) -> Summary:
         raise NotImplementedError
 
-    def restore(self, ctx: RunContext[S], state: Any, unit: Unit, rows: list[dict]) -> Any:
+    def restore(self, ctx: RunContext[S], state: Any, unit: Unit, rows: Sequence[Mapping[str, Any]]) -> Any:
         """Called with each finished unit's rows (journalled before, or just computed), in plan
         order; returns the state later units see, for tasks whose later units read earlier ones
         (XTEVAL's D^theta). By default the state is unchanged."""

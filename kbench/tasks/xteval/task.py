@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import defaultdict
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -106,7 +107,9 @@ class Xteval(Task[XtevalSettings]):
             return self._extraction(ctx, state, unit.meta["extraction_seed"])
         return self._downstream(ctx, state, *unit.items[0])
 
-    def restore(self, ctx: RunContext[XtevalSettings], state: XtevalPlan, unit: Unit, rows: list[dict]) -> XtevalPlan:
+    def restore(
+        self, ctx: RunContext[XtevalSettings], state: XtevalPlan, unit: Unit, rows: Sequence[Mapping[str, Any]]
+    ) -> XtevalPlan:
         if "extraction_seed" not in unit.meta:
             return state
         found = {r["fact_id"]: r["status"] for r in rows}
