@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Literal, TypedDict
 
 from pydantic import Field, field_validator
 
@@ -59,6 +59,25 @@ class ChoicePlan:
     sources: list[str]  # the rows' `source` values, for the protocol record
 
 
+class ChoiceItemRow(TypedDict):
+    """One item's row (items.jsonl / items.parquet), in this key order."""
+
+    id: str
+    relation: str
+    relation_label: str
+    domain: str | None
+    subject: str
+    object: str
+    template: str
+    prediction: str  # the top-scoring candidate
+    correct: bool
+    gold_rank: int  # 1 = the gold scored highest
+    gold_score: float
+    prediction_score: float
+    answer_space_size: int
+    scores: list[float]  # over metrics.answer_spaces[relation], in its order
+
+
 def _by_relation(rows: list[Question]) -> dict[str, list[Question]]:
     out: dict[str, list[Question]] = {}
     for row in rows:
@@ -94,12 +113,13 @@ class Choice(Task[ChoiceSettings]):
         depends = {"answer_spaces": stable_hash({rel: list(space) for rel, space in used.items()}), "start": start}
         return Plan(units=units, dataset=split.describe(), depends_on=depends, state=state)
 
-    def score(self, ctx: RunContext[ChoiceSettings], state: ChoicePlan, unit: Unit) -> list[dict]:
+    def score(self, ctx: RunContext[ChoiceSettings], state: ChoicePlan, unit: Unit) -> list[ChoiceItemRow]:
         s = ctx.settings
         space = state.spaces[unit.meta["relation"]]
-        vectors = score_candidates(ctx.model, state.start, unit.items, space, s.score, s.reduction)
-        out = []
-        for row, scores in zip(unit.items, vectors):
+        items: list[Question] = unit.items  # the split's rows of one relation (`plan`)
+        vectors = score_candidates(ctx.model, state.start, items, space, s.score, s.reduction)
+        out: list[ChoiceItemRow] = []
+        for row, scores in zip(items, vectors):
             gold, best = space.index(row["object"]), predicted_index(scores)
             out.append(
                 {

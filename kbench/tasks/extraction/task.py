@@ -48,7 +48,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Literal, TypedDict
 
 from pydantic import Field
 
@@ -208,6 +208,25 @@ def rank_knowledge(model) -> str:
     return "top_k" if Capability.RANK_TOP_K in model.info.capabilities else "none"
 
 
+class ExtractionItemRow(TypedDict):
+    """One item's row (items.jsonl / items.parquet), in this key order."""
+
+    id: str
+    relation: str
+    relation_label: str
+    source: str | None
+    subject: str
+    object: str
+    answers: list[str]
+    frequency_bin: str | None
+    prompt: str  # as the model saw it (rendered)
+    prediction: str | None  # None: the lama protocol ranks, it does not generate
+    correct: bool
+    exact: bool
+    gold_rank: int | None  # None: unknown (beyond top k, or no ranks)
+    gold_logprob: float | None
+
+
 @dataclass(frozen=True)
 class ExtractionPlan:
     rows: list[Question]  # the dataset rows evaluated, in plan order
@@ -311,9 +330,10 @@ class Extraction(Task[ExtractionSettings]):
         units = chunks(list(zip(rows, prompts)), UNIT_ITEMS)
         return Plan(units=units, dataset=split.describe(), depends_on={"stop": stop}, state=state)
 
-    def score(self, ctx: RunContext[ExtractionSettings], state: ExtractionPlan, unit: Unit) -> list[dict]:
+    def score(self, ctx: RunContext[ExtractionSettings], state: ExtractionPlan, unit: Unit) -> list[ExtractionItemRow]:
         s = ctx.settings
-        rows, prompts = [r for r, _ in unit.items], [p for _, p in unit.items]
+        pairs: list[tuple[Question, Probe]] = unit.items  # (row, its prompt), planned together
+        rows, prompts = [r for r, _ in pairs], [p for _, p in pairs]
         texts, golds = [p.prompt for p in prompts], [p.gold for p in prompts]
         predictions: Sequence[str | None]
         ranks: Sequence[tuple[int | None, float | None]]
@@ -326,7 +346,7 @@ class Extraction(Task[ExtractionSettings]):
             # the ranking reuses the generation's prefill
             both = ctx.model.generate_and_rank(texts, golds, s.max_new_tokens, stop=state.stop, candidate_ids=state.candidates)
             predictions, ranks = [t for t, _, _ in both], [(r, lp) for _, r, lp in both]
-        out = []
+        out: list[ExtractionItemRow] = []
         for row, prompt, (rank, logprob), prediction in zip(rows, prompts, ranks, predictions):
             if prediction is None:
                 correct = exact = rank == 1
