@@ -51,7 +51,7 @@ from kbench.models.provenance import code_hash
 from kbench.protocol import Deviation, Protocol
 from kbench.tasks.kee import metrics
 from kbench.tasks.kee.protocol import kee_protocol
-from kbench.tasks.kee.rows import PARTITION, SEED_A, output_rows, partition_rows, to_item
+from kbench.tasks.kee.rows import PARTITION, SEED_A, KeeItemRow, output_rows, partition_rows, to_item
 from kbench.tasks.kee.techniques import TECHNIQUES, get_technique, is_sampling, known_techniques
 from kbench.tasks.kee.techniques.base import KeeContext, KeeItem, use_chat
 from kbench.tasks.kee.techniques.settings import fit_records, resolve, technique_overrides
@@ -293,7 +293,7 @@ class KnowledgeElicitation(Task[KeeSettings]):
         )
         return Plan(units=units, dataset=split.describe(), state=state)
 
-    def score(self, ctx: RunContext[KeeSettings], state: KeePlan, unit: Unit) -> list[dict]:
+    def score(self, ctx: RunContext[KeeSettings], state: KeePlan, unit: Unit) -> list[KeeItemRow]:
         s = ctx.settings
         if "partition_temperature" in unit.meta:
             temperature = unit.meta["partition_temperature"]
