@@ -57,7 +57,7 @@ class Split(Generic[R]):
 
     def describe(self) -> dict:
         """The `dataset` block of a results envelope."""
-        block = {
+        block: dict[str, Any] = {
             "path": str(self.dataset),
             "config": self.config,
             "split": self.name,
@@ -218,7 +218,7 @@ def split_order(split: str) -> tuple[int, str]:
 def dataset_configs(run_dir: str | Path) -> list[dict]:
     """The Hub `configs:` entries for the parquet files under `run_dir/data/<config>/<split>.parquet`."""
     data = Path(run_dir) / "data"
-    configs = []
+    configs: list[dict[str, Any]] = []
     for folder in sorted(p for p in data.glob("*") if p.is_dir()) if data.is_dir() else []:
         splits = sorted((p.stem for p in folder.glob("*.parquet")), key=split_order)
         if splits:
