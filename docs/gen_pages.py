@@ -170,6 +170,7 @@ API_MODULES = (
     "kbench.evaluate.task",
     "kbench.protocol",
     "kbench.construct.stage",
+    "kbench.records",
     "kbench.registry",
     "kbench.errors",
 )

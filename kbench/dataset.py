@@ -23,26 +23,31 @@ import fcntl
 import os
 import random
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
+from typing import Any, Generic, Literal, TypeVar, overload
 
 from kbench.errors import InputError, UserError
+from kbench.records import QAItem, Question, Statement
 
 SPLIT_ORDER = ("train", "dev", "validation", "test")  # how splits are listed; others follow by name
 _HUB_ID = re.compile(r"^(?P<repo>[A-Za-z0-9][\w.-]{0,95}/[A-Za-z0-9][\w.-]{0,95})(?:@(?P<revision>[\w./-]{1,200}))?$")
 _HUB_SNAPSHOT = re.compile(r"datasets--(?P<org>[^/]+?)--(?P<name>[^/]+)/snapshots/(?P<commit>[0-9a-f]{40})$")
 
+#: A split's row: a record of `kbench.records` where the schema is named, else a plain dict.
+R = TypeVar("R", bound=Mapping[str, Any])
+
 
 @dataclass(frozen=True)
-class Split:
+class Split(Generic[R]):
     dataset: Path
     config: str
     name: str
     path: Path
-    rows: list[dict] = field(repr=False)
+    rows: list[R] = field(repr=False)
 
     @cached_property
     def sha256(self) -> str:
@@ -52,7 +57,7 @@ class Split:
 
     def describe(self) -> dict:
         """The `dataset` block of a results envelope."""
-        block = {
+        block: dict[str, Any] = {
             "path": str(self.dataset),
             "config": self.config,
             "split": self.name,
@@ -174,13 +179,28 @@ def read_rows(path: Path, schema_name: str | None = None, hint: str = "") -> lis
     return frame.to_dicts()
 
 
-def open_split(dataset: Path, split: str, config: str | None = None, schema: str | None = None, hint: str = "") -> Split:
+@overload
+def open_split(
+    dataset: Path, split: str, config: str | None = ..., *, schema: Literal["question.v1.json"], hint: str = ...
+) -> Split[Question]: ...
+@overload
+def open_split(
+    dataset: Path, split: str, config: str | None = ..., *, schema: Literal["statement.v1.json"], hint: str = ...
+) -> Split[Statement]: ...
+@overload
+def open_split(
+    dataset: Path, split: str, config: str | None = ..., *, schema: Literal["qa_item.v1.json"], hint: str = ...
+) -> Split[QAItem]: ...
+@overload
+def open_split(dataset: Path, split: str, config: str | None = ..., schema: None = ..., hint: str = ...) -> Split[dict]: ...
+def open_split(dataset: Path, split: str, config: str | None = None, schema: str | None = None, hint: str = "") -> Split[Any]:
+    """The split's rows, typed by the record schema they were checked against (`kbench.records`)."""
     config = resolve_config(Path(dataset), config)
     path = split_path(dataset, split, config)
     return Split(dataset=Path(dataset), config=config, name=split, path=path, rows=read_rows(path, schema, hint))
 
 
-def seeded_sample(rows: list[dict], limit: int | None, seed: int) -> list[dict]:
+def seeded_sample(rows: list[R], limit: int | None, seed: int) -> list[R]:
     """`limit` rows chosen by `seed` from the rows sorted by id, returned in dataset order."""
     if limit is None or limit >= len(rows):
         return rows
@@ -198,7 +218,7 @@ def split_order(split: str) -> tuple[int, str]:
 def dataset_configs(run_dir: str | Path) -> list[dict]:
     """The Hub `configs:` entries for the parquet files under `run_dir/data/<config>/<split>.parquet`."""
     data = Path(run_dir) / "data"
-    configs = []
+    configs: list[dict[str, Any]] = []
     for folder in sorted(p for p in data.glob("*") if p.is_dir()) if data.is_dir() else []:
         splits = sorted((p.stem for p in folder.glob("*.parquet")), key=split_order)
         if splits:

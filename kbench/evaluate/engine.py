@@ -34,10 +34,10 @@ import json
 import logging
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from kbench.errors import UserError
 from kbench.evaluate.task import Plan, RunContext, Task
@@ -118,7 +118,7 @@ class Journal:
             os.truncate(self.path, good_bytes)
         return units
 
-    def append(self, key: str, rows: list[dict]) -> None:
+    def append(self, key: str, rows: Sequence[Mapping[str, Any]]) -> None:
         line = json.dumps({"unit": key, "rows": rows}, ensure_ascii=False, sort_keys=True, default=str) + "\n"
         with open(self.path, "a", encoding="utf-8") as fh:
             fcntl.flock(fh, fcntl.LOCK_EX)
@@ -234,15 +234,15 @@ def evaluate(task: Task, ctx: RunContext, progress: Callable[[int, int], None] |
             if unit.key in done:
                 state = task.restore(ctx, state, unit, done[unit.key])
             elif task.collective:
-                rows = task.score(ctx, state, unit)  # every process takes part
+                scored = task.score(ctx, state, unit)  # every process takes part
                 if procs.is_main:
-                    run.journal.append(unit.key, rows)
+                    run.journal.append(unit.key, scored)
                 procs.barrier()
                 state = task.restore(ctx, state, unit, run.journal.read()[unit.key])  # the main process's rows, everywhere
             elif index % procs.world == procs.rank:
-                rows = task.score(ctx, state, unit)
-                run.journal.append(unit.key, rows)
-                state = task.restore(ctx, state, unit, rows)
+                scored = task.score(ctx, state, unit)
+                run.journal.append(unit.key, scored)
+                state = task.restore(ctx, state, unit, scored)
             else:
                 continue
             if unit.key not in done:

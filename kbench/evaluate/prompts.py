@@ -27,9 +27,9 @@ from __future__ import annotations
 
 import random
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from kbench.errors import UserError
 from kbench.io import stable_hash
@@ -63,14 +63,22 @@ def _question_text(question: str) -> str:
     return f"Question: {question}\nAnswer:"
 
 
-def _example_pool(train_rows: Sequence[dict]) -> tuple[dict[str, list[dict]], list[dict]]:
-    by_relation: dict[str, list[dict]] = defaultdict(list)
+def _example_pool(
+    train_rows: Sequence[Mapping[str, Any]],
+) -> tuple[dict[str, list[Mapping[str, Any]]], list[Mapping[str, Any]]]:
+    by_relation: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
     for row in train_rows:
         by_relation[row["relation"]].append(row)
     return by_relation, list(train_rows)
 
 
-def draw_examples(row: dict, k: int, by_relation: dict[str, list[dict]], everything: list[dict], seed: int) -> list[dict]:
+def draw_examples(
+    row: Mapping[str, Any],
+    k: int,
+    by_relation: dict[str, list[Mapping[str, Any]]],
+    everything: list[Mapping[str, Any]],
+    seed: int,
+) -> list[Mapping[str, Any]]:
     if k == 0:
         return []
     rng = random.Random(int(stable_hash([seed, row["id"]])[:15], 16))
@@ -87,16 +95,16 @@ def draw_examples(row: dict, k: int, by_relation: dict[str, list[dict]], everyth
     return chosen
 
 
-def _cloze_sentence(row: dict) -> str:
+def _cloze_sentence(row: Mapping[str, Any]) -> str:
     return f"{row['prompt_cloze']} {row['object']}."
 
 
 def build_prompts(
-    rows: Sequence[dict],
+    rows: Sequence[Mapping[str, Any]],
     form: str,
     kind: str,
     fewshot: int = 0,
-    train_rows: Sequence[dict] = (),
+    train_rows: Sequence[Mapping[str, Any]] = (),
     seed: int = 0,
     stop: Sequence[str] | None = None,
 ) -> list[Probe]:

@@ -48,11 +48,11 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import inspect
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -116,11 +116,15 @@ class Summary:
     protocol: Protocol | None = None
 
 
+#: A task's own Settings class: `class Choice(Task[ChoiceSettings])` sees `ctx.settings` as one.
+S = TypeVar("S", bound=TaskSettings)
+
+
 @dataclass
-class RunContext:
+class RunContext(Generic[S]):
     """What a task may use while it runs."""
 
-    settings: TaskSettings
+    settings: S
     dataset: Path
     model: CachedModel  # a bare `LanguageModel` given here is wrapped, without a store
     run_dir: Path
@@ -143,7 +147,7 @@ def chunks(items: list, size: int, prefix: str = "", meta: Mapping[str, Any] | N
     ]
 
 
-class Task:
+class Task(Generic[S]):
     name: ClassVar[str]  # set by `TASKS` from the task's folder
     Settings: ClassVar[type[TaskSettings]] = TaskSettings
     #: The headline metric that stands for a run in reports (charts, KoLA standardisation): the
@@ -162,31 +166,32 @@ class Task:
         own = folder_of(cls) / "schema.json"
         return own if own.is_file() else SCHEMA_DIR / f"results.{cls.name}.v2.json"
 
-    def needs(self, settings: TaskSettings) -> dict[str, frozenset[Capability]]:
+    def needs(self, settings: S) -> dict[str, frozenset[Capability]]:
         """{who: the capabilities it needs}; by default the task generates."""
         return {f"task {self.name}": frozenset({Capability.GENERATE})}
 
-    def roles(self, settings: TaskSettings, model: Any, models: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+    def roles(self, settings: S, model: Any, models: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
         """(the judged model, the other models by role) from the caller's `model` and `models`, so the
         API and the CLI (which calls it) agree on them; by default as given."""
         return model, models
 
-    def plan(self, ctx: RunContext) -> Plan:
+    def plan(self, ctx: RunContext[S]) -> Plan:
         raise NotImplementedError
 
-    def score(self, ctx: RunContext, state: Any, unit: Unit) -> list[dict]:
+    def score(self, ctx: RunContext[S], state: Any, unit: Unit) -> Sequence[Mapping[str, Any]]:
+        """One row per item of the unit (a task's own item-row TypedDict; the journal keeps them as JSON)."""
         raise NotImplementedError
 
-    def aggregate(self, ctx: RunContext, state: Any, rows: list[dict]) -> Summary:
+    def aggregate(self, ctx: RunContext[S], state: Any, rows: list[dict]) -> Summary:
         raise NotImplementedError
 
-    def restore(self, ctx: RunContext, state: Any, unit: Unit, rows: list[dict]) -> Any:
+    def restore(self, ctx: RunContext[S], state: Any, unit: Unit, rows: Sequence[Mapping[str, Any]]) -> Any:
         """Called with each finished unit's rows (journalled before, or just computed), in plan
         order; returns the state later units see, for tasks whose later units read earlier ones
         (XTEVAL's D^theta). By default the state is unchanged."""
         return state
 
-    def finish(self, ctx: RunContext, state: Any, rows: list[dict], results: dict) -> None:
+    def finish(self, ctx: RunContext[S], state: Any, rows: list[dict], results: dict) -> None:
         """Extra files beside results.json (written atomically); nothing by default."""
 
     # --- what the report frame (`kbench.report`) asks each task; a default serves most tasks ---

@@ -234,7 +234,7 @@ def _difference(value, low, high, n: int, interval: str, **extra) -> dict:
     return {"value": value, "n": int(n), "ci_low": low, "ci_high": high, "interval": interval, **extra}
 
 
-def difference_unpaired(k1: int, n1: int, k2: int, n2: int) -> dict:
+def difference_unpaired(k1: float, n1: int, k2: float, n2: int) -> dict:
     """An Estimate of p1 - p2 for two groups of different items, with Newcombe's hybrid score
     interval: d - sqrt((p1 - l1)^2 + (u2 - p2)^2), d + sqrt((u1 - p1)^2 + (p2 - l2)^2), (l, u) the
     Wilson limits of each group. Undefined (null) when either group is empty."""

@@ -189,7 +189,9 @@ class LanguageModel(Protocol):
     """Prompts are `Prompt` values or plain strings (a string is a plain-text prompt); the backend
     renders them (`kbench.models.prompt`)."""
 
-    info: ModelInfo
+    @property
+    def info(self) -> ModelInfo:
+        """What the model is (read-only: `CachedModel` passes its inner model's on)."""
 
     def describe(self) -> dict:
         """The envelope's `model` block: name, identity, kind, dtype, weights provenance."""

@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[2]
 #: Lowest first; a module imports only from its own layer and the layers below. A module takes the
 #: layer of the most specific pattern (fnmatch on dotted names) matching it or a package above it.
 LAYERS: list[tuple[str, ...]] = [
-    ("kbench", "kbench.errors", "kbench.io", "kbench.registry", "kbench.protocol"),
+    ("kbench", "kbench.errors", "kbench.io", "kbench.registry", "kbench.protocol", "kbench.records"),
     ("kbench.paths", "kbench.progress", "kbench.logs", "kbench.dataset"),
     # prompts are values (`Prompt`, the forms that build them): the judges of a build and
     # the tasks build them, the backends render them

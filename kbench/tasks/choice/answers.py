@@ -14,12 +14,14 @@ must be in its relation's space.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 
 from kbench.errors import InputError, UserError
+from kbench.records import Question
 
 
-def from_rows(rows: list[dict]) -> dict[str, tuple[str, ...]]:
+def from_rows(rows: Sequence[Question]) -> dict[str, tuple[str, ...]]:
     """relation -> its distinct objects, in the order the rows first name them."""
     spaces: dict[str, dict[str, None]] = {}
     for row in rows:
@@ -46,7 +48,7 @@ def from_file(path: Path) -> dict[str, tuple[str, ...]]:
     return spaces
 
 
-def check_items(rows: list[dict], spaces: dict[str, tuple[str, ...]], where: str, split: str) -> None:
+def check_items(rows: Sequence[Question], spaces: dict[str, tuple[str, ...]], where: str, split: str) -> None:
     """Every item's template has a [Y] to put candidates in, its relation has a space (`where`
     names it) and its gold object is in it."""
     for row in rows:

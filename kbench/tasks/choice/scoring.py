@@ -16,11 +16,14 @@ cache keys every (prompt, continuation) pair, so a rerun reads them back.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+from kbench.records import Question
 from kbench.tasks.choice.statements import Statement, fill
 
 
 def score_candidates(
-    model, start: str, rows: list[dict], space: tuple[str, ...], score: str, reduction: str
+    model, start: str, rows: Sequence[Question], space: tuple[str, ...], score: str, reduction: str
 ) -> list[list[float]]:
     """Per row, one score per candidate of `space` (in its order)."""
     statements = [fill(row["template"], row["subject"], candidate) for row in rows for candidate in space]

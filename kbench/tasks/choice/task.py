@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Literal, TypedDict
 
 from pydantic import Field, field_validator
 
@@ -20,6 +20,7 @@ from kbench.dataset import open_split, seeded_sample
 from kbench.evaluate.task import TASKS, Plan, RunContext, Summary, Task, TaskSettings, Unit, chunks
 from kbench.io import stable_hash
 from kbench.models.interface import Capability
+from kbench.records import Question
 from kbench.tasks.choice import answers
 from kbench.tasks.choice.metrics import predicted_index, rank_of, summary
 from kbench.tasks.choice.protocol import choice_protocol
@@ -60,15 +61,34 @@ class ChoicePlan:
     sources: list[str]  # the rows' `source` values, for the protocol record
 
 
-def _by_relation(rows: list[dict]) -> dict[str, list[dict]]:
-    out: dict[str, list[dict]] = {}
+class ChoiceItemRow(TypedDict):
+    """One item's row (items.jsonl / items.parquet), in this key order."""
+
+    id: str
+    relation: str
+    relation_label: str
+    domain: str | None
+    subject: str
+    object: str
+    template: str
+    prediction: str  # the top-scoring candidate
+    correct: bool
+    gold_rank: int  # 1 = the gold scored highest
+    gold_score: float
+    prediction_score: float
+    answer_space_size: int
+    scores: list[float]  # over metrics.answer_spaces[relation], in its order
+
+
+def _by_relation(rows: list[Question]) -> dict[str, list[Question]]:
+    out: dict[str, list[Question]] = {}
     for row in rows:
         out.setdefault(row["relation"], []).append(row)
     return out
 
 
 @TASKS.register()
-class Choice(Task):
+class Choice(Task[ChoiceSettings]):
     """Rank every candidate of each relation's answer space by the log-likelihood of its statement
     (lm-pub-quiz's BEAR probe); --answer-space FILE gives the candidates, else each relation's objects
     in the split; --top-k 5,10 adds P@k; rerunning the same command resumes where it stopped."""
@@ -79,8 +99,8 @@ class Choice(Task):
     def needs(self, settings: ChoiceSettings) -> dict[str, frozenset[Capability]]:
         return {"task choice": frozenset({Capability.LOGLIKELIHOOD})}  # statements' log-likelihoods, teacher-forced
 
-    def plan(self, ctx: RunContext) -> Plan:
-        s: ChoiceSettings = ctx.settings
+    def plan(self, ctx: RunContext[ChoiceSettings]) -> Plan:
+        s = ctx.settings
         split = open_split(ctx.dataset, s.split, s.config, schema="question.v1.json")
         if s.answer_space is not None:
             spaces, where = answers.from_file(Path(s.answer_space)), f"--answer-space {s.answer_space}"
@@ -97,12 +117,13 @@ class Choice(Task):
         depends = {"answer_spaces": stable_hash({rel: list(space) for rel, space in used.items()}), "start": start}
         return Plan(units=units, dataset=split.describe(), depends_on=depends, state=state)
 
-    def score(self, ctx: RunContext, state: ChoicePlan, unit: Unit) -> list[dict]:
-        s: ChoiceSettings = ctx.settings
+    def score(self, ctx: RunContext[ChoiceSettings], state: ChoicePlan, unit: Unit) -> list[ChoiceItemRow]:
+        s = ctx.settings
         space = state.spaces[unit.meta["relation"]]
-        vectors = score_candidates(ctx.model, state.start, unit.items, space, s.score, s.reduction)
-        out = []
-        for row, scores in zip(unit.items, vectors):
+        items: list[Question] = unit.items  # the split's rows of one relation (`plan`)
+        vectors = score_candidates(ctx.model, state.start, items, space, s.score, s.reduction)
+        out: list[ChoiceItemRow] = []
+        for row, scores in zip(items, vectors):
             gold, best = space.index(row["object"]), predicted_index(scores)
             out.append(
                 {
@@ -124,8 +145,8 @@ class Choice(Task):
             )
         return out
 
-    def aggregate(self, ctx: RunContext, state: ChoicePlan, rows: list[dict]) -> Summary:
-        s: ChoiceSettings = ctx.settings
+    def aggregate(self, ctx: RunContext[ChoiceSettings], state: ChoicePlan, rows: list[dict]) -> Summary:
+        s = ctx.settings
         numbers = summary(rows, s.top_k)
         metrics = {
             "score": s.score,

@@ -111,8 +111,8 @@ class ExtractionExport:
     columns = frozenset({"prompt_cloze", "question", "answers"})
     rows = "question rows (schemas/question.v1.json)"
     default_split = "test"
-    lmeval_imports = (MATCHING_IMPORTS,)
-    inspect_refusal = None
+    lmeval_imports: tuple[str, ...] = (MATCHING_IMPORTS,)
+    inspect_refusal: str | None = None
 
     def docs(self, path: Path, dataset: Path, spec: ExportSpec) -> list[dict]:
         rows = seeded_sample(read_rows(path), spec.limit, spec.seed)

@@ -48,7 +48,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Literal, TypedDict
 
 from pydantic import Field
 
@@ -62,6 +62,7 @@ from kbench.metrics import uncertainty as u
 from kbench.metrics.matching import distinct_fact_hits, exact_match, maple_correct
 from kbench.models.interface import Capability
 from kbench.protocol import REFERENCES, Deviation, Interpretation, Protocol
+from kbench.records import Question
 
 UNIT_ITEMS = 256  # items per work unit; the model batches inside a unit
 #: why a rank metric is undefined, by what the backend knows of ranks
@@ -88,16 +89,18 @@ EVERY_NUMBER = "every reported number (overall, per relation, per source, per fr
 
 
 class ExtractionSettings(TaskSettings):
-    prompt: Literal["cloze", "question", "chat"] = Field("cloze", description="Prompt form.")
+    prompt: Literal["cloze", "question", "chat"] = Field(default="cloze", description="Prompt form.")
     fewshot: int = Field(default=0, ge=0, description="Solved examples from the train split before each item.")
     protocol: Literal["maple", "lama"] = Field(
-        "maple", description="maple: generate + match, first_token_p1 beside it; lama: strict single-token LAMA P@1."
+        default="maple", description="maple: generate + match, first_token_p1 beside it; lama: strict single-token LAMA P@1."
     )
-    common_vocab: str | None = Field(None, description="lama protocol: restrict objects and ranks to this word list (a file).")
-    case_sensitive: bool = Field(False, description="MAPLE matching keeps case.")
+    common_vocab: str | None = Field(
+        default=None, description="lama protocol: restrict objects and ranks to this word list (a file)."
+    )
+    case_sensitive: bool = Field(default=False, description="MAPLE matching keeps case.")
     max_new_tokens: int = Field(default=16, ge=1, description="Tokens generated per item.")
     stop: tuple[str, ...] | None = Field(
-        None, description="A stop string; default: the prompt form's (cloze: newline, '. ', ','; question/chat: newline)."
+        default=None, description="A stop string; default: the prompt form's (cloze: newline, '. ', ','; question/chat: newline)."
     )
 
 
@@ -116,6 +119,7 @@ def vocabulary_deviation(common_vocab: str | None, vocab: set[str] | None, drops
             f"({drops['multi_token_object']} multi-token objects dropped); no --common-vocab",
             effect=LAMA_VOCAB_EFFECT,
         )
+    assert common_vocab is not None  # the vocabulary was read from it
     sha256 = hashlib.sha256("\n".join(sorted(vocab)).encode("utf-8")).hexdigest()
     if sha256 != LAMA_COMMON_VOCAB_SHA256:
         return Deviation(
@@ -127,7 +131,7 @@ def vocabulary_deviation(common_vocab: str | None, vocab: set[str] | None, drops
     return None
 
 
-def lama_filter(rows: list[dict], prompts: list[Probe], model, common_vocab: str | None):
+def lama_filter(rows: list[Question], prompts: list[Probe], model, common_vocab: str | None):
     """Keep items whose gold is a single token (and in the common vocabulary); return the kept
     (rows, prompts), the drop counts, the candidate token ids (None = full vocabulary) and the
     deviation of the candidate set from LAMA's common vocabulary (None when it is LAMA's)."""
@@ -204,9 +208,28 @@ def rank_knowledge(model) -> str:
     return "top_k" if Capability.RANK_TOP_K in model.info.capabilities else "none"
 
 
+class ExtractionItemRow(TypedDict):
+    """One item's row (items.jsonl / items.parquet), in this key order."""
+
+    id: str
+    relation: str
+    relation_label: str
+    source: str | None
+    subject: str
+    object: str
+    answers: list[str]
+    frequency_bin: str | None
+    prompt: str  # as the model saw it (rendered)
+    prediction: str | None  # None: the lama protocol ranks, it does not generate
+    correct: bool
+    exact: bool
+    gold_rank: int | None  # None: unknown (beyond top k, or no ranks)
+    gold_logprob: float | None
+
+
 @dataclass(frozen=True)
 class ExtractionPlan:
-    rows: list[dict]  # the dataset rows evaluated, in plan order
+    rows: list[Question]  # the dataset rows evaluated, in plan order
     drops: dict[str, int]  # what the LAMA protocol's filter dropped, by reason
     candidates: list[int] | None  # the common vocabulary's token ids (None: the full vocabulary)
     stop: list[str]
@@ -247,7 +270,7 @@ def _grouped(rows: Sequence[dict], key) -> dict[str, list[dict]]:
 
 
 @TASKS.register()
-class Extraction(Task):
+class Extraction(Task[ExtractionSettings]):
     """Probe a model on a dataset split; rerunning the same command resumes where it stopped."""
 
     Settings = ExtractionSettings
@@ -262,8 +285,8 @@ class Extraction(Task):
             needed = Capability.RANK_EXACT if settings.common_vocab else Capability.RANK_TOP_K
         return {f"task extraction (--protocol {settings.protocol})": frozenset({needed})}
 
-    def plan(self, ctx: RunContext) -> Plan:
-        s: ExtractionSettings = ctx.settings
+    def plan(self, ctx: RunContext[ExtractionSettings]) -> Plan:
+        s = ctx.settings
         model = ctx.model
         split = open_split(ctx.dataset, s.split, s.config, schema="question.v1.json")
         rows = seeded_sample(split.rows, s.limit, s.seed)
@@ -301,10 +324,13 @@ class Extraction(Task):
         units = chunks(list(zip(rows, prompts)), UNIT_ITEMS)
         return Plan(units=units, dataset=split.describe(), depends_on={"stop": stop}, state=state)
 
-    def score(self, ctx: RunContext, state: ExtractionPlan, unit: Unit) -> list[dict]:
-        s: ExtractionSettings = ctx.settings
-        rows, prompts = [r for r, _ in unit.items], [p for _, p in unit.items]
+    def score(self, ctx: RunContext[ExtractionSettings], state: ExtractionPlan, unit: Unit) -> list[ExtractionItemRow]:
+        s = ctx.settings
+        pairs: list[tuple[Question, Probe]] = unit.items  # (row, its prompt), planned together
+        rows, prompts = [r for r, _ in pairs], [p for _, p in pairs]
         texts, golds = [p.prompt for p in prompts], [p.gold for p in prompts]
+        predictions: Sequence[str | None]
+        ranks: Sequence[tuple[int | None, float | None]]
         if s.protocol == "lama":
             predictions, ranks = [None] * len(rows), ctx.model.rank_first_token(texts, golds, candidate_ids=state.candidates)
         elif state.ranks == "none":  # a generation-only backend: answers without ranks
@@ -314,7 +340,7 @@ class Extraction(Task):
             # the ranking reuses the generation's prefill
             both = ctx.model.generate_and_rank(texts, golds, s.max_new_tokens, stop=state.stop, candidate_ids=state.candidates)
             predictions, ranks = [t for t, _, _ in both], [(r, lp) for _, r, lp in both]
-        out = []
+        out: list[ExtractionItemRow] = []
         for row, prompt, (rank, logprob), prediction in zip(rows, prompts, ranks, predictions):
             if prediction is None:
                 correct = exact = rank == 1
@@ -342,7 +368,7 @@ class Extraction(Task):
             )
         return out
 
-    def aggregate(self, ctx: RunContext, state: ExtractionPlan, rows: list[dict]) -> Summary:
+    def aggregate(self, ctx: RunContext[ExtractionSettings], state: ExtractionPlan, rows: list[dict]) -> Summary:
         protocol, ranks = ctx.settings.protocol, state.ranks
         overall = _estimates(rows, protocol, ranks)
         headline_keys = (
@@ -376,10 +402,11 @@ class Extraction(Task):
         first = headline_keys[0] if protocol == "maple" else "first_token_p1"  # a macro mean has no Newcombe difference
         headline.update({f"{first} {contrast}": values[first] for contrast, values in differences.items() if first in values})
         name, reference = PROTOCOLS[protocol]
-        protocol = Protocol(name, reference, state.deviations, state.interpretations)
-        return Summary(headline=headline, metrics=metrics, protocol=protocol)
+        return Summary(
+            headline=headline, metrics=metrics, protocol=Protocol(name, reference, state.deviations, state.interpretations)
+        )
 
-    def finish(self, ctx: RunContext, state: ExtractionPlan, rows: list[dict], results: dict) -> None:
+    def finish(self, ctx: RunContext[ExtractionSettings], state: ExtractionPlan, rows: list[dict], results: dict) -> None:
         """known_facts.parquet: the dataset rows the model answered correctly (D^theta)."""
         import polars as pl
 

@@ -107,7 +107,8 @@ def partition_failures(
     """
     if k < 1:
         raise ValueError(f"k must be >= 1, got {k}")
-    shallow, deep = set(), set()
+    shallow: set[str] = set()
+    deep: set[str] = set()
     for item, ok in base_correct.items():
         if ok:
             continue
@@ -184,8 +185,8 @@ def ranking_stability(scores_by_k: Mapping[int, Mapping[str, Ratio]], reference_
     reference = scores_by_k[reference_k]
     out: dict[int, Ratio] = {}
     for k, scores in sorted(scores_by_k.items()):
-        methods = sorted(m for m in scores if scores[m] is not None and reference.get(m) is not None)
-        out[k] = None if len(methods) < 2 else kendall_tau_b([scores[m] for m in methods], [reference[m] for m in methods])
+        pairs = [(x, y) for m in sorted(scores) if (x := scores[m]) is not None and (y := reference.get(m)) is not None]
+        out[k] = None if len(pairs) < 2 else kendall_tau_b([x for x, _ in pairs], [y for _, y in pairs])
     return out
 
 

@@ -5,7 +5,8 @@ partition's seed-A samples (`partition_rows`)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any, TypedDict
 
 from kbench.metrics.matching import exact_match, maple_correct
 from kbench.tasks.kee.techniques.base import ANSWER_STOP, MAX_ANSWER_TOKENS, KeeContext, KeeItem, clean_answer
@@ -14,7 +15,8 @@ SEED_A = 42
 PARTITION = "partition"
 
 
-def to_item(row: dict) -> KeeItem:
+def to_item(row: Mapping[str, Any]) -> KeeItem:
+    """A `Question` row (`kbench.records`) as a KEE item; the fitting pool's rows are read unchecked."""
     answers = [a for a in (row.get("answers") or []) if a] or [row["object"]]
     if row["object"] in answers:
         answers.remove(row["object"])
@@ -27,7 +29,37 @@ def to_item(row: dict) -> KeeItem:
     )
 
 
-def item_row(stage: str, item: KeeItem, **values) -> dict:
+class KeeItemRow(TypedDict):
+    """One row of items.jsonl / items.parquet, in this key order; a stage leaves its other columns None."""
+
+    id: str  # <stage>::<item id>
+    technique: str  # the stage: a technique, or partition@<temperature>
+    item_id: str
+    relation: str
+    frequency_bin: str | None
+    question: str
+    answers: list[str]  # gold first, then aliases
+    answer: str | None
+    correct: bool | None
+    exact: bool | None
+    gold_rank: int | None
+    gold_logprob: float | None
+    sample_correct: list[bool] | None
+    detail: str  # JSON: the technique's detail, or the partition's samples
+
+
+def item_row(
+    stage: str,
+    item: KeeItem,
+    *,
+    detail: str,
+    answer: str | None = None,
+    correct: bool | None = None,
+    exact: bool | None = None,
+    gold_rank: int | None = None,
+    gold_logprob: float | None = None,
+    sample_correct: list[bool] | None = None,
+) -> KeeItemRow:
     """One item row of a stage (technique or partition temperature); every row has every column."""
     return {
         "id": f"{stage}::{item.id}",
@@ -37,12 +69,17 @@ def item_row(stage: str, item: KeeItem, **values) -> dict:
         "frequency_bin": item.frequency_bin,
         "question": item.question,
         "answers": list(item.answers),
-        **{k: None for k in ("answer", "correct", "exact", "gold_rank", "gold_logprob", "sample_correct")},
-        **values,
+        "answer": answer,
+        "correct": correct,
+        "exact": exact,
+        "gold_rank": gold_rank,
+        "gold_logprob": gold_logprob,
+        "sample_correct": sample_correct,
+        "detail": detail,
     }
 
 
-def output_rows(name: str, items: Sequence[KeeItem], outputs, case_sensitive: bool) -> list[dict]:
+def output_rows(name: str, items: Sequence[KeeItem], outputs, case_sensitive: bool) -> list[KeeItemRow]:
     return [
         item_row(
             name,
@@ -63,7 +100,7 @@ def output_rows(name: str, items: Sequence[KeeItem], outputs, case_sensitive: bo
 
 def partition_rows(
     context: KeeContext, items: Sequence[KeeItem], temperature: float, n_samples: int, case_sensitive: bool, intervention=None
-) -> list[dict]:
+) -> list[KeeItemRow]:
     samples = context.model.sample(
         [context.answer_prompt(i.question) for i in items],
         k=n_samples,
@@ -74,7 +111,7 @@ def partition_rows(
         intervention=intervention,
     )  # the sampling scheme's truncation
     name = f"{PARTITION}@{temperature}"
-    rows = []
+    rows: list[KeeItemRow] = []
     for item, texts in zip(items, samples):
         answers = [clean_answer(t) for t in texts]
         correct = [maple_correct(a, item.answers, case_sensitive=case_sensitive) for a in answers]

@@ -51,7 +51,7 @@ from kbench.models.provenance import code_hash
 from kbench.protocol import Deviation, Protocol
 from kbench.tasks.kee import metrics
 from kbench.tasks.kee.protocol import kee_protocol
-from kbench.tasks.kee.rows import PARTITION, SEED_A, output_rows, partition_rows, to_item
+from kbench.tasks.kee.rows import PARTITION, SEED_A, KeeItemRow, output_rows, partition_rows, to_item
 from kbench.tasks.kee.techniques import TECHNIQUES, get_technique, is_sampling, known_techniques
 from kbench.tasks.kee.techniques.base import KeeContext, KeeItem, use_chat
 from kbench.tasks.kee.techniques.settings import fit_records, resolve, technique_overrides
@@ -226,7 +226,7 @@ class KeePlan:
 
 
 @TASKS.register()
-class KnowledgeElicitation(Task):
+class KnowledgeElicitation(Task[KeeSettings]):
     Settings = KeeSettings
     primary_metric = ("accuracy",)
 
@@ -242,8 +242,8 @@ class KnowledgeElicitation(Task):
             out[f"technique {name}"] = TECHNIQUES.get(name)[0].needs
         return out
 
-    def plan(self, ctx: RunContext) -> Plan:
-        s: KeeSettings = ctx.settings
+    def plan(self, ctx: RunContext[KeeSettings]) -> Plan:
+        s = ctx.settings
         if ctx.model.info.kind != "causal":
             raise UserError("kee generates answers and needs a causal LM")
         # checked before any unit runs
@@ -285,8 +285,8 @@ class KnowledgeElicitation(Task):
         )
         return Plan(units=units, dataset=split.describe(), state=state)
 
-    def score(self, ctx: RunContext, state: KeePlan, unit: Unit) -> list[dict]:
-        s: KeeSettings = ctx.settings
+    def score(self, ctx: RunContext[KeeSettings], state: KeePlan, unit: Unit) -> list[KeeItemRow]:
+        s = ctx.settings
         if "partition_temperature" in unit.meta:
             temperature = unit.meta["partition_temperature"]
             return partition_rows(
@@ -305,8 +305,8 @@ class KnowledgeElicitation(Task):
             outputs = technique.run(state.context, unit.items)
         return output_rows(name, unit.items, outputs, s.case_sensitive)
 
-    def aggregate(self, ctx: RunContext, state: KeePlan, rows: list[dict]) -> Summary:
-        s: KeeSettings = ctx.settings
+    def aggregate(self, ctx: RunContext[KeeSettings], state: KeePlan, rows: list[dict]) -> Summary:
+        s = ctx.settings
         by_id = {r["id"]: r for r in rows}
         items = state.items
         by_tech = {name: {i.id: by_id[f"{name}::{i.id}"] for i in items} for name in s.techniques}
@@ -322,7 +322,7 @@ class KnowledgeElicitation(Task):
         protocol, deviations = run_protocol(s, state.context.chat, pool, fitted)
         limited = sample_limit(len(state.items), state.split_size, s.limit, s.seed, "Acc, Gain, Loss, PRS, SGR, DGR")
         protocol = protocol.with_deviations([limited] if limited else [])
-        result = {
+        result: dict[str, Any] = {
             "techniques": list(s.techniques),
             "technique_params": state.technique_params,
             "technique_details": {
@@ -352,7 +352,7 @@ class KnowledgeElicitation(Task):
                 headline[f"loss:{name}"] = overall[name]["loss"]
         return Summary(headline=headline, metrics=result, protocol=protocol)
 
-    def finish(self, ctx: RunContext, state: KeePlan, rows: list[dict], results: dict) -> None:
+    def finish(self, ctx: RunContext[KeeSettings], state: KeePlan, rows: list[dict], results: dict) -> None:
         """comparison.md / comparison.csv (every technique against the baseline) and the PRS and
         Gain/Loss charts, beside results.json: the CLI and `kbench.evaluate("kee")` write the same files."""
         from kbench.tasks.kee.report import write_report

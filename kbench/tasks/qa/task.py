@@ -29,8 +29,9 @@ and Updated rise if reading taught the model the new facts.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Literal
+from typing import Literal, NotRequired, TypedDict
 
 from pydantic import Field
 
@@ -42,6 +43,7 @@ from kbench.evaluate.task import TASKS, Plan, RunContext, Summary, Task, TaskSet
 from kbench.metrics import uncertainty as u
 from kbench.models.interface import Capability
 from kbench.protocol import REFERENCES, Deviation, Interpretation, Protocol
+from kbench.records import QAItem
 from kbench.tasks.qa.metrics import get_scorer
 
 
@@ -80,19 +82,20 @@ class QASettings(TaskSettings):
     max_new_tokens: int = Field(default=16, ge=1, description="Tokens generated per question.")
 
 
-def build_qa_prompts(items: list[dict], settings: QASettings, examples: list[dict]) -> list[Probe]:
+def build_qa_prompts(items: Sequence[QAItem], settings: QASettings, examples: Sequence[QAItem]) -> list[Probe]:
     """Prompts in the shared forms; a row's `object` is its current answer (answer2)."""
     as_questions = [{**r, "object": r["answer"], "subject": r.get("subject") or r["question"]} for r in items]
     pool = [{**r, "object": r["answer"], "subject": r.get("subject") or r["question"]} for r in examples]
     return build_prompts(as_questions, settings.prompt, "causal", settings.fewshot, pool, settings.seed)
 
 
-def read_items(dataset: Path, config: str | None, split: str) -> tuple[list[dict], list[dict]]:
+def read_items(dataset: Path, config: str | None, split: str) -> tuple[list[QAItem], list[dict]]:
     """(rows, the dataset blocks of the split files read)."""
     wanted = CATEGORIES if split == "all" else (split,)
     if split != "all" and split not in CATEGORIES:
         raise UserError(f"--split {split!r}: choose all or one of {', '.join(CATEGORIES)}")
-    rows, files = [], []
+    rows: list[QAItem] = []
+    files: list[dict] = []
     for category in wanted:
         if not has_split(dataset, category, config):
             continue  # a snapshot pair may have no item of some category
@@ -104,7 +107,39 @@ def read_items(dataset: Path, config: str | None, split: str) -> tuple[list[dict
     return rows, files
 
 
-def _item_rows(model, items: list[dict], built: list[Probe], settings: QASettings) -> list[dict]:
+class QAItemRow(TypedDict):
+    """One item's row (items.jsonl / items.parquet), in this key order: the item's columns, then its
+    scores, which depend on its category (edited: against both snapshots; else against `answer`)."""
+
+    id: str
+    relation: str
+    relation_label: str
+    category: str
+    question: str
+    prompt: str  # as the model saw it (rendered)
+    prediction: str
+    answer: str
+    answer1: str | None
+    answer2: str
+    em_outdated: NotRequired[float]
+    f1_outdated: NotRequired[float]
+    em_updated: NotRequired[float]
+    f1_updated: NotRequired[float]
+    logprob_answer1: NotRequired[float]
+    logprob_answer2: NotRequired[float]
+    prefers_updated: NotRequired[bool]
+    em: NotRequired[float]
+    f1: NotRequired[float]
+
+
+def _outdated(row: QAItem) -> str:
+    """An edited item's old answer (`qa_item.v1.json` allows null only for new facts)."""
+    if row["answer1"] is None:
+        raise UserError(f"edited item {row['id']!r} has no answer1 (the old snapshot's object)")
+    return row["answer1"]
+
+
+def _item_rows(model, items: list[QAItem], built: list[Probe], settings: QASettings) -> list[QAItemRow]:
     em, f1 = get_scorer(settings.metric)
     prompts = [p.prompt for p in built]
     predictions = [p.strip() for p in model.generate(prompts, settings.max_new_tokens, stop=list(built[0].stop))]
@@ -112,12 +147,13 @@ def _item_rows(model, items: list[dict], built: list[Probe], settings: QASetting
     # how an answer continues its prompt: " " + answer after plain text, the bare answer after a chat turn
     lead = [built[i].gold[: len(built[i].gold) - len(items[i]["answer"])] for i in range(len(items))]
     scored = model.score_answers(
-        [prompts[i] for i in edited for _ in (1, 2)], [lead[i] + items[i][key] for i in edited for key in ("answer1", "answer2")]
+        [prompts[i] for i in edited for _ in (1, 2)],
+        [lead[i] + answer for i in edited for answer in (_outdated(items[i]), items[i]["answer2"])],
     )
     likelihood = {i: (scored[2 * k][0], scored[2 * k + 1][0]) for k, i in enumerate(edited)}
-    out = []
+    out: list[QAItemRow] = []
     for i, (row, prediction) in enumerate(zip(items, predictions)):
-        item = {
+        item: QAItemRow = {
             "id": row["id"],
             "relation": row["relation"],
             "relation_label": row.get("relation_label", ""),
@@ -131,10 +167,11 @@ def _item_rows(model, items: list[dict], built: list[Probe], settings: QASetting
         }
         if row["category"] == "edited":
             lp1, lp2 = likelihood[i]
+            outdated = _outdated(row)
             item.update(
                 {
-                    "em_outdated": em(prediction, row["answer1"]),
-                    "f1_outdated": f1(prediction, row["answer1"]),
+                    "em_outdated": em(prediction, outdated),
+                    "f1_outdated": f1(prediction, outdated),
                     "em_updated": em(prediction, row["answer2"]),
                     "f1_updated": f1(prediction, row["answer2"]),
                     "logprob_answer1": lp1,
@@ -170,7 +207,7 @@ def aggregate(items: list[dict], seed: int = u.BOOTSTRAP_SEED) -> dict:
 
 
 @TASKS.register()
-class KnowledgeUpdateQA(Task):
+class KnowledgeUpdateQA(Task[QASettings]):
     """Answer the questions greedily and score EM/F1 (x100) per slice; rerunning resumes where it stopped.
     --split: all (default) or one of unchanged, new, edited."""
 
@@ -182,8 +219,8 @@ class KnowledgeUpdateQA(Task):
         # answers are generated; an edited item's two answers are compared by log-likelihood
         return {"task qa": frozenset({Capability.GENERATE, Capability.LOGLIKELIHOOD})}
 
-    def plan(self, ctx: RunContext) -> Plan:
-        s: QASettings = ctx.settings
+    def plan(self, ctx: RunContext[QASettings]) -> Plan:
+        s = ctx.settings
         everything, files = read_items(ctx.dataset, s.config, s.split)
         items = seeded_sample(everything, s.limit, s.seed)
         examples = [r for r in everything if r["category"] == "unchanged"] if s.fewshot else []
@@ -218,10 +255,11 @@ class KnowledgeUpdateQA(Task):
         state = Protocol("evolvingqa", REFERENCES["evolvingqa"], deviations, (answer_decoding(s),))
         return Plan(units=chunks(list(zip(items, prompts)), UNIT_ITEMS), dataset=dataset, state=state)
 
-    def score(self, ctx: RunContext, state: Protocol, unit: Unit) -> list[dict]:
-        return _item_rows(ctx.model, [r for r, _ in unit.items], [p for _, p in unit.items], ctx.settings)
+    def score(self, ctx: RunContext[QASettings], state: Protocol, unit: Unit) -> list[QAItemRow]:
+        pairs: list[tuple[QAItem, Probe]] = unit.items  # (item, its prompt), planned together
+        return _item_rows(ctx.model, [r for r, _ in pairs], [p for _, p in pairs], ctx.settings)
 
-    def aggregate(self, ctx: RunContext, state: Protocol, rows: list[dict]) -> Summary:
+    def aggregate(self, ctx: RunContext[QASettings], state: Protocol, rows: list[dict]) -> Summary:
         summary = aggregate(rows, seed=ctx.settings.seed)
         splits = summary["splits"]
         headline = {

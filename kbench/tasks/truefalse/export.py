@@ -14,12 +14,14 @@ plain-text prompt.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import cast
 
 from kbench.dataset import read_rows
 from kbench.errors import UserError
 from kbench.export.items import EXPORTS, ExportDocs, ExportSpec
 from kbench.export.lmeval import yaml_scalar
 from kbench.export.standalone import pair_choice_source
+from kbench.records import Statement
 from kbench.tasks.truefalse.task import ANSWERS, first_pairs, prompt_text
 
 _LMEVAL_SCORING = '''
@@ -50,8 +52,8 @@ class TrueFalseExport:
     columns = frozenset({"statement", "pair_id", "label"})
     rows = "LEFT statements (schemas/statement.v1.json)"
     default_split = "dev"
-    lmeval_imports = ("from collections import defaultdict",)
-    inspect_refusal = (  # so it has no inspect_source
+    lmeval_imports: tuple[str, ...] = ("from collections import defaultdict",)
+    inspect_refusal: str | None = (  # so it has no inspect_source
         "LEFT statements are judged by answer log-probabilities, which Inspect does not score; "
         "export them with `kbench export lm-eval` (multiple_choice)"
     )
@@ -62,7 +64,8 @@ class TrueFalseExport:
                 "a LEFT statement dataset has one prompt form (the prior-setting statement prompt); drop --prompt and --fewshot"
             )
         docs = []
-        for pair in first_pairs(read_rows(path, "statement.v1.json"), spec.limit):
+        statements = cast(list[Statement], read_rows(path, "statement.v1.json"))  # columns checked by the schema
+        for pair in first_pairs(statements, spec.limit):
             for row in pair:
                 docs.append(
                     {
@@ -93,3 +96,6 @@ class TrueFalseExport:
             "doc_to_target: gold\nmetric_list:\n  - metric: acc\n    aggregation: mean\n    higher_is_better: true\n"
             "  - metric: pair_acc\n    aggregation: !function utils.pair_calibrated_accuracy\n    higher_is_better: true\n"
         )
+
+    def inspect_source(self, docs: ExportDocs, name: str, data_file: str, case_sensitive: bool) -> str:
+        raise UserError(str(self.inspect_refusal))  # `kbench export inspect` refuses before it asks

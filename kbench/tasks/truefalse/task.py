@@ -39,6 +39,7 @@ the engine, so a rerun resumes; accuracies carry Wilson intervals.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
@@ -52,6 +53,7 @@ from kbench.metrics import uncertainty as u
 from kbench.metrics.pairs import pair_choice
 from kbench.models.interface import Capability
 from kbench.paths import default_cache_dir
+from kbench.records import Statement
 from kbench.tasks.truefalse.prompt import truefalse_prompt as prompt_text
 from kbench.tasks.truefalse.protocol import check_boolq_folder, judge_description, left_protocol
 
@@ -94,9 +96,9 @@ class TrueFalseSettings(TaskSettings):
         return self
 
 
-def first_pairs(rows: list[dict], limit: int | None) -> list[list[dict]]:
+def first_pairs(rows: Sequence[Statement], limit: int | None) -> list[list[Statement]]:
     """Rows grouped by pair in dataset order; the first pairs that hold `limit` statements."""
-    pairs: dict[str, list[dict]] = {}
+    pairs: dict[str, list[Statement]] = {}
     for row in rows:
         pairs.setdefault(row["pair_id"], []).append(row)
     for pair_id, pair in pairs.items():
@@ -230,7 +232,7 @@ def headline_name(settings: TrueFalseSettings) -> str:
 
 
 @TASKS.register()
-class TrueFalse(Task):
+class TrueFalse(Task[TrueFalseSettings]):
     """Judge statements true or false (--split dev: chapters 1-8, or test; --limit: the first N statements,
     whole pairs); closed book judges --checkpoint, --model is the model before reading; rerunning the same
     command resumes where it stopped."""
@@ -266,8 +268,8 @@ class TrueFalse(Task):
         retriever = f"-{settings['retriever']}" if settings.get("retriever") else ""
         return f"{self.name}:{settings['setting']}{retriever}:{settings.get('split', '')}".rstrip(":")
 
-    def plan(self, ctx: RunContext) -> Plan:
-        s: TrueFalseSettings = ctx.settings
+    def plan(self, ctx: RunContext[TrueFalseSettings]) -> Plan:
+        s = ctx.settings
         split = open_split(ctx.dataset, s.split, s.config, schema="statement.v1.json", hint=HINT)
         pairs = first_pairs(split.rows, s.limit)
         depends = {"base_model": ctx.models["base"].info.identity} if "base" in ctx.models else {}
@@ -275,8 +277,8 @@ class TrueFalse(Task):
         contexts = Contexts(s, ctx.dataset, default_cache_dir())
         return Plan(units=chunks(pairs, UNIT_PAIRS), dataset=split.describe(), depends_on=depends, state=contexts)
 
-    def score(self, ctx: RunContext, state: Contexts, unit: Unit) -> list[dict]:
-        s: TrueFalseSettings = ctx.settings
+    def score(self, ctx: RunContext[TrueFalseSettings], state: Contexts, unit: Unit) -> list[dict]:
+        s = ctx.settings
         chunk = unit.items
         flat = [r for pair in chunk for r in pair]
         found = state.for_rows(flat)
@@ -299,8 +301,8 @@ class TrueFalse(Task):
             rows.append(item)
         return rows
 
-    def aggregate(self, ctx: RunContext, state: Contexts, rows: list[dict]) -> Summary:
-        s: TrueFalseSettings = ctx.settings
+    def aggregate(self, ctx: RunContext[TrueFalseSettings], state: Contexts, rows: list[dict]) -> Summary:
+        s = ctx.settings
         summary = aggregate(rows, s.setting == "closed-book")
         metrics = {
             "setting": headline_name(s),

@@ -109,6 +109,7 @@ class DocumentGenerator:
         )
         if head is None:
             return None
+        tail: str | None
         if keep_t:
             tail = fact.tail
         else:
@@ -123,6 +124,12 @@ class DocumentGenerator:
             if tail is None:
                 return None
         return self.document(head, relation, tail, kind, rng)
+
+    def gold(self, fact: Triple, rng: random.Random) -> Document:
+        """The query fact's gold document (GOLD keeps every slot, so there is always one)."""
+        doc = self.sample(GOLD, fact, rng)
+        assert doc is not None
+        return doc
 
     def sample_many(self, kind: str, fact: Triple, n: int, rng: random.Random) -> list[Document]:
         docs = (self.sample(kind, fact, rng) for _ in range(n))

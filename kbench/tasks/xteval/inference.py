@@ -26,13 +26,14 @@ def test_candidates(
     fact: Triple, generator: DocumentGenerator, test_pool: Sequence[Triple], per_type: int, rng: random.Random
 ) -> tuple[Candidates, dict[str, int]]:
     """The query, gold first then distinct distractors; and how many distractors of each kind."""
-    gold = generator.sample(GOLD, fact, rng)
+    gold = generator.gold(fact, rng)
     docs = generator.enumerate_head_relation(fact, rng)
     for kind in DISTRACTOR_TYPES:
         docs += generator.sample_many(kind, fact, per_type, rng)
     docs += generator.true_unrelated(fact, test_pool, per_type, rng)
     seen = {gold.text}
-    distractors, counts = [], {}
+    distractors: list[str] = []
+    counts: dict[str, int] = {}
     for d in docs:
         if d.text not in seen:
             seen.add(d.text)

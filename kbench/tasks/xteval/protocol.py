@@ -13,6 +13,7 @@ the defaults of a masked LM, with the soft prompts trained on `--prompt-train-di
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from statistics import median
 
 from kbench.metrics.clustered import FACTS_ONLY
@@ -54,7 +55,7 @@ def _slug(text: str) -> str:
 
 
 def xteval_protocol(
-    s: XtevalSettings, model_kind: str, seeds: int, counts: dict[str, int], distractors: list[dict[str, int]] = ()
+    s: XtevalSettings, model_kind: str, seeds: int, counts: dict[str, int], distractors: Sequence[dict[str, int]] = ()
 ) -> Protocol:
     """The block for a run with settings `s` on a model of `model_kind` ("causal" or "masked"), with
     `seeds` extraction seeds, `counts` of the facts that could not be probed ("unreadable",
@@ -229,7 +230,7 @@ def _facts_only(s: XtevalSettings) -> Deviation:
     )
 
 
-def distractor_shortfall(asked: int, distractors: list[dict[str, int]]) -> Deviation | None:
+def distractor_shortfall(asked: int, distractors: Sequence[dict[str, int]]) -> Deviation | None:
     """The distractors the test queries actually got, when some type fell short of the paper's 50
     (and of the number asked for): per type the minimum and median over the queries. A small
     D^theta holds too few distinct entities to draw 50 different documents of every type."""

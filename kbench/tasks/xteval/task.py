@@ -24,8 +24,10 @@ from __future__ import annotations
 
 import dataclasses
 from collections import defaultdict
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from kbench.errors import UserError
 from kbench.evaluate.task import TASKS, Plan, RunContext, Summary, Task, Unit
@@ -59,7 +61,7 @@ class XtevalPlan:
 
 
 @TASKS.register()
-class Xteval(Task):
+class Xteval(Task[XtevalSettings]):
     Settings = XtevalSettings
     primary_metric = ("usable_knowledge",)
     collective = True
@@ -68,10 +70,10 @@ class Xteval(Task):
         # top-1 probes over the full vocabulary; soft prompts and the cross-encoder train
         return {"task xteval": frozenset({Capability.RANK_EXACT, Capability.TRAIN})}
 
-    def plan(self, ctx: RunContext) -> Plan:
+    def plan(self, ctx: RunContext[XtevalSettings]) -> Plan:
         from kbench.dataset import open_split
 
-        s: XtevalSettings = ctx.settings
+        s = ctx.settings
         split = open_split(ctx.dataset, s.split, s.config)
         rows = load_facts(ctx.dataset, s.split, s.limit, s.seed, s.config)
         if not rows:
@@ -92,19 +94,21 @@ class Xteval(Task):
         return Plan(units=units, dataset=split.describe(), depends_on=depends, state=state)
 
     # ------------------------------------------------------------------ units
-    def score(self, ctx: RunContext, state: XtevalPlan, unit: Unit) -> list[dict]:
+    def score(self, ctx: RunContext[XtevalSettings], state: XtevalPlan, unit: Unit) -> list[dict]:
         if "extraction_seed" in unit.meta:
             return self._extraction(ctx, state, unit.meta["extraction_seed"])
         return self._downstream(ctx, state, *unit.items[0])
 
-    def restore(self, ctx: RunContext, state: XtevalPlan, unit: Unit, rows: list[dict]) -> XtevalPlan:
+    def restore(
+        self, ctx: RunContext[XtevalSettings], state: XtevalPlan, unit: Unit, rows: Sequence[Mapping[str, Any]]
+    ) -> XtevalPlan:
         if "extraction_seed" not in unit.meta:
             return state
         found = {r["fact_id"]: r["status"] for r in rows}
         return dataclasses.replace(state, extractions={**state.extractions, unit.meta["extraction_seed"]: found})
 
-    def _extraction(self, ctx: RunContext, state: XtevalPlan, seed: int) -> list[dict]:
-        s: XtevalSettings = ctx.settings
+    def _extraction(self, ctx: RunContext[XtevalSettings], state: XtevalPlan, seed: int) -> list[dict]:
+        s = ctx.settings
         network = trainer(ctx.model, "task xteval")
         if s.known_facts is not None:
             found = Extraction(read_known_facts(Path(s.known_facts), set(state.by_id)), [])
@@ -149,8 +153,10 @@ class Xteval(Task):
             for fact_id, row in state.by_id.items()
         ]
 
-    def _downstream(self, ctx: RunContext, state: XtevalPlan, setting: str, e: int, sp: int, f: int) -> list[dict]:
-        s: XtevalSettings = ctx.settings
+    def _downstream(
+        self, ctx: RunContext[XtevalSettings], state: XtevalPlan, setting: str, e: int, sp: int, f: int
+    ) -> list[dict]:
+        s = ctx.settings
         known = [i for i, v in state.extractions[e].items() if v == "known"]
         probed = sum(v in ("known", "unknown") for v in state.extractions[e].values())
         by_id = state.by_id
@@ -197,10 +203,11 @@ class Xteval(Task):
         return [run, *rows]
 
     # ------------------------------------------------------------------ results
-    def aggregate(self, ctx: RunContext, state: XtevalPlan, rows: list[dict]) -> Summary:
-        s: XtevalSettings = ctx.settings
+    def aggregate(self, ctx: RunContext[XtevalSettings], state: XtevalPlan, rows: list[dict]) -> Summary:
+        s = ctx.settings
         extraction_rows = [r for r in rows if r["kind"] == "extraction"]
-        log, acc_d = [], {}
+        log: list[dict[str, Any]] = []
+        acc_d: dict[int, float] = {}
         for e in range(state.seeds):
             statuses = [r["status"] for r in extraction_rows if r["extraction_seed"] == e]
             probed = sum(v in ("known", "unknown") for v in statuses)
@@ -279,15 +286,15 @@ class Xteval(Task):
         chart = runs_gap_chart(runs, out_dir)
         return [(chart, "acquisition-utilization gaps")] if chart else []
 
-    def finish(self, ctx: RunContext, state: XtevalPlan, rows: list[dict], results: dict) -> None:
+    def finish(self, ctx: RunContext[XtevalSettings], state: XtevalPlan, rows: list[dict], results: dict) -> None:
         from kbench.tasks.xteval.report import write_report
 
         write_report(ctx.run_dir, results)
 
     # ------------------------------------------------------------------ helpers
-    def _criterion(self, ctx: RunContext) -> str:
+    def _criterion(self, ctx: RunContext[XtevalSettings]) -> str:
         """What "the model predicts the tail at top-1" meant in this run (stated in results.json)."""
-        s: XtevalSettings = ctx.settings
+        s = ctx.settings
         if s.known_facts is not None:
             return f"known facts from {s.known_facts}"
         sp = s.softprompt
@@ -302,7 +309,7 @@ class Xteval(Task):
             return f"{prompts}: the tail's first token is the argmax (first-token rank 1)"
         return f"{prompts}: every token of the tail is the argmax, teacher-forced (greedy writes the tail)"
 
-    def _dataset_pairs(self, ctx: RunContext):
+    def _dataset_pairs(self, ctx: RunContext[XtevalSettings]):
         """Soft-prompt data from the dataset's own train and dev splits (facts outside D)."""
         from kbench.dataset import has_split, open_split
 
@@ -316,9 +323,10 @@ class Xteval(Task):
             tables[split] = open_split(ctx.dataset, split, ctx.settings.config).rows
 
         def pairs(relation: str) -> tuple[list, list]:
-            return tuple(
+            train, dev = (
                 [(r["subject"], r["object"]) for r in tables[split] if r["relation"] == relation] for split in ("train", "dev")
             )
+            return train, dev
 
         return pairs
 

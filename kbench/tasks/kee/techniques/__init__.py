@@ -9,16 +9,19 @@ parameters (temp0.7 / temp1.2).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kbench.errors import UserError
 from kbench.registry import Registry
 
-TECHNIQUES: Registry[tuple[type, dict[str, Any]]] = Registry("technique", package=__name__)
+if TYPE_CHECKING:  # base imports this package's registry users; the type alone is needed here
+    from kbench.tasks.kee.techniques.base import Technique
+
+TECHNIQUES: Registry[tuple[type[Technique], dict[str, Any]]] = Registry("technique", package=__name__)
 
 
-def register_technique(name: str, **params: Any) -> Callable[[type], type]:
-    def decorate(cls: type) -> type:
+def register_technique(name: str, **params: Any) -> Callable[[type[Technique]], type[Technique]]:
+    def decorate(cls: type[Technique]) -> type[Technique]:
         TECHNIQUES.add(name, (cls, params))
         return cls
 

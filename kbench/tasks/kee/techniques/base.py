@@ -100,7 +100,7 @@ class KeeContext:
 
     def answers_and_ranks(
         self, prompts: Sequence[Prompt], golds: Sequence[str], intervention: Intervention | None = None
-    ) -> list[tuple[str, int | None, float | None]]:
+    ) -> Sequence[tuple[str, int | None, float | None]]:
         """(greedy answer, gold rank, gold logprob) per prompt: one prefill serves both
         (`generate_and_rank`); rank and logprob None where the model has no exact ranks."""
         if self.ranks_exactly:
@@ -108,7 +108,7 @@ class KeeContext:
         texts = self.model.generate(prompts, MAX_ANSWER_TOKENS, ANSWER_STOP, intervention=intervention)
         return [(text, None, None) for text in texts]
 
-    def ranks(self, prompts: Sequence[Prompt], golds: Sequence[str]) -> list[tuple[int | None, float | None]]:
+    def ranks(self, prompts: Sequence[Prompt], golds: Sequence[str]) -> Sequence[tuple[int | None, float | None]]:
         """(gold rank, gold logprob) per prompt; None where the model has no exact ranks."""
         if self.ranks_exactly:
             return self.model.rank_first_token(prompts, golds)
@@ -165,7 +165,7 @@ class Technique:
     a head list, a fitting pool) puts it under `detail["fit"]` of each item; the run's results
     list each distinct fit record under the technique's entry."""
 
-    name: ClassVar[str] = ""
+    name: str = ""  # the registered name, set on each instance by `get_technique`
     family: ClassVar[str] = ""
     Params: ClassVar[type[TechniqueParams]] = TechniqueParams
     #: what the technique needs of the model; its gold ranks (PRS) need RANK_EXACT besides, where offered

@@ -53,6 +53,8 @@ def best_layer(base_probs: Sequence[float], steered_probs: Mapping[int, Sequence
         gain = sum(s - b for s, b in zip(steered_probs[layer], base_probs)) / len(base_probs)
         if best_gain is None or gain > best_gain:
             best, best_gain = layer, gain
+    if best is None or best_gain is None:
+        raise ValueError("best_layer needs at least one steered layer")
     return best, best_gain
 
 
@@ -69,6 +71,7 @@ class CAAParams(TechniqueParams):
 class CAA(Technique):
     family = "steering"
     Params = CAAParams
+    p: CAAParams  # the validated settings (`Technique.__init__`)
     needs = frozenset({Capability.WHITE_BOX, Capability.GENERATE})
 
     def deviations(self, fitted):

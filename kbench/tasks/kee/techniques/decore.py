@@ -39,7 +39,7 @@ from kbench.tasks.kee.techniques.fitting import FitStore
 MAPLE_HEADS = 10  # MAPLE, Appendix B: num_retrieval_head = 10 for every model
 
 
-def copy_task(vocab_size: int, trials: int, needle: int, filler: int, seed: int, avoid: set[int] = frozenset()):
+def copy_task(vocab_size: int, trials: int, needle: int, filler: int, seed: int, avoid: frozenset[int] | set[int] = frozenset()):
     """The synthetic copy sequences (token-id lists) and, per sequence, the copy steps as
     (query positions, source positions): reading pin[j] in the repeat, the head should look at
     the needle position holding pin[j + 1]."""
@@ -76,6 +76,7 @@ def retrieval_scores(model, trials: int = 8, needle: int = 16, filler: int = 48,
         found = (strongest == torch.tensor(sources)).float().sum((0, -1))
         hits = found if hits is None else hits + found
         advance(len(chunk))
+    assert hits is not None, "the copy task made no sequences"  # trials >= 1 (DeCoReParams)
     return hits / max(len(sequences) * len(queries), 1)
 
 
@@ -100,6 +101,7 @@ class DeCoReParams(TechniqueParams):
 class DeCoRe(Technique):
     family = "decoding"
     Params = DeCoReParams
+    p: DeCoReParams  # the validated settings (`Technique.__init__`)
     needs = frozenset({Capability.WHITE_BOX, Capability.GENERATE})
 
     def check(self, model) -> None:

@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from kbench.io import atomic_path, stable_hash
+from kbench.models.prompt import Prompt
 from kbench.tasks.kee.techniques.base import KeeContext, KeeItem
 
 
@@ -60,7 +61,7 @@ def wrong_answer(item: KeeItem, pool: Sequence[KeeItem]) -> str | None:
 
 def contrast_texts(
     context: KeeContext, items: Sequence[KeeItem], pool: Sequence[KeeItem] | None = None
-) -> tuple[list[str], list[str]]:
+) -> tuple[list[Prompt], list[Prompt]]:
     """(true statements, false statements): the answer prompt continued by the gold and by a
     wrong answer drawn from `pool` (default: `items`). Items without any possible wrong answer
     are left out."""

@@ -144,6 +144,7 @@ BENCHMARK = "benchmark train facts"
 class ITI(Technique):
     family = "steering"
     Params = ITIParams
+    p: ITIParams  # the validated settings (`Technique.__init__`)
     needs = frozenset({Capability.WHITE_BOX, Capability.GENERATE})
 
     def check(self, model) -> None:
@@ -201,6 +202,7 @@ class ITI(Technique):
 
     def contrasts(self, context, pool, probing: ProbingSet | None):
         """{"build": (true, false), "select": (true, false)} statement texts, and the fit key's data part."""
+        texts: dict[str, tuple[list, list]]  # TruthfulQA's statement strings, or the pool's Prompt values
         if probing is not None:
             build, select = probing.split(self.p.held_out)
             texts = {"build": probing.statements(build), "select": probing.statements(select or build)}

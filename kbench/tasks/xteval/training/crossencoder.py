@@ -29,7 +29,7 @@ import torch
 from pydantic import BaseModel, ConfigDict, Field
 
 from kbench.progress import progress
-from kbench.tasks.xteval.documents import GOLD, TRAIN_NEGATIVE_TYPES, DocumentGenerator, Triple
+from kbench.tasks.xteval.documents import TRAIN_NEGATIVE_TYPES, DocumentGenerator, Triple
 
 LOG = logging.getLogger(__name__)
 
@@ -38,18 +38,18 @@ class FinetuneConfig(BaseModel):
     """Stage-2 hyper-parameters; defaults are the paper's (Table 3) unless noted."""
 
     model_config = ConfigDict(extra="forbid")
-    lr: float = Field(1e-5, gt=0, description="Fine-tuning learning rate (paper: 1e-5).")
-    weight_decay: float = Field(0.0, ge=0, description="Fine-tuning AdamW weight decay.")
-    batch_size: int = Field(32, ge=1, description="Queries per fine-tuning step (paper: 32).")
-    micro_batch_size: int = Field(8, ge=1, description="Queries per training forward pass (memory bound only).")
-    epochs: int = Field(20, ge=1, description="Fine-tuning epochs (paper: 20).")
-    warmup_ratio: float = Field(0.06, ge=0, lt=1, description="Fine-tuning warm-up share of the steps.")
-    lr_end: float = Field(1e-7, ge=0, description="Final learning rate of the polynomial decay (HF default).")
-    power: float = Field(1.0, gt=0, description="Power of the polynomial decay (HF default: linear).")
-    negatives_per_type: int = Field(4, ge=1, description="Training negatives per hard type (paper: 4, 12 in all).")
-    validation_fraction: float = Field(0.1, gt=0, lt=1, description="Share of the train facts that picks the best epoch.")
-    max_length: int = Field(128, ge=8, description="Tokens per (query; document) pair.")
-    score_batch_size: int = Field(64, ge=1, description="(query, document) pairs per forward pass at inference.")
+    lr: float = Field(default=1e-5, gt=0, description="Fine-tuning learning rate (paper: 1e-5).")
+    weight_decay: float = Field(default=0.0, ge=0, description="Fine-tuning AdamW weight decay.")
+    batch_size: int = Field(default=32, ge=1, description="Queries per fine-tuning step (paper: 32).")
+    micro_batch_size: int = Field(default=8, ge=1, description="Queries per training forward pass (memory bound only).")
+    epochs: int = Field(default=20, ge=1, description="Fine-tuning epochs (paper: 20).")
+    warmup_ratio: float = Field(default=0.06, ge=0, lt=1, description="Fine-tuning warm-up share of the steps.")
+    lr_end: float = Field(default=1e-7, ge=0, description="Final learning rate of the polynomial decay (HF default).")
+    power: float = Field(default=1.0, gt=0, description="Power of the polynomial decay (HF default: linear).")
+    negatives_per_type: int = Field(default=4, ge=1, description="Training negatives per hard type (paper: 4, 12 in all).")
+    validation_fraction: float = Field(default=0.1, gt=0, lt=1, description="Share of the train facts that picks the best epoch.")
+    max_length: int = Field(default=128, ge=8, description="Tokens per (query; document) pair.")
+    score_batch_size: int = Field(default=64, ge=1, description="(query, document) pairs per forward pass at inference.")
 
 
 def info_nce(scores, gold_index: int = 0):
@@ -124,7 +124,7 @@ def training_candidates(
     negatives are padded by the score mask (see `_batch_scores`), never with the gold."""
     out = []
     for fact in facts:
-        gold = generator.sample(GOLD, fact, rng)
+        gold = generator.gold(fact, rng)
         negatives = [d.text for kind in TRAIN_NEGATIVE_TYPES for d in generator.sample_many(kind, fact, per_type, rng)]
         distinct = list(dict.fromkeys(t for t in negatives if t != gold.text))  # a repeat adds no signal
         out.append(Candidates(generator.query(fact, rng), [gold.text, *distinct]))
@@ -226,6 +226,7 @@ def finetune(
         best["epoch"] + 1,
         cfg.epochs,
     )
+    assert best_state is not None  # epochs >= 1 (FinetuneConfig): the first epoch sets it
     encoder.model.load_state_dict(best_state)
     encoder.model.eval()
     return encoder, {

@@ -38,17 +38,22 @@ class SoftPromptConfig(BaseModel):
     """Stage-1 hyper-parameters; defaults are the paper's Table 2 (borrowed from OptiPrompt)."""
 
     model_config = ConfigDict(extra="forbid")
-    n_before: int = Field(3, ge=0, description="Soft vectors before the subject.")
-    n_after: int = Field(3, ge=0, description="Soft vectors after the subject.")
-    lr: float = Field(1e-4, gt=0, description="Soft-prompt learning rate (paper Table 2: 1e-4; OptiPrompt's script: 3e-3).")
-    weight_decay: float = Field(0.0, ge=0, description="Soft-prompt AdamW weight decay.")
-    batch_size: int = Field(64, ge=1, description="Facts per soft-prompt step.")
-    epochs: int = Field(20, ge=1, description="Soft-prompt training epochs (paper: 20).")
-    warmup_ratio: float = Field(0.06, ge=0, lt=1, description="Soft-prompt warm-up share of the steps.")
-    max_train_facts: int | None = Field(None, ge=1, description="Cap soft-prompt train and dev facts per relation (CPU runs).")
+    n_before: int = Field(default=3, ge=0, description="Soft vectors before the subject.")
+    n_after: int = Field(default=3, ge=0, description="Soft vectors after the subject.")
+    lr: float = Field(
+        default=1e-4, gt=0, description="Soft-prompt learning rate (paper Table 2: 1e-4; OptiPrompt's script: 3e-3)."
+    )
+    weight_decay: float = Field(default=0.0, ge=0, description="Soft-prompt AdamW weight decay.")
+    batch_size: int = Field(default=64, ge=1, description="Facts per soft-prompt step.")
+    epochs: int = Field(default=20, ge=1, description="Soft-prompt training epochs (paper: 20).")
+    warmup_ratio: float = Field(default=0.06, ge=0, lt=1, description="Soft-prompt warm-up share of the steps.")
+    max_train_facts: int | None = Field(
+        default=None, ge=1, description="Cap soft-prompt train and dev facts per relation (CPU runs)."
+    )
     # template: the embeddings of the relation's template words around [X] (OptiPrompt's manual-template init)
     init: Literal["random", "template"] = Field(
-        "random", description="Soft-prompt start: random (OptiPrompt default) or template (the relation's template words)."
+        default="random",
+        description="Soft-prompt start: random (OptiPrompt default) or template (the relation's template words).",
     )
 
 
