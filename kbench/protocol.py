@@ -103,7 +103,7 @@ class Interpretation:
 
 
 @dataclass(frozen=True)
-class Protocol:
+class ProtocolRecord:
     """A named procedure, this run's departures from it and its readings where the paper is silent
     (each in the order they were recorded)."""
 
@@ -123,11 +123,11 @@ class Protocol:
     def faithful(self) -> bool:
         return not self.deviations  # an interpretation departs from nothing the paper says
 
-    def with_deviations(self, deviations: Iterable[Deviation]) -> Protocol:
-        return Protocol(self.name, self.reference, (*self.deviations, *deviations), self.interpretations)
+    def with_deviations(self, deviations: Iterable[Deviation]) -> ProtocolRecord:
+        return ProtocolRecord(self.name, self.reference, (*self.deviations, *deviations), self.interpretations)
 
-    def with_interpretations(self, interpretations: Iterable[Interpretation]) -> Protocol:
-        return Protocol(self.name, self.reference, self.deviations, (*self.interpretations, *interpretations))
+    def with_interpretations(self, interpretations: Iterable[Interpretation]) -> ProtocolRecord:
+        return ProtocolRecord(self.name, self.reference, self.deviations, (*self.interpretations, *interpretations))
 
     def block(self) -> dict:
         return {
@@ -140,7 +140,7 @@ class Protocol:
         }
 
     @classmethod
-    def from_block(cls, block: object, where: str) -> Protocol:
+    def from_block(cls, block: object, where: str) -> ProtocolRecord:
         """Read a block back; a malformed one is a `UserError` naming `where` and the key."""
         if not isinstance(block, dict):
             raise UserError(f"{where}: `protocol` is not an object")
@@ -192,15 +192,15 @@ def _interpretations(block: dict, where: str) -> tuple[Interpretation, ...]:
     return tuple(out)
 
 
-def read_protocol(document: dict, where: str) -> Protocol | None:
+def read_protocol(document: dict, where: str) -> ProtocolRecord | None:
     """The `protocol` block of a results file or manifest; None when it was not recorded (an older
     file), which readers show as "not recorded", never as faithful."""
     if "protocol" not in document:
         return None
-    return Protocol.from_block(document["protocol"], where)
+    return ProtocolRecord.from_block(document["protocol"], where)
 
 
-def describe(protocol: Protocol | None) -> str:
+def describe(protocol: ProtocolRecord | None) -> str:
     """One line for a table: "faithful to NAME", "N deviations from NAME" or "not recorded"."""
     if protocol is None:
         return "protocol not recorded"
@@ -210,7 +210,7 @@ def describe(protocol: Protocol | None) -> str:
     return f"{n} deviation{'s' if n != 1 else ''} from {protocol.name}"
 
 
-def comparison_differences(protocols: dict[str, Protocol | None], same_items: Iterable[str] = ()) -> list[str]:
+def comparison_differences(protocols: dict[str, ProtocolRecord | None], same_items: Iterable[str] = ()) -> list[str]:
     """Why runs with these protocol blocks are not comparable as like for like: one line per
     difference (a run without a record, another procedure, or a deviation some runs have and
     others lack or made with other settings), saying what each run did and which numbers it

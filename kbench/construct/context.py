@@ -9,7 +9,7 @@ from typing import Any
 from kbench.construct.data_root import ENV_VAR, PREFIX, is_data_ref, parse_data_ref
 from kbench.errors import UserError
 from kbench.paths import default_cache_dir
-from kbench.protocol import Protocol
+from kbench.protocol import ProtocolRecord
 
 
 @dataclass
@@ -27,7 +27,7 @@ class StageContext:
     data_dir: Path | None = None
     #: The dataset's protocol block so far: the recipe's procedure and the departures of the stages
     #: before this one (`write_dataset` prints it in the card it writes).
-    protocol: Protocol | None = None
+    protocol: ProtocolRecord | None = None
 
     @property
     def recipe_dir(self) -> Path:

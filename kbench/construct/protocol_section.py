@@ -9,10 +9,10 @@ the block reads "not recorded", never "faithful".
 from __future__ import annotations
 
 from kbench.construct.protocols import frequency_stand_in
-from kbench.protocol import Protocol, describe
+from kbench.protocol import ProtocolRecord, describe
 
 
-def render_protocol(protocol: Protocol | None) -> str:
+def render_protocol(protocol: ProtocolRecord | None) -> str:
     if protocol is None:
         return "## Protocol\n\n**Protocol not recorded**: this dataset was built before kbench recorded construction protocols."
     if protocol.name == "custom":  # "faithful to custom" would read as a claim about a paper

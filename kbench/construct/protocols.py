@@ -13,7 +13,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import replace
 
-from kbench.protocol import REFERENCES, Deviation, Protocol
+from kbench.protocol import REFERENCES, Deviation, ProtocolRecord
 
 #: protocol name -> REFERENCES key (None: the recipe follows no paper's procedure).
 CONSTRUCTION_PROTOCOLS: dict[str, str | None] = {
@@ -30,13 +30,13 @@ CUSTOM_REFERENCE = 'none: the recipe follows no paper\'s construction procedure 
 FREQUENCY_STAND_IN_PREFIX = "frequency-"
 
 
-def construction_protocol(name: str) -> Protocol:
+def construction_protocol(name: str) -> ProtocolRecord:
     """The block a build starts from, before its stages add their departures."""
     key = CONSTRUCTION_PROTOCOLS[name]
-    return Protocol(name, REFERENCES[key] if key else CUSTOM_REFERENCE)
+    return ProtocolRecord(name, REFERENCES[key] if key else CUSTOM_REFERENCE)
 
 
-def add_stage_deviations(protocol: Protocol, deviations: Iterable[Deviation], stage_id: str) -> Protocol:
+def add_stage_deviations(protocol: ProtocolRecord, deviations: Iterable[Deviation], stage_id: str) -> ProtocolRecord:
     """`protocol` with a stage's entries; an id an earlier stage already recorded (a recipe that bins
     or checks twice) gets `@<stage id>`, so both entries stay."""
     seen = {d.id for d in protocol.deviations}
@@ -44,7 +44,7 @@ def add_stage_deviations(protocol: Protocol, deviations: Iterable[Deviation], st
     return protocol.with_deviations(replace(d, id=d.id + suffix) if d.id in seen else d for d in deviations)
 
 
-def frequency_stand_in(protocol: Protocol | None) -> str | None:
+def frequency_stand_in(protocol: ProtocolRecord | None) -> str | None:
     """A note for a head/tail difference drawn from a dataset with this (construction) protocol, or
     None when its bins are the paper's. An unrecorded protocol cannot vouch for its bins."""
     if protocol is None:
@@ -61,4 +61,4 @@ def results_bin_note(results: dict) -> str | None:
     block = (results.get("dataset") or {}).get("construction_protocol")
     if block is None:
         return frequency_stand_in(None)
-    return frequency_stand_in(Protocol.from_block(block, "results.json dataset.construction_protocol"))
+    return frequency_stand_in(ProtocolRecord.from_block(block, "results.json dataset.construction_protocol"))

@@ -3,7 +3,7 @@
 
 Each helper is called by the code path that departs (or chooses where the paper is silent), with
 what it actually did, and returns the entry (or None when that path kept to the paper): a task
-gathers them into its `Protocol`. MAPLE's extraction and KEE share two: the case handling of its
+gathers them into its `ProtocolRecord`. MAPLE's extraction and KEE share two: the case handling of its
 matching (`maple_case`, an interpretation) and a plain question prompt without the chat template
 of MAPLE's instruct models (`maple_question_form`, a deviation).
 """

@@ -59,7 +59,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from kbench.io import SCHEMA_DIR
 from kbench.models.cached import CachedModel
 from kbench.models.interface import Capability, LanguageModel
-from kbench.protocol import Protocol
+from kbench.protocol import ProtocolRecord
 from kbench.registry import Registry
 
 
@@ -113,7 +113,7 @@ class Summary:
     metrics: dict
     #: The procedure that made these numbers and this run's departures from it (`kbench.protocol`);
     #: every task returns one, built from the settings, the model and the data the run found.
-    protocol: Protocol | None = None
+    protocol: ProtocolRecord | None = None
 
 
 #: A task's own Settings class: `class Choice(Task[ChoiceSettings])` sees `ctx.settings` as one.

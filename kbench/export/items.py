@@ -21,8 +21,7 @@ from typing import Protocol
 from kbench.dataset import split_path
 from kbench.errors import InputError, UserError
 from kbench.io import read_json
-from kbench.protocol import Protocol as DatasetProtocol
-from kbench.protocol import read_protocol
+from kbench.protocol import ProtocolRecord, read_protocol
 from kbench.registry import Registry
 
 
@@ -42,7 +41,7 @@ class ExportDocs:
     split: str
     source: Path  # the parquet file the documents come from
     docs: list[dict]
-    protocol: DatasetProtocol | None = None  # how the dataset was built (None: not recorded)
+    protocol: ProtocolRecord | None = None  # how the dataset was built (None: not recorded)
 
 
 class TaskExport(Protocol):
@@ -76,7 +75,7 @@ class TaskExport(Protocol):
 EXPORTS: Registry[type[TaskExport]] = Registry("exportable task", package="kbench.tasks", home="{package}.{name}.export")
 
 
-def dataset_protocol(dataset: Path) -> DatasetProtocol | None:
+def dataset_protocol(dataset: Path) -> ProtocolRecord | None:
     """The construction protocol a built dataset's manifest records (None: no manifest or no block)."""
     manifest = dataset / "manifest.json"
     if not manifest.is_file():

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from html import escape
 
-from kbench.protocol import Interpretation, Protocol, describe
+from kbench.protocol import Interpretation, ProtocolRecord, describe
 
 NOT_RECORDED = (
     "this file carries no protocol block (written before kbench recorded one, or converted from v1): "
@@ -23,7 +23,7 @@ def _reading(i: Interpretation, column: str) -> str:
     return "; ".join(i.alternatives) if column == "alternatives" else getattr(i, column)
 
 
-def block_html(protocol: Protocol | None) -> str:
+def block_html(protocol: ProtocolRecord | None) -> str:
     if protocol is None:
         return f"<p class='warn'><b>protocol not recorded</b>: {escape(NOT_RECORDED)}</p>"
     head = f"<b>{escape(describe(protocol))}</b> <span class='meta'>({escape(protocol.reference)})</span>"
@@ -38,7 +38,7 @@ def block_html(protocol: Protocol | None) -> str:
     )
 
 
-def _readings_html(protocol: Protocol) -> str:
+def _readings_html(protocol: ProtocolRecord) -> str:
     if not protocol.interpretations:
         return ""
     header = "".join(f"<th>{c}</th>" for c in READING_COLUMNS)
@@ -56,7 +56,7 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def block_markdown(protocol: Protocol | None, heading: str = "## Protocol") -> str:
+def block_markdown(protocol: ProtocolRecord | None, heading: str = "## Protocol") -> str:
     """The block as a Markdown section (a card, an exported task's README)."""
     if protocol is None:
         return f"{heading}\n\nProtocol not recorded: {NOT_RECORDED}.\n"
@@ -69,7 +69,7 @@ def block_markdown(protocol: Protocol | None, heading: str = "## Protocol") -> s
     return "\n".join(lines)
 
 
-def readings_markdown(protocol: Protocol | None) -> list[str]:
+def readings_markdown(protocol: ProtocolRecord | None) -> list[str]:
     """The interpretations as a Markdown table of their own ([] when none are recorded)."""
     if protocol is None or not protocol.interpretations:
         return []
@@ -78,7 +78,7 @@ def readings_markdown(protocol: Protocol | None) -> list[str]:
     return lines + [""]
 
 
-def block_lines(protocol: Protocol | None) -> list[str]:
+def block_lines(protocol: ProtocolRecord | None) -> list[str]:
     """The block for a terminal: one line, then one per deviation, then one per interpretation."""
     if protocol is None:
         return ["protocol not recorded"]

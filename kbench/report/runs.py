@@ -25,7 +25,7 @@ from typing import Any
 
 from kbench.errors import InputError, UserError
 from kbench.io import read_json
-from kbench.protocol import Protocol, read_protocol
+from kbench.protocol import ProtocolRecord, read_protocol
 from kbench.report.legacy import to_v2
 
 V2 = "kbench.results.v2"
@@ -113,7 +113,7 @@ class Run:
     path: Path
     results: dict  # the v2 envelope (converted when the file was v1)
     label: str = ""  # set by `load_runs`: tells runs apart
-    protocol: Protocol | None = None  # None: not recorded (never read as faithful)
+    protocol: ProtocolRecord | None = None  # None: not recorded (never read as faithful)
     relation_labels: dict[str, str] = field(default_factory=dict)
     labels_source: str = "none"
 

@@ -37,7 +37,7 @@ from kbench.errors import InputError, UserError
 from kbench.evaluate.departures import SAMPLE_LIMIT
 from kbench.io import write_json, write_text
 from kbench.metrics.standardize import standardized_scores, z_scores
-from kbench.protocol import Protocol, comparison_differences, describe
+from kbench.protocol import ProtocolRecord, comparison_differences, describe
 from kbench.report.runs import Run, load_run, primary_metrics, task_class
 
 
@@ -63,7 +63,7 @@ def standardize_runs(run_dirs: list[Path], out_dir: Path) -> dict:
         raise UserError("give at least one run directory")
     raw: dict[str, dict[str, float]] = {}
     source: dict[tuple[str, str], Path] = {}
-    protocols: dict[str, dict[str, Protocol | None]] = {}  # task -> model -> its run's protocol
+    protocols: dict[str, dict[str, ProtocolRecord | None]] = {}  # task -> model -> its run's protocol
     for run in [load_run(Path(d)) for d in run_dirs]:  # every file checked before anything is written
         model, tasks = run_scores(run)
         for task, value in tasks.items():

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 from conftest import run_kbench
-from kbench.protocol import REFERENCES, Deviation, Protocol
+from kbench.protocol import REFERENCES, Deviation, ProtocolRecord
 from tests.report_runs import extraction_run, lama_items, predict
 
 FEWSHOT = Deviation("fewshot", "asks each fact zero-shot", "1 solved example before each item", "every reported number")
@@ -21,7 +21,7 @@ def _run(tmp_path, shared_data, name, block, every=3):
 
 
 def test_terminal_protocols_and_a_malformed_block(shared_data, tmp_path):
-    maple = Protocol("maple-extraction", REFERENCES["maple"])
+    maple = ProtocolRecord("maple-extraction", REFERENCES["maple"])
     a = _run(tmp_path, shared_data, "a", maple.block())
     b = _run(tmp_path, shared_data, "b", maple.with_deviations([FEWSHOT]).block(), every=2)
     out = run_kbench("report", str(a), str(b), "--out", str(tmp_path / "report"))

@@ -7,11 +7,11 @@ from __future__ import annotations
 import json
 import shutil
 
-from kbench.protocol import Deviation, Protocol
+from kbench.protocol import Deviation, ProtocolRecord
 from tests.conftest import run_kbench
 from tests.integration.test_export_cli import lmeval_task, load_module
 
-BUILT = Protocol(
+BUILT = ProtocolRecord(
     "maple-construction",
     "MAPLE",
     (Deviation("frequency-from-evidence", "bins by Wikipedia pageviews", "bins by evidence counts", "head-tail gaps"),),

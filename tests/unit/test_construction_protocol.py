@@ -17,7 +17,7 @@ from kbench.construct.recipe import load_recipe
 from kbench.construct.runner import run_recipe
 from kbench.construct.stage import stage_registry
 from kbench.errors import InputError
-from kbench.protocol import Protocol, read_protocol
+from kbench.protocol import ProtocolRecord, read_protocol
 
 EVOLVING_ROWS = [{"subject": "Ada", "subject_id": "Q1", "relation": "P108", "object": "Acme", "object_id": "Q100"}]
 
@@ -120,9 +120,9 @@ def test_frequency_stand_in_note():
     assert "unknown provenance" in frequency_stand_in(None)
     block = {**protocol.block(), "faithful": False, "deviations": [
         {"id": "frequency-source-evidence-count", "paper": "pageviews", "kbench": "evidence", "effect": "bins"}]}
-    note = frequency_stand_in(Protocol.from_block(block, "manifest.json"))
+    note = frequency_stand_in(ProtocolRecord.from_block(block, "manifest.json"))
     assert "stand-in for MAPLE's pageview bins (frequency-source-evidence-count)" in note
-    assert "Head / tail differences" in render_protocol(Protocol.from_block(block, "manifest.json"))
+    assert "Head / tail differences" in render_protocol(ProtocolRecord.from_block(block, "manifest.json"))
     assert "Protocol not recorded" in render_protocol(None)
 
 

@@ -14,7 +14,7 @@ from kbench.tasks.qa.task import KnowledgeUpdateQA, QASettings
 from kbench.evaluate.task import RunContext, Summary, Task
 from kbench.models.loading import load_model
 from kbench.models.runner import ModelRunner
-from kbench.protocol import REFERENCES, Protocol
+from kbench.protocol import REFERENCES, ProtocolRecord
 from tests.dataset_folders import evolving_dataset
 from tests.unit.test_extraction import write_dataset_folder
 
@@ -43,7 +43,7 @@ def _block(task: Task, model, dataset, out, settings) -> dict:
     results = evaluate(task, RunContext(settings=settings, dataset=dataset, model=model, run_dir=out))
     validate(results, "results.v2.json")
     block = results["protocol"]
-    assert Protocol.from_block(block, "results.json").faithful is block["faithful"]  # reads back
+    assert ProtocolRecord.from_block(block, "results.json").faithful is block["faithful"]  # reads back
     return block
 
 

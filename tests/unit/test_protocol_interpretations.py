@@ -10,7 +10,7 @@ from kbench.construct.protocol_section import render_protocol
 from kbench.errors import UserError
 from kbench.io import load_schema
 from kbench.evaluate.engine import validate
-from kbench.protocol import SCHEMA, Deviation, Interpretation, Protocol, comparison_differences, read_protocol
+from kbench.protocol import SCHEMA, Deviation, Interpretation, ProtocolRecord, comparison_differences, read_protocol
 from kbench.report.protocols import block_html, block_lines, block_markdown
 
 CASE = Interpretation("matching-case", "case is not mentioned", "case-insensitive", ("case kept",), "every correctness")
@@ -30,12 +30,12 @@ def test_an_old_v1_block_still_reads_with_no_interpretations():
 
 
 def test_a_v2_block_round_trips_and_interpretations_keep_a_run_faithful():
-    protocol = Protocol("maple-kee", "MAPLE", (), (CASE,))
+    protocol = ProtocolRecord("maple-kee", "MAPLE", (), (CASE,))
     block = protocol.block()
     assert block["schema"] == SCHEMA == "kbench.protocol.v2" and block["faithful"] is True
     assert block["interpretations"] == [{"id": "matching-case", "paper": "case is not mentioned", "kbench": "case-insensitive",
                                          "alternatives": ["case kept"], "effect": "every correctness"}]
-    assert Protocol.from_block(block, "r.json") == protocol
+    assert ProtocolRecord.from_block(block, "r.json") == protocol
     validate(block, "protocol.v2.json")
     with pytest.raises(AssertionError, match="interpretations"):   # a v2 block must list its interpretations
         validate({k: v for k, v in block.items() if k != "interpretations"}, "protocol.v2.json")
@@ -49,29 +49,29 @@ def test_a_v2_block_round_trips_and_interpretations_keep_a_run_faithful():
     ({"interpretations": [{**CASE.as_dict(), "alternatives": "case kept"}]}, "alternatives must be a list"),
 ])
 def test_a_malformed_interpretation_names_the_key(change, key):
-    block = {**Protocol("m", "r", (), (CASE,)).block(), **change}
+    block = {**ProtocolRecord("m", "r", (), (CASE,)).block(), **change}
     with pytest.raises(UserError, match="r.json: ") as raised:
-        Protocol.from_block(block, "r.json")
+        ProtocolRecord.from_block(block, "r.json")
     assert key in str(raised.value)
 
 
 def test_every_renderer_shows_interpretations_apart_from_deviations():
-    protocol = Protocol("maple-extraction", "MAPLE", (FEWSHOT,), (CASE,))
+    protocol = ProtocolRecord("maple-extraction", "MAPLE", (FEWSHOT,), (CASE,))
     markdown = block_markdown(protocol)
     assert markdown.index("| fewshot |") < markdown.index("**Interpretations") < markdown.index("| matching-case |")
     assert "| matching-case | case is not mentioned | case-insensitive | case kept | every correctness |" in markdown
     assert block_lines(protocol) == ["1 deviation from maple-extraction", "  - fewshot: 1 solved example (touches every number)",
                                      "  ~ matching-case (interpretation; the paper is silent): case-insensitive"]
-    html = block_html(Protocol("maple-extraction", "MAPLE", (), (CASE,)))
+    html = block_html(ProtocolRecord("maple-extraction", "MAPLE", (), (CASE,)))
     assert html.startswith("<p class='ok'>") and "Interpretations" in html and "<td>case kept</td>" in html
     card = render_protocol(protocol)
     assert card.index("`fewshot`") < card.index("**Interpretations**") < card.index("`matching-case`")
 
 
 def test_runs_that_read_a_silence_differently_are_not_like_for_like():
-    insensitive, sensitive = Protocol("m", "r", (), (CASE,)), Protocol("m", "r", (), (SENSITIVE,))
+    insensitive, sensitive = ProtocolRecord("m", "r", (), (CASE,)), ProtocolRecord("m", "r", (), (SENSITIVE,))
     assert comparison_differences({"a": insensitive, "b": insensitive}) == []
     (line,) = comparison_differences({"a": insensitive, "b": sensitive})
     assert line.startswith("matching-case (the paper is silent) is read differently (a: case-insensitive; b: case kept)")
     # a v1 run records no reading: nothing to compare it on
-    assert comparison_differences({"a": insensitive, "b": Protocol("m", "r")}) == []
+    assert comparison_differences({"a": insensitive, "b": ProtocolRecord("m", "r")}) == []

@@ -10,7 +10,7 @@ import pytest
 
 from kbench.cards.publish import plan_upload
 from kbench.errors import UserError
-from kbench.protocol import REFERENCES, Deviation, Protocol
+from kbench.protocol import REFERENCES, Deviation, ProtocolRecord
 from tests.report_runs import extraction_run, lama_items, predict
 
 LIMIT = Deviation("sample-limit", "evaluates every item", "a seeded sample of 30 of the 300 items", "every number")
@@ -26,7 +26,7 @@ def _run(tmp_path, shared_data, block):
 
 
 def test_the_card_and_report_show_the_block_and_results_keep_it(shared_data, tmp_path):
-    block = Protocol("maple-extraction", REFERENCES["maple"], (LIMIT,)).block()
+    block = ProtocolRecord("maple-extraction", REFERENCES["maple"], (LIMIT,)).block()
     run = _run(tmp_path, shared_data, block)
     plan = plan_upload(run)
     assert "results.json" in plan.files and "results.json" not in plan.generated  # uploaded as it is on disk
@@ -41,4 +41,4 @@ def test_an_older_run_is_not_recorded_and_a_malformed_block_refuses(shared_data,
     card = plan_upload(_run(tmp_path / "old", shared_data, None)).generated["README.md"]
     assert "Protocol not recorded" in card and "faithful to" not in card
     with pytest.raises(UserError, match=r"results.json: protocol.name is missing"):
-        plan_upload(_run(tmp_path / "bad", shared_data, {**Protocol("x", "y").block(), "name": ""}))
+        plan_upload(_run(tmp_path / "bad", shared_data, {**ProtocolRecord("x", "y").block(), "name": ""}))

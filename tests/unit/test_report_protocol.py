@@ -12,7 +12,7 @@ import pytest
 
 from kbench.errors import UserError
 from kbench.metrics.uncertainty import bin_differences
-from kbench.protocol import REFERENCES, Deviation, Protocol, comparison_differences
+from kbench.protocol import REFERENCES, Deviation, ProtocolRecord, comparison_differences
 from kbench.report.build import build_report
 from tests.report_runs import extraction_run, lama_items, predict
 
@@ -21,7 +21,7 @@ LIMIT = Deviation("sample-limit", "evaluates every item", "a seeded sample of 20
 VOCAB = Deviation("no-common-vocab", "ranks over LAMA's common vocabulary", "full vocabulary", "lama_p_at_1")
 
 
-def with_protocol(run: Path, protocol: Protocol | None) -> Path:
+def with_protocol(run: Path, protocol: ProtocolRecord | None) -> Path:
     results = json.loads((run / "results.json").read_text())
     if protocol is not None:
         results["protocol"] = protocol.block()
@@ -29,7 +29,7 @@ def with_protocol(run: Path, protocol: Protocol | None) -> Path:
     return run
 
 
-def run_with(tmp_path: Path, shared_data: Path, name: str, protocol: Protocol | None, every: int = 3) -> Path:
+def run_with(tmp_path: Path, shared_data: Path, name: str, protocol: ProtocolRecord | None, every: int = 3) -> Path:
     return with_protocol(extraction_run(tmp_path / name, name, predict(lama_items(shared_data, 30), every)), protocol)
 
 
@@ -39,8 +39,8 @@ def page(out: Path) -> str:
 
 def test_faithful_deviations_and_not_recorded(shared_data, tmp_path):
     runs = [
-        run_with(tmp_path, shared_data, "faithful", Protocol("maple-extraction", REFERENCES["maple"])),
-        run_with(tmp_path, shared_data, "deviating", Protocol("lama-strict-p@1", REFERENCES["lama"], (FEWSHOT, VOCAB))),
+        run_with(tmp_path, shared_data, "faithful", ProtocolRecord("maple-extraction", REFERENCES["maple"])),
+        run_with(tmp_path, shared_data, "deviating", ProtocolRecord("lama-strict-p@1", REFERENCES["lama"], (FEWSHOT, VOCAB))),
     ]
     out = tmp_path / "report"
     lines: list[str] = []
@@ -64,7 +64,7 @@ def test_faithful_deviations_and_not_recorded(shared_data, tmp_path):
 
 
 def test_a_comparison_of_different_protocols_says_why_it_is_not_like_for_like(shared_data, tmp_path):
-    maple = Protocol("maple-extraction", REFERENCES["maple"])
+    maple = ProtocolRecord("maple-extraction", REFERENCES["maple"])
     runs = [
         run_with(tmp_path, shared_data, "a", maple),
         run_with(tmp_path, shared_data, "b", maple.with_deviations([FEWSHOT, LIMIT]), every=2),
@@ -87,7 +87,7 @@ def test_a_comparison_of_different_protocols_says_why_it_is_not_like_for_like(sh
 
 
 def test_comparison_differences():
-    maple, lama = Protocol("maple-extraction", "M"), Protocol("lama-strict-p@1", "L")
+    maple, lama = ProtocolRecord("maple-extraction", "M"), ProtocolRecord("lama-strict-p@1", "L")
     assert comparison_differences({"a": maple, "b": maple}) == []
     assert comparison_differences({"a": maple.with_deviations([FEWSHOT]), "b": maple.with_deviations([FEWSHOT])}) == []
     different = comparison_differences({"a": maple, "b": lama})
@@ -108,7 +108,7 @@ def test_comparison_differences():
     ],
 )
 def test_a_malformed_block_names_file_and_key_and_writes_nothing(shared_data, tmp_path, block, key):
-    good = run_with(tmp_path, shared_data, "good", Protocol("maple-extraction", REFERENCES["maple"]))
+    good = run_with(tmp_path, shared_data, "good", ProtocolRecord("maple-extraction", REFERENCES["maple"]))
     bad = extraction_run(tmp_path / "bad", "bad", predict(lama_items(shared_data, 30), 3))
     results = json.loads((bad / "results.json").read_text())
     (bad / "results.json").write_text(json.dumps({**results, "protocol": block}))
@@ -124,7 +124,7 @@ def test_a_malformed_block_names_file_and_key_and_writes_nothing(shared_data, tm
 def test_standardized_scores_name_each_protocol_and_what_is_not_like_for_like(shared_data, tmp_path):
     from kbench.report.standardize import standardize_runs
 
-    maple = Protocol("maple-extraction", REFERENCES["maple"])
+    maple = ProtocolRecord("maple-extraction", REFERENCES["maple"])
     runs = [run_with(tmp_path, shared_data, "a", maple), run_with(tmp_path, shared_data, "b", None, every=2)]
     result = standardize_runs(runs, tmp_path / "std")
     assert result["protocols"] == {"a|extraction:maple_accuracy": "faithful to maple-extraction",
@@ -138,7 +138,7 @@ def test_standardized_scores_name_each_protocol_and_what_is_not_like_for_like(sh
 def test_head_tail_differences_say_where_their_bins_came_from(shared_data, tmp_path):
     """A head - tail difference drawn from a dataset whose bins stand in for MAPLE's pageview bins
     says so beside it; a dataset that recorded no construction protocol cannot vouch for its bins."""
-    run = run_with(tmp_path, shared_data, "binned", Protocol("maple-extraction", REFERENCES["maple"]))
+    run = run_with(tmp_path, shared_data, "binned", ProtocolRecord("maple-extraction", REFERENCES["maple"]))
     results = json.loads((run / "results.json").read_text())
     per_bin = results["metrics"]["per_frequency_bin"]  # the numbers the note stands beside
     results["metrics"]["frequency_bin_differences"] = bin_differences(per_bin, ["maple_accuracy"])
@@ -148,7 +148,7 @@ def test_head_tail_differences_say_where_their_bins_came_from(shared_data, tmp_p
     assert "frequency bins of unknown provenance" in page(out)
 
     evidence = Deviation("frequency-evidence-counts", "pageviews", "T-REx evidence counts", "head/tail bins")
-    results["dataset"]["construction_protocol"] = Protocol("lama-derived", REFERENCES["lama"], (evidence,)).block()
+    results["dataset"]["construction_protocol"] = ProtocolRecord("lama-derived", REFERENCES["lama"], (evidence,)).block()
     (run / "results.json").write_text(json.dumps(results))
     build_report([run], out)
     assert "Head − tail, head − torso:</b> frequency bins are a stand-in for MAPLE's pageview bins (frequency-evidence-counts)" in page(out)

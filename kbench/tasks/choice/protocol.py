@@ -8,12 +8,12 @@ made where the run departs, from the settings, the data and the model it found.
 
 from __future__ import annotations
 
-from kbench.protocol import REFERENCES, Deviation, Protocol
+from kbench.protocol import REFERENCES, Deviation, ProtocolRecord
 
 NAME = "bear-choice"
 
 
-def choice_protocol(settings, sources: list[str], spaces_from_file: bool, start_kind: str) -> Protocol:
+def choice_protocol(settings, sources: list[str], spaces_from_file: bool, start_kind: str) -> ProtocolRecord:
     deviations = []
     other = [s for s in sources if s != "bear"]
     if other:
@@ -72,4 +72,4 @@ def choice_protocol(settings, sources: list[str], spaces_from_file: bool, start_
                 effect="every statement's score (its first token's log-likelihood)",
             )
         )
-    return Protocol(NAME, REFERENCES["bear"], tuple(deviations))
+    return ProtocolRecord(NAME, REFERENCES["bear"], tuple(deviations))

@@ -61,7 +61,7 @@ from kbench.io import write_parquet
 from kbench.metrics import uncertainty as u
 from kbench.metrics.matching import distinct_fact_hits, exact_match, maple_correct
 from kbench.models.interface import Capability
-from kbench.protocol import REFERENCES, Deviation, Interpretation, Protocol
+from kbench.protocol import REFERENCES, Deviation, Interpretation, ProtocolRecord
 from kbench.records import Question
 
 UNIT_ITEMS = 256  # items per work unit; the model batches inside a unit
@@ -403,7 +403,7 @@ class Extraction(Task[ExtractionSettings]):
         headline.update({f"{first} {contrast}": values[first] for contrast, values in differences.items() if first in values})
         name, reference = PROTOCOLS[protocol]
         return Summary(
-            headline=headline, metrics=metrics, protocol=Protocol(name, reference, state.deviations, state.interpretations)
+            headline=headline, metrics=metrics, protocol=ProtocolRecord(name, reference, state.deviations, state.interpretations)
         )
 
     def finish(self, ctx: RunContext[ExtractionSettings], state: ExtractionPlan, rows: list[dict], results: dict) -> None:

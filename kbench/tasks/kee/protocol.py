@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from kbench.evaluate.departures import maple_case, maple_question_form
-from kbench.protocol import REFERENCES, Deviation, Interpretation, Protocol
+from kbench.protocol import REFERENCES, Deviation, Interpretation, ProtocolRecord
 from kbench.tasks.kee.techniques import TECHNIQUES
 
 NAME = "maple-kee"
@@ -38,7 +38,7 @@ def kee_protocol(
     technique_params: Mapping[str, dict],
     technique_deviations: Mapping[str, Sequence[Deviation]],
     fitted: Mapping[str, Sequence[dict]],
-) -> Protocol:
+) -> ProtocolRecord:
     """The run's block. `pool`: (split, items in it, items fitted on) when CAA / ITI fit on a
     train or dev split (None: two folds of the evaluated items)."""
     s = settings
@@ -98,7 +98,7 @@ def kee_protocol(
     out += _pool_deviations(techniques, pool, fitted)
     for name in techniques:
         out += technique_deviations[name]
-    return Protocol(NAME, REFERENCES["maple"], tuple(out), kee_interpretations(s, sampling, technique_params))
+    return ProtocolRecord(NAME, REFERENCES["maple"], tuple(out), kee_interpretations(s, sampling, technique_params))
 
 
 def kee_interpretations(s, sampling: Sequence[str], technique_params: Mapping[str, dict]) -> tuple[Interpretation, ...]:

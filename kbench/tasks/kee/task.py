@@ -48,7 +48,7 @@ from kbench.evaluate.task import TASKS, Plan, RunContext, Summary, Task, TaskSet
 from kbench.metrics import uncertainty as u
 from kbench.models.interface import Capability
 from kbench.models.provenance import code_hash
-from kbench.protocol import Deviation, Protocol
+from kbench.protocol import Deviation, ProtocolRecord
 from kbench.tasks.kee import metrics
 from kbench.tasks.kee.protocol import kee_protocol
 from kbench.tasks.kee.rows import PARTITION, SEED_A, KeeItemRow, output_rows, partition_rows, to_item
@@ -122,7 +122,7 @@ def _technique_params(name: str, settings: KeeSettings) -> dict:
 
 def run_protocol(
     settings: KeeSettings, chat: bool, pool: tuple[str, int, int] | None, fitted: dict[str, list[dict]]
-) -> tuple[Protocol, dict[str, list[Deviation]]]:
+) -> tuple[ProtocolRecord, dict[str, list[Deviation]]]:
     """(the run's protocol block, each technique's own deviations) from the settings, the prompt
     form, the fitting pool (split, its items, items used; None: two folds) and each technique's
     fit records (`kee_protocol`)."""

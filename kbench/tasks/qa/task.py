@@ -42,7 +42,7 @@ from kbench.evaluate.prompts import Probe, build_prompts, require_chat
 from kbench.evaluate.task import TASKS, Plan, RunContext, Summary, Task, TaskSettings, Unit, chunks
 from kbench.metrics import uncertainty as u
 from kbench.models.interface import Capability
-from kbench.protocol import REFERENCES, Deviation, Interpretation, Protocol
+from kbench.protocol import REFERENCES, Deviation, Interpretation, ProtocolRecord
 from kbench.records import QAItem
 from kbench.tasks.qa.metrics import get_scorer
 
@@ -252,14 +252,14 @@ class KnowledgeUpdateQA(Task[QASettings]):
             "files": files,
             "sha256": stable_hash([f["sha256"] for f in files]),
         }
-        state = Protocol("evolvingqa", REFERENCES["evolvingqa"], deviations, (answer_decoding(s),))
+        state = ProtocolRecord("evolvingqa", REFERENCES["evolvingqa"], deviations, (answer_decoding(s),))
         return Plan(units=chunks(list(zip(items, prompts)), UNIT_ITEMS), dataset=dataset, state=state)
 
-    def score(self, ctx: RunContext[QASettings], state: Protocol, unit: Unit) -> list[QAItemRow]:
+    def score(self, ctx: RunContext[QASettings], state: ProtocolRecord, unit: Unit) -> list[QAItemRow]:
         pairs: list[tuple[QAItem, Probe]] = unit.items  # (item, its prompt), planned together
         return _item_rows(ctx.model, [r for r, _ in pairs], [p for _, p in pairs], ctx.settings)
 
-    def aggregate(self, ctx: RunContext[QASettings], state: Protocol, rows: list[dict]) -> Summary:
+    def aggregate(self, ctx: RunContext[QASettings], state: ProtocolRecord, rows: list[dict]) -> Summary:
         summary = aggregate(rows, seed=ctx.settings.seed)
         splits = summary["splits"]
         headline = {

@@ -16,7 +16,7 @@ import json
 from pathlib import Path
 
 from kbench.models.training.boolq import BOOLQ_TRAIN_QUESTIONS, read_marker
-from kbench.protocol import REFERENCES, Deviation, Interpretation, Protocol
+from kbench.protocol import REFERENCES, Deviation, Interpretation, ProtocolRecord
 
 ACCURACY = "accuracy and pair_choice_accuracy (closed book: before, after and closed-book - prior)"
 
@@ -49,7 +49,7 @@ def judge_description(settings) -> dict:
     return {"kind": "boolq-fine-tuned", "checkpoint": str(folder), "boolq": read_marker(folder)}
 
 
-def left_protocol(settings, n_statements: int) -> Protocol:
+def left_protocol(settings, n_statements: int) -> ProtocolRecord:
     """The block of a truefalse run with `settings` over `n_statements` statements."""
     deviations = _judge(settings)
     if settings.setting == "open-book" and settings.retriever == "sbert":
@@ -90,7 +90,7 @@ def left_protocol(settings, n_statements: int) -> Protocol:
                 ACCURACY,
             )
         )
-    return Protocol(f"left-{settings.setting}", REFERENCES["left"], tuple(deviations), left_interpretations(settings))
+    return ProtocolRecord(f"left-{settings.setting}", REFERENCES["left"], tuple(deviations), left_interpretations(settings))
 
 
 def left_interpretations(settings) -> tuple[Interpretation, ...]:

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from statistics import median
 
 from kbench.metrics.clustered import FACTS_ONLY
-from kbench.protocol import REFERENCES, Deviation, Interpretation, Protocol
+from kbench.protocol import REFERENCES, Deviation, Interpretation, ProtocolRecord
 from kbench.tasks.xteval.documents import GOLD, INPUT_TYPES
 from kbench.tasks.xteval.pipeline import XtevalSettings
 
@@ -56,7 +56,7 @@ def _slug(text: str) -> str:
 
 def xteval_protocol(
     s: XtevalSettings, model_kind: str, seeds: int, counts: dict[str, int], distractors: Sequence[dict[str, int]] = ()
-) -> Protocol:
+) -> ProtocolRecord:
     """The block for a run with settings `s` on a model of `model_kind` ("causal" or "masked"), with
     `seeds` extraction seeds, `counts` of the facts that could not be probed ("unreadable",
     "untrained", out of "facts") and each test query's distractor counts by type (its row's
@@ -105,7 +105,7 @@ def xteval_protocol(
             deviations.append(Deviation(_slug(key), f"3 {what} (3 x 3 x 3 = 27 runs)", f"{counted[key]} {what}", effect))
     if seeds == 1:
         deviations.append(_facts_only(s))
-    return Protocol("xteval", REFERENCES["xteval"], tuple(deviations), (RETRIEVAL_TIES,))
+    return ProtocolRecord("xteval", REFERENCES["xteval"], tuple(deviations), (RETRIEVAL_TIES,))
 
 
 #: where the paper is silent: a gold document scored equal to a distractor

@@ -3,7 +3,7 @@
 from kbench.dataset import open_split, seeded_sample
 from kbench.evaluate.task import TASKS, Plan, RunContext, Summary, Task, Unit, chunks
 from kbench.metrics.uncertainty import proportion_of
-from kbench.protocol import Protocol
+from kbench.protocol import ProtocolRecord
 from kbench.tasks.recall.settings import RecallSettings
 
 
@@ -30,5 +30,5 @@ class Recall(Task):
 
     def aggregate(self, ctx: RunContext, state: None, rows: list[dict]) -> Summary:
         accuracy = proportion_of([row["correct"] for row in rows])
-        protocol = Protocol("kbench-recall", "docs/adding-a-task.md")  # no paper: kbench's own procedure
+        protocol = ProtocolRecord("kbench-recall", "docs/adding-a-task.md")  # no paper: kbench's own procedure
         return Summary(headline={"accuracy": accuracy}, metrics={"accuracy": accuracy}, protocol=protocol)
