@@ -4,7 +4,7 @@
     python bench/batch_invariance.py [--facts 300] [--threads N]
 
 Facts as in bench/extraction_vs_lmeval.py, 11 per relation (the first 11 facts of each LAMA T-REx
-relation whose template has [X] before [Y], in relation order: 28 relations give 308, 300 kept), worded by `kbench.evaluate.prompts.build_prompts`
+relation whose template has [X] before [Y], in relation order: 28 relations give 308, 300 kept), worded by `kbench.evaluate.prompts.build_probes`
 exactly as `kbench evaluate extraction` words them (cloze form, its stop strings, 16 new
 tokens). Model: SmolLM2-135M-Instruct, float32, CPU. Each fact is answered by
 `generate_and_rank` (greedy answer + the gold's first-token rank and log-prob), the call
@@ -96,14 +96,14 @@ def main() -> None:
 
     if args.threads:
         torch.set_num_threads(args.threads)
-    from kbench.evaluate.prompts import build_prompts
+    from kbench.evaluate.prompts import build_probes
     from kbench.models.loading import load_model
     from kbench.models.runner import ModelRunner
 
     facts = lama_facts(args.shared_data, args.facts, per_relation=11)
     rows = [{"id": str(i), "prompt_cloze": f["prompt"], "object": f["gold"][1:]} for i, f in enumerate(facts)]
     loaded = load_model("smollm2-135m")
-    prompts = build_prompts(rows, "cloze", loaded.kind)
+    prompts = build_probes(rows, "cloze", loaded.kind)
     texts, golds, stop = [p.prompt.text for p in prompts], [p.gold for p in prompts], list(prompts[0].stop)
     answers = [[r["object"]] for r in rows]
     print(f"facts: {len(facts)}  threads: {torch.get_num_threads()}", flush=True)

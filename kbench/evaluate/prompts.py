@@ -1,6 +1,6 @@
 """Prompt forms for probing a fact, shared by the evaluation tasks.
 
-`build_prompts(rows, form, kind, fewshot, train_rows, seed) -> list[Probe]`, one per row (a row
+`build_probes(rows, form, kind, fewshot, train_rows, seed) -> list[Probe]`, one per row (a row
 is a dict with the columns of `schemas/question.v1.json`), each holding a `Prompt` value
 (`kbench.models.prompt`) that the model renders:
 
@@ -99,7 +99,7 @@ def _cloze_sentence(row: Mapping[str, Any]) -> str:
     return f"{row['prompt_cloze']} {row['object']}."
 
 
-def build_prompts(
+def build_probes(
     rows: Sequence[Mapping[str, Any]],
     form: str,
     kind: str,

@@ -17,7 +17,7 @@ import sys
 import pytest
 
 from kbench.dataset import read_rows, seeded_sample, split_path
-from kbench.evaluate.prompts import build_prompts
+from kbench.evaluate.prompts import build_probes
 from kbench.tasks.truefalse.task import prompt_text
 from kbench.metrics.matching import exact_match, maple_correct
 from tests.conftest import run_kbench
@@ -52,7 +52,7 @@ def lama_export(built_lama, tmp_path_factory):
 
 def test_lmeval_task_prompts_as_kbench_does(lama_export, built_lama):
     rows = seeded_sample(read_rows(split_path(built_lama, "test", None)), LIMIT, 3)
-    prompts = build_prompts(rows, "cloze", "causal")
+    prompts = build_probes(rows, "cloze", "causal")
     task = lmeval_task(lama_export, "kbench_lama_test_cloze")
     requests = sorted(task.instances, key=lambda r: r.doc_id)
     assert [r.doc["id"] for r in requests] == [row["id"] for row in rows]   # the same seeded sample, same order
@@ -68,7 +68,7 @@ def test_fewshot_question_prompts_as_kbench_does(built_lama, tmp_path):
     assert proc.returncode == 0, proc.stderr
     rows = seeded_sample(read_rows(split_path(built_lama, "test", None)), 5, 7)
     train = read_rows(split_path(built_lama, "train", None))
-    prompts = build_prompts(rows, "question", "causal", 2, train, 7)
+    prompts = build_probes(rows, "question", "causal", 2, train, 7)
     task = lmeval_task(out, "kbench_lama_test_question")
     requests = sorted(task.instances, key=lambda r: r.doc_id)
     assert [r.arguments[0] for r in requests] == [p.prompt.text for p in prompts]

@@ -17,7 +17,7 @@ import polars as pl
 import pytest
 
 from kbench.errors import UserError
-from kbench.evaluate.prompts import build_prompts
+from kbench.evaluate.prompts import build_probes
 from kbench.models.interface import Capability, ModelSpec
 from kbench.models.cached import open_model
 from kbench.models.prompt import Prompt, user
@@ -66,7 +66,7 @@ def test_chat_probe_and_model_calls_agree_with_in_process(port, chat_folder, mon
                              cache=None)
     assert completions.info.identity != served.info.identity  # the endpoint is part of what the cache keys on
     rows = [question_row(id=f"q{i}", subject=s, object=o, question=f"What is {s} known for?") for i, (_, s, o) in enumerate(FACTS)]
-    probes = build_prompts(rows, "chat", "causal")
+    probes = build_probes(rows, "chat", "causal")
     assert all(p.gold == r["object"] for p, r in zip(probes, rows))  # the bare object after a generation prompt
     stop, prompts = list(probes[0].stop), [p.prompt for p in probes]
     answers = served.generate(prompts, 6, stop)  # the same prompt values: the server's template, and the local one

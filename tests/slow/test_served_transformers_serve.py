@@ -16,7 +16,7 @@ import polars as pl
 import pytest
 
 from kbench.errors import UserError
-from kbench.evaluate.prompts import build_prompts
+from kbench.evaluate.prompts import build_probes
 from kbench.models.interface import Capability, ModelSpec, require
 from kbench.models.cached import open_model
 from kbench.models.loading import resolve_source
@@ -73,7 +73,7 @@ def local():
 
 def test_greedy_extraction_answers_agree_with_in_process(served, local):
     rows = [question_row(id=f"q{i}", relation=r, subject=s, object=o, answers=[o]) for i, (r, s, o) in enumerate(FACTS)]
-    prompts = build_prompts(rows, "question", "causal", 0, [], 0)
+    prompts = build_probes(rows, "question", "causal", 0, [], 0)
     texts, stop = [p.prompt for p in prompts], list(prompts[0].stop)
     remote, here = served.generate(texts, 8, stop=stop), local.generate(texts, 8, stop=stop)
     assert remote == here  # measured: 4/4 (the server tokenises the same text with the same tokenizer, fp32)
@@ -86,7 +86,7 @@ def test_chat_form_through_chat_completions_agrees_with_in_process(server, local
     assert chat.info.capabilities == {Capability.GENERATE} and chat.describe()["weights"]["api"] == "chat"
     assert chat.info.chat and not chat.info.prefills_reply  # the server renders the turn: nothing can follow it
     rows = [question_row(id=f"q{i}", relation=r, subject=s, object=o, answers=[o]) for i, (r, s, o) in enumerate(FACTS)]
-    probes = build_prompts(rows, "chat", "causal", 0, [], 0)
+    probes = build_probes(rows, "chat", "causal", 0, [], 0)
     prompts, stop = [p.prompt for p in probes], list(probes[0].stop)
     remote = chat.generate(prompts, 8, stop=stop)  # the server's template, tokenizer and stop handling
     here = local.generate(prompts, 8, stop=stop)  # the same prompt values, through the local chat template

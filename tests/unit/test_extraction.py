@@ -11,7 +11,7 @@ import pytest
 from kbench.errors import UserError
 from kbench.evaluate.engine import evaluate, validate
 from kbench.tasks.extraction.task import Extraction, ExtractionSettings
-from kbench.evaluate.prompts import build_prompts, require_chat
+from kbench.evaluate.prompts import build_probes, require_chat
 from kbench.evaluate.task import RunContext
 from kbench.models.loading import load_model
 from kbench.models.prompt import Prompt
@@ -157,15 +157,15 @@ def test_limit_is_a_seeded_sample(causal, dataset, tmp_path):
 def test_prompt_forms_and_fewshot(causal, dataset):
     rows = pl.read_parquet(dataset / "data/default/test.parquet").to_dicts()
     train = pl.read_parquet(dataset / "data/default/train.parquet").to_dicts()
-    cloze = build_prompts(rows[:1], "cloze", "causal")[0]
+    cloze = build_probes(rows[:1], "cloze", "causal")[0]
     assert (cloze.prompt, cloze.gold) == (Prompt("The capital of France is"), " Paris")
-    question = build_prompts(rows[:1], "question", "causal")[0]
+    question = build_probes(rows[:1], "question", "causal")[0]
     assert question.prompt.text.endswith("Question: What is the P36 of France?\nAnswer:")
-    shots = build_prompts(rows[:1], "cloze", "causal", fewshot=2, train_rows=train, seed=3)[0]
+    shots = build_probes(rows[:1], "cloze", "causal", fewshot=2, train_rows=train, seed=3)[0]
     examples = shots.prompt.text.splitlines()[:-1]
     assert len(examples) == 2 and all(e.startswith("The capital of") and "France" not in e for e in examples)
-    assert shots == build_prompts(rows[:3], "cloze", "causal", fewshot=2, train_rows=train, seed=3)[0]
-    chat = build_prompts(rows[:1], "chat", "causal", fewshot=1, train_rows=train)[0]
+    assert shots == build_probes(rows[:3], "cloze", "causal", fewshot=2, train_rows=train, seed=3)[0]
+    chat = build_probes(rows[:1], "chat", "causal", fewshot=1, train_rows=train)[0]
     assert [m.role for m in chat.prompt.messages] == ["user", "assistant", "user"] and chat.gold == "Paris"
     plain = ModelRunner(causal)
     with pytest.raises(UserError, match="chat template"):

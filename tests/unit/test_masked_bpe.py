@@ -8,7 +8,7 @@ import pytest
 
 import kbench
 from kbench.tasks.extraction.task import lama_filter
-from kbench.evaluate.prompts import build_prompts
+from kbench.evaluate.prompts import build_probes
 from kbench.models.loading import load_model
 from kbench.models.runner import ModelRunner
 from tests.dataset_folders import question_dataset
@@ -27,7 +27,7 @@ def roberta(tiny_roberta_dir):
 def test_the_gold_is_the_space_marked_token(roberta):
     tok = roberta.tokenizer
     assert tok.convert_tokens_to_ids("ĠParis") != tok.unk_token_id, "the tiny vocabulary must hold ĠParis"
-    prompt = build_prompts(ROWS[:1], "cloze", "masked")[0]
+    prompt = build_probes(ROWS[:1], "cloze", "masked")[0]
     assert prompt.gold == " Paris"
     (ids, position, gold_id) = ModelRunner(roberta).encoder.rank_items([prompt.prompt.text], [prompt.gold])[0]
     assert gold_id == tok.convert_tokens_to_ids("ĠParis") != tok.convert_tokens_to_ids("Paris")
@@ -38,7 +38,7 @@ def test_rank_is_read_at_the_mask_for_the_marked_token(roberta):
     import torch
 
     tok = roberta.tokenizer
-    prompt = build_prompts(ROWS[:1], "cloze", "masked")[0]
+    prompt = build_probes(ROWS[:1], "cloze", "masked")[0]
     (rank, logprob), = ModelRunner(roberta).rank_first_token([prompt.prompt], [prompt.gold])
     encoded = tok(prompt.prompt.text.replace("[MASK]", tok.mask_token), return_tensors="pt")
     with torch.no_grad():
@@ -51,7 +51,7 @@ def test_rank_is_read_at_the_mask_for_the_marked_token(roberta):
 
 def test_single_token_filter_and_candidates_use_the_marked_form(roberta, tmp_path):
     tok = roberta.tokenizer
-    prompts = build_prompts(ROWS, "cloze", "masked")
+    prompts = build_probes(ROWS, "cloze", "masked")
     vocab = tmp_path / "common_vocab.txt"
     vocab.write_text("Paris\nFlorence\nJapan\nBerlin\n")
     kept, _, drops, candidates, _ = lama_filter(ROWS, prompts, ModelRunner(roberta), str(vocab))

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from kbench.errors import UserError
-from kbench.evaluate.prompts import build_prompts, question_turn
+from kbench.evaluate.prompts import build_probes, question_turn
 from kbench.models.prompt import Message, Prompt, assistant, user
 from kbench.models.served import chat, parse
 from kbench.models.served.spec import ServedSpec
@@ -41,7 +41,7 @@ def test_a_chat_prompt_is_a_value_with_a_canonical_form():
 
 def test_the_task_prompt_builders_hand_their_messages_through():
     row = question_row(id="q0", relation="P36", subject="France", object="Paris", answers=["Paris"])
-    [probe] = build_prompts([row], "chat", "causal")
+    [probe] = build_probes([row], "chat", "causal")
     assert chat.messages_of(probe.prompt) == [{"role": "user", "content": f"Answer the question with a short answer.\n{row['question']}"}]
     assert probe.gold == "Paris"  # bare after the generation prompt, as with a local template
     assert chat.messages_of(question_turn("Recite.", "Answer", chat=True))[0]["content"] == "Recite."

@@ -1,6 +1,6 @@
 """`kbench export` of question datasets (`schemas/question.v1.json`), judged as this task judges them.
 
-Documents: the prompt of `prompts.build_prompts` for the same seeded `--limit` sample (so an exported
+Documents: the prompt of `prompts.build_probes` for the same seeded `--limit` sample (so an exported
 task and a kbench run see the same facts), its stop strings, the gold and its aliases. The chat form
 travels as its messages, not as one model's rendering: a harness applies its model's chat template.
 
@@ -28,7 +28,7 @@ from pathlib import Path
 from kbench import __version__
 from kbench.dataset import read_rows, seeded_sample, split_path
 from kbench.errors import UserError
-from kbench.evaluate.prompts import build_prompts
+from kbench.evaluate.prompts import build_probes
 from kbench.export.items import EXPORTS, ExportDocs, ExportSpec
 from kbench.export.lmeval import yaml_scalar
 from kbench.export.standalone import MATCHING_IMPORTS, matching_source
@@ -117,9 +117,9 @@ class ExtractionExport:
     def docs(self, path: Path, dataset: Path, spec: ExportSpec) -> list[dict]:
         rows = seeded_sample(read_rows(path), spec.limit, spec.seed)
         train_rows = read_rows(split_path(dataset, "train", spec.config)) if spec.fewshot else []
-        prompts = build_prompts(rows, spec.prompt, "causal", spec.fewshot, train_rows, spec.seed)
+        probes = build_probes(rows, spec.prompt, "causal", spec.fewshot, train_rows, spec.seed)
         docs = []
-        for row, probe in zip(rows, prompts):
+        for row, probe in zip(rows, probes):
             prompt = probe.prompt
             text = {"messages": [m.as_dict() for m in prompt.messages]} if prompt.is_chat else {"prompt": prompt.text}
             docs.append(

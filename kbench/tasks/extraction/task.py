@@ -55,7 +55,7 @@ from pydantic import Field
 from kbench.dataset import open_split, seeded_sample
 from kbench.errors import UserError
 from kbench.evaluate import departures
-from kbench.evaluate.prompts import Probe, build_prompts, require_chat
+from kbench.evaluate.prompts import Probe, build_probes, require_chat
 from kbench.evaluate.task import TASKS, Plan, RunContext, Summary, Task, TaskSettings, Unit, chunks
 from kbench.io import write_parquet
 from kbench.metrics import uncertainty as u
@@ -131,9 +131,9 @@ def vocabulary_deviation(common_vocab: str | None, vocab: set[str] | None, drops
     return None
 
 
-def lama_filter(rows: list[Question], prompts: list[Probe], model, common_vocab: str | None):
+def lama_filter(rows: list[Question], probes: list[Probe], model, common_vocab: str | None):
     """Keep items whose gold is a single token (and in the common vocabulary); return the kept
-    (rows, prompts), the drop counts, the candidate token ids (None = full vocabulary) and the
+    (rows, probes), the drop counts, the candidate token ids (None = full vocabulary) and the
     deviation of the candidate set from LAMA's common vocabulary (None when it is LAMA's)."""
     vocab = None
     if common_vocab:
@@ -141,24 +141,24 @@ def lama_filter(rows: list[Question], prompts: list[Probe], model, common_vocab:
         if not path.is_file():
             raise UserError(f"--common-vocab: file not found: {path}")
         vocab = {w.strip() for w in path.read_text(encoding="utf-8").splitlines() if w.strip()}
-    kept_rows, kept_prompts = [], []
+    kept_rows, kept_probes = [], []
     drops = {"multi_token_object": 0, "not_in_common_vocab": 0}
-    gold_tokens = _single_tokens(model, [p.gold for p in prompts])
-    for row, prompt, gold_token in zip(rows, prompts, gold_tokens):
+    gold_tokens = _single_tokens(model, [p.gold for p in probes])
+    for row, probe, gold_token in zip(rows, probes, gold_tokens):
         if vocab is not None and row["object"] not in vocab:
             drops["not_in_common_vocab"] += 1
         elif gold_token is None:
             drops["multi_token_object"] += 1
         else:
             kept_rows.append(row)
-            kept_prompts.append(prompt)
+            kept_probes.append(probe)
     candidates = None
-    if vocab is not None and prompts:
+    if vocab is not None and probes:
         # a word is a candidate in the form the gold takes at this position (leading space / Ġ marker)
-        lead = prompts[0].gold[: len(prompts[0].gold) - len(rows[0]["object"])]
+        lead = probes[0].gold[: len(probes[0].gold) - len(rows[0]["object"])]
         words = sorted(vocab)
         candidates = sorted({t for t in _single_tokens(model, [lead + w for w in words]) if t is not None})
-    return kept_rows, kept_prompts, drops, candidates, vocabulary_deviation(common_vocab, vocab, drops)
+    return kept_rows, kept_probes, drops, candidates, vocabulary_deviation(common_vocab, vocab, drops)
 
 
 def prompt_deviation(protocol: str, form: str) -> Deviation | None:
@@ -293,7 +293,7 @@ class Extraction(Task[ExtractionSettings]):
         train_rows = open_split(ctx.dataset, "train", split.config, schema="question.v1.json").rows if s.fewshot else []
         if s.prompt == "chat":
             require_chat(model.info)
-        prompts = build_prompts(rows, s.prompt, model.info.kind, s.fewshot, train_rows, s.seed, stop=s.stop)
+        probes = build_probes(rows, s.prompt, model.info.kind, s.fewshot, train_rows, s.seed, stop=s.stop)
         deviations = [
             departures.sample_limit(len(rows), len(split.rows), s.limit, s.seed, EVERY_NUMBER),
             prompt_deviation(s.protocol, s.prompt),
@@ -306,12 +306,12 @@ class Extraction(Task[ExtractionSettings]):
         ]
         drops, candidates = {}, None
         if s.protocol == "lama":
-            rows, prompts, drops, candidates, vocabulary = lama_filter(rows, prompts, model, s.common_vocab)
+            rows, probes, drops, candidates, vocabulary = lama_filter(rows, probes, model, s.common_vocab)
             deviations.append(vocabulary)
         elif s.prompt == "question":
             # MAPLE's instruct models answer through their chat template (KEE records the same)
             deviations.append(departures.maple_question_form("--prompt question", EVERY_NUMBER))
-        stop = list(prompts[0].stop) if prompts else []
+        stop = list(probes[0].stop) if probes else []
         state = ExtractionPlan(
             rows=rows,
             drops=drops,
@@ -321,14 +321,14 @@ class Extraction(Task[ExtractionSettings]):
             deviations=departures.present(*deviations),
             interpretations=maple_interpretations(s),
         )
-        units = chunks(list(zip(rows, prompts)), UNIT_ITEMS)
+        units = chunks(list(zip(rows, probes)), UNIT_ITEMS)
         return Plan(units=units, dataset=split.describe(), depends_on={"stop": stop}, state=state)
 
     def score(self, ctx: RunContext[ExtractionSettings], state: ExtractionPlan, unit: Unit) -> list[ExtractionItemRow]:
         s = ctx.settings
         pairs: list[tuple[Question, Probe]] = unit.items  # (row, its prompt), planned together
-        rows, prompts = [r for r, _ in pairs], [p for _, p in pairs]
-        texts, golds = [p.prompt for p in prompts], [p.gold for p in prompts]
+        rows, probes = [r for r, _ in pairs], [p for _, p in pairs]
+        texts, golds = [p.prompt for p in probes], [p.gold for p in probes]
         predictions: Sequence[str | None]
         ranks: Sequence[tuple[int | None, float | None]]
         if s.protocol == "lama":
@@ -341,7 +341,7 @@ class Extraction(Task[ExtractionSettings]):
             both = ctx.model.generate_and_rank(texts, golds, s.max_new_tokens, stop=state.stop, candidate_ids=state.candidates)
             predictions, ranks = [t for t, _, _ in both], [(r, lp) for _, r, lp in both]
         out: list[ExtractionItemRow] = []
-        for row, prompt, (rank, logprob), prediction in zip(rows, prompts, ranks, predictions):
+        for row, probe, (rank, logprob), prediction in zip(rows, probes, ranks, predictions):
             if prediction is None:
                 correct = exact = rank == 1
             else:
@@ -358,7 +358,7 @@ class Extraction(Task[ExtractionSettings]):
                     "object": row["object"],
                     "answers": list(row["answers"]),
                     "frequency_bin": row.get("frequency_bin"),
-                    "prompt": ctx.model.render(prompt.prompt),
+                    "prompt": ctx.model.render(probe.prompt),
                     "prediction": prediction,
                     "correct": bool(correct),
                     "exact": bool(exact),

@@ -38,7 +38,7 @@ from pydantic import Field
 from kbench.dataset import has_split, open_split, seeded_sample
 from kbench.errors import UserError
 from kbench.evaluate import departures
-from kbench.evaluate.prompts import Probe, build_prompts, require_chat
+from kbench.evaluate.prompts import Probe, build_probes, require_chat
 from kbench.evaluate.task import TASKS, Plan, RunContext, Summary, Task, TaskSettings, Unit, chunks
 from kbench.metrics import uncertainty as u
 from kbench.models.interface import Capability
@@ -82,11 +82,11 @@ class QASettings(TaskSettings):
     max_new_tokens: int = Field(default=16, ge=1, description="Tokens generated per question.")
 
 
-def build_qa_prompts(items: Sequence[QAItem], settings: QASettings, examples: Sequence[QAItem]) -> list[Probe]:
+def build_qa_probes(items: Sequence[QAItem], settings: QASettings, examples: Sequence[QAItem]) -> list[Probe]:
     """Prompts in the shared forms; a row's `object` is its current answer (answer2)."""
     as_questions = [{**r, "object": r["answer"], "subject": r.get("subject") or r["question"]} for r in items]
     pool = [{**r, "object": r["answer"], "subject": r.get("subject") or r["question"]} for r in examples]
-    return build_prompts(as_questions, settings.prompt, "causal", settings.fewshot, pool, settings.seed)
+    return build_probes(as_questions, settings.prompt, "causal", settings.fewshot, pool, settings.seed)
 
 
 def read_items(dataset: Path, config: str | None, split: str) -> tuple[list[QAItem], list[dict]]:
@@ -226,7 +226,7 @@ class KnowledgeUpdateQA(Task[QASettings]):
         examples = [r for r in everything if r["category"] == "unchanged"] if s.fewshot else []
         if s.prompt == "chat":
             require_chat(ctx.model.info)
-        prompts = build_qa_prompts(items, s, examples)
+        probes = build_qa_probes(items, s, examples)
         deviations = departures.present(
             departures.sample_limit(len(items), len(everything), s.limit, s.seed, EVERY_NUMBER),
             departures.prompt_form(
@@ -253,7 +253,7 @@ class KnowledgeUpdateQA(Task[QASettings]):
             "sha256": stable_hash([f["sha256"] for f in files]),
         }
         state = ProtocolRecord("evolvingqa", REFERENCES["evolvingqa"], deviations, (answer_decoding(s),))
-        return Plan(units=chunks(list(zip(items, prompts)), UNIT_ITEMS), dataset=dataset, state=state)
+        return Plan(units=chunks(list(zip(items, probes)), UNIT_ITEMS), dataset=dataset, state=state)
 
     def score(self, ctx: RunContext[QASettings], state: ProtocolRecord, unit: Unit) -> list[QAItemRow]:
         pairs: list[tuple[QAItem, Probe]] = unit.items  # (item, its prompt), planned together
