@@ -71,6 +71,12 @@ class Deviation:
         return {"id": self.id, "paper": self.paper, "kbench": self.kbench, "effect": self.effect}
 
 
+def departures(*settings: tuple[str, object, object, str, str, str]) -> list[Deviation]:
+    """A Deviation for each (id, the run's value, the paper's, what the paper does, what the run does,
+    what it moves) whose two values differ: the common "a setting off the paper's default" case."""
+    return [Deviation(key, paper, text, effect) for key, ours, papers, paper, text, effect in settings if ours != papers]
+
+
 @dataclass(frozen=True)
 class Interpretation:
     """A choice where the paper is silent: `id` a stable slug, `paper` what the paper says (and

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from kbench.metrics.rank_correlation import kendall_tau_b, spearman_exact
-from kbench.metrics.uncertainty import BOOTSTRAP_SEED, difference_paired, mcnemar, wilson
+from kbench.metrics.uncertainty import BOOTSTRAP_SEED, binomial_p, difference_paired, mcnemar, wilson
 from kbench.registry import Registry
 from kbench.report.runs import Run
 
@@ -87,6 +87,12 @@ def shifted(k: int, n: int, reference: float) -> dict:
     """k/n − reference with the Wilson interval shifted alike."""
     low, high = wilson(k, n) or (0.0, 0.0)  # n > 0 wherever this is called: the Wilson interval exists
     return {"value": k / n - reference, "ci_low": low - reference, "ci_high": high - reference, "n": n, "interval": "wilson"}
+
+
+def against_reference(k: int, n: int, reference: float, test: str) -> dict:
+    """A statistic's result for a proportion k/n against a reference: the shifted Wilson estimate
+    (`shifted`) and the exact two-sided binomial p."""
+    return {"estimate": shifted(k, n, reference), "p_value": binomial_p(k, n, reference), "test": test}
 
 
 def proportion_at(block: dict, path: str, partition: str = "") -> dict | None:

@@ -35,6 +35,17 @@ def _panels(plt, n: int):
     return fig, axes[:n]
 
 
+def _model_colours(drawn: dict[str, dict]) -> dict[str, str]:
+    """One colour per model label across every panel (`drawn`: panel title -> model label -> its line)."""
+    labels = sorted({label for lines in drawn.values() for label in lines})
+    return {label: f"C{i}" for i, label in enumerate(labels)}
+
+
+def _line(ax, xs: list, estimates: list[dict], colour: str, label: str) -> None:
+    """One model's line of estimates with their 95% intervals as error bars."""
+    ax.errorbar(xs, [e["value"] for e in estimates], yerr=_errors(estimates), marker="o", capsize=3, color=colour, label=label)
+
+
 def _size_label(parameters: float) -> str:
     """135M, 1.3B, 70B: a parameter count as a tick label."""
     for unit, scale in (("T", 1e12), ("B", 1e9), ("M", 1e6), ("K", 1e3)):
@@ -118,23 +129,13 @@ def popularity_chart(columns: dict[str, dict[str, Run]], out_dir: Path) -> str |
     if not drawn:
         return None
     plt = pyplot()
-    labels = sorted({label for lines in drawn.values() for label in lines})
-    colour = {label: f"C{i}" for i, label in enumerate(labels)}
-    fig, axes = _panels(plt, len(drawn))
+    colour, (fig, axes) = _model_colours(drawn), _panels(plt, len(drawn))
     for ax, (title, lines) in zip(axes, drawn.items()):
         bins = order_bins({b for _, per_bin in lines.values() for b in per_bin})
         for label, (_, per_bin) in lines.items():
             shown = [b for b in bins if per_bin.get(b, {}).get("value") is not None]
             estimates = [per_bin[b] for b in shown]
-            ax.errorbar(
-                [bins.index(b) for b in shown],
-                [e["value"] for e in estimates],
-                yerr=_errors(estimates),
-                marker="o",
-                capsize=3,
-                color=colour[label],
-                label=label,
-            )
+            _line(ax, [bins.index(b) for b in shown], estimates, colour[label], label)
         ax.set_xticks(range(len(bins)), bins)
         ax.set_ylim(0, 1)
         ax.set_xlabel("popularity bin (head = most popular)" if set(bins) <= set(BIN_ORDER) else "bin")
@@ -183,21 +184,11 @@ def popularity_decile_chart(columns: dict[str, dict[str, dict[str, tuple[float, 
     if not drawn:
         return None
     plt = pyplot()
-    labels = sorted({label for lines in drawn.values() for label in lines})
-    colour = {label: f"C{i}" for i, label in enumerate(labels)}
-    fig, axes = _panels(plt, len(drawn))
+    colour, (fig, axes) = _model_colours(drawn), _panels(plt, len(drawn))
     for ax, (title, lines) in zip(axes, drawn.items()):
         for label, line in lines.items():
             shown = [entry for entry in line if entry["value"] is not None]
-            ax.errorbar(
-                [entry["decile"] for entry in shown],
-                [entry["value"] for entry in shown],
-                yerr=_errors(shown),
-                marker="o",
-                capsize=3,
-                color=colour[label],
-                label=label,
-            )
+            _line(ax, [entry["decile"] for entry in shown], shown, colour[label], label)
         ticks = next(iter(lines.values()))
         ax.set_xticks([e["decile"] for e in ticks], [f"{e['decile']}\n≤{e['high']:.3g}" for e in ticks], fontsize="x-small")
         ax.set_ylim(0, 1)

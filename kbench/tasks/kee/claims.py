@@ -11,8 +11,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from kbench.claims.plan_sizes import ASSUMED, Design, unplanned
-from kbench.claims.statistics import Labelled, kendall_exact, paired_test, proportion_at, shifted, statistic
-from kbench.metrics.uncertainty import binomial_p, difference_unpaired, fisher_exact_p
+from kbench.claims.statistics import Labelled, against_reference, kendall_exact, paired_test, proportion_at, shifted, statistic
+from kbench.metrics.uncertainty import difference_unpaired, fisher_exact_p
 from kbench.report.items import read_items
 from kbench.report.runs import Run
 
@@ -195,12 +195,8 @@ def prs_share(run: Run, techniques: Sequence[str], share: str, reference: float 
     if not found:
         return None
     key = (lambda f: f[3]["value"]) if pick == "weakest" else (lambda f: -abs(f[3]["value"]))
-    name, k, total, estimate = min(found, key=key)
-    return {
-        "estimate": estimate,
-        "p_value": binomial_p(k, total, reference),
-        "test": f"{name}: {share} share vs {reference}, exact binomial",
-    }
+    name, k, total, _ = min(found, key=key)
+    return against_reference(k, total, reference, f"{name}: {share} share vs {reference}, exact binomial")
 
 
 @statistic("proportion_vs", **KEE)
@@ -213,11 +209,7 @@ def proportion_vs(run: Run, technique: str, metric: str, reference: float) -> di
     if not found:
         return None
     top = max(found, key=lambda f: f["k"] / f["n"])
-    return {
-        "estimate": shifted(top["k"], top["n"], reference),
-        "p_value": binomial_p(top["k"], top["n"], reference),
-        "test": f"{technique} {metric} vs {reference}, exact binomial",
-    }
+    return against_reference(top["k"], top["n"], reference, f"{technique} {metric} vs {reference}, exact binomial")
 
 
 @statistic("sgr_minus_dgr", **KEE)
@@ -300,12 +292,9 @@ def shallow_share(run: Run, k: int, of: int, reference: float) -> dict | None:
             found.append((partition, at_k, at_of, shifted(at_k, at_of, reference)))
     if not found:
         return None
-    partition, at_k, at_of, estimate = min(found, key=lambda f: -abs(f[3]["value"]))
-    return {
-        "estimate": estimate,
-        "p_value": binomial_p(at_k, at_of, reference),
-        "test": f"shallow failures at K = {k} of those at K = {of} (the {partition} partition) vs {reference}, exact binomial",
-    }
+    partition, at_k, at_of, _ = min(found, key=lambda f: -abs(f[3]["value"]))
+    test = f"shallow failures at K = {k} of those at K = {of} (the {partition} partition) vs {reference}, exact binomial"
+    return against_reference(at_k, at_of, reference, test)
 
 
 @statistic("technique_lowest_on", **KEE)

@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from kbench.evaluate.departures import maple_case, maple_question_form
-from kbench.protocol import REFERENCES, Deviation, Interpretation, ProtocolRecord
+from kbench.protocol import REFERENCES, Deviation, Interpretation, ProtocolRecord, departures
 from kbench.tasks.kee.techniques import TECHNIQUES
 
 NAME = "maple-kee"
@@ -56,33 +56,15 @@ def kee_protocol(
                 effect=f"SGR, DGR and their K-sweep ranking of {', '.join(sampling)}",
             )
         )
-    if s.k != MAPLE_K:
-        out.append(
-            Deviation(
-                "partition-k",
-                paper=f"K = {MAPLE_K} seed-A samples split base failures into shallow and deep",
-                kbench=f"K = {s.k}",
-                effect="SGR, DGR (every technique), the shallow/deep sizes",
-            )
-        )
-    if s.sweep_max != MAPLE_SWEEP:
-        out.append(
-            Deviation(
-                "sweep-max",
-                paper=f"the ranking's stability is checked at K = 1..{MAPLE_SWEEP}",
-                kbench=f"K = 1..{s.sweep_max}",
-                effect="ranking_stability",
-            )
-        )
-    if sorted(s.temperatures) != sorted(MAPLE_TEMPERATURES):
-        out.append(
-            Deviation(
-                "partition-temperatures",
-                paper="the shallow/deep partition at tau = 0.7 and at tau = 1.2",
-                kbench="tau = " + ", ".join(map(str, s.temperatures)),
-                effect="SGR, DGR, ranking_stability",
-            )
-        )
+    out += departures(
+        ("partition-k", s.k, MAPLE_K, f"K = {MAPLE_K} seed-A samples split base failures into shallow and deep",
+         f"K = {s.k}", "SGR, DGR (every technique), the shallow/deep sizes"),
+        ("sweep-max", s.sweep_max, MAPLE_SWEEP, f"the ranking's stability is checked at K = 1..{MAPLE_SWEEP}",
+         f"K = 1..{s.sweep_max}", "ranking_stability"),
+        ("partition-temperatures", sorted(s.temperatures), sorted(MAPLE_TEMPERATURES),
+         "the shallow/deep partition at tau = 0.7 and at tau = 1.2", "tau = " + ", ".join(map(str, s.temperatures)),
+         "SGR, DGR, ranking_stability"),
+    )  # fmt: skip
     truncated = _truncated_draws(s, sampling, technique_params)
     if truncated:
         out.append(

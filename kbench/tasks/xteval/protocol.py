@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from statistics import median
 
 from kbench.metrics.clustered import FACTS_ONLY
-from kbench.protocol import REFERENCES, Deviation, Interpretation, ProtocolRecord
+from kbench.protocol import REFERENCES, Deviation, Interpretation, ProtocolRecord, departures
 from kbench.tasks.xteval.documents import GOLD, INPUT_TYPES
 from kbench.tasks.xteval.pipeline import XtevalSettings
 
@@ -76,24 +76,12 @@ def xteval_protocol(
         for key, paper, what in FINETUNE
         if getattr(s.finetune, key) != paper
     ]
-    if s.train_fraction != 0.6:
-        deviations.append(
-            Deviation(
-                "train-fraction",
-                "D^theta split 60/40 into train and test",
-                f"{s.train_fraction:.2f} of D^theta to train",
-                DOWNSTREAM,
-            )
-        )
-    if s.distractors_per_type != 50:
-        deviations.append(
-            Deviation(
-                "distractors-per-type",
-                "50 test distractors of each non-gold document type",
-                f"{s.distractors_per_type} per type",
-                f"{DOWNSTREAM} (fewer distractors raise accuracy)",
-            )
-        )
+    deviations += departures(
+        ("train-fraction", s.train_fraction, 0.6, "D^theta split 60/40 into train and test",
+         f"{s.train_fraction:.2f} of D^theta to train", DOWNSTREAM),
+        ("distractors-per-type", s.distractors_per_type, 50, "50 test distractors of each non-gold document type",
+         f"{s.distractors_per_type} per type", f"{DOWNSTREAM} (fewer distractors raise accuracy)"),
+    )  # fmt: skip
     shortfall = distractor_shortfall(s.distractors_per_type, distractors)
     if shortfall:
         deviations.append(shortfall)
@@ -144,15 +132,10 @@ def _extraction(s: XtevalSettings, model_kind: str) -> list[Deviation]:
         )
     else:
         sp = s.softprompt
-        if (sp.n_before, sp.n_after) != (3, 3):
-            out.append(
-                Deviation(
-                    "softprompt-vectors",
-                    "3 soft vectors before and 3 after the head",
-                    f"{sp.n_before} before and {sp.n_after} after",
-                    ACC_D,
-                )
-            )
+        out += departures(
+            ("softprompt-vectors", (sp.n_before, sp.n_after), (3, 3), "3 soft vectors before and 3 after the head",
+             f"{sp.n_before} before and {sp.n_after} after", ACC_D),
+        )  # fmt: skip
         out += [
             Deviation(f"softprompt-{_slug(key)}", f"{what}: {paper}", f"{what}: {getattr(sp, key)}", ACC_D)
             for key, paper, what in SOFTPROMPT

@@ -27,7 +27,7 @@ from pydantic import Field
 
 from kbench.io import stable_hash
 from kbench.models.interface import Intervention, SamplingTruncation
-from kbench.protocol import Deviation
+from kbench.protocol import departures
 from kbench.tasks.kee.techniques import register_technique
 from kbench.tasks.kee.techniques.base import (
     ANSWER_STOP,
@@ -70,26 +70,13 @@ class TemperatureSampling(Technique):
     Params = SamplingParams
 
     def deviations(self, fitted):
-        p, out = self.p, []
-        if p.votes != MAPLE_VOTES:
-            out.append(
-                Deviation(
-                    f"{self.name}-votes",
-                    paper=f"the final answer is the majority vote over {MAPLE_VOTES} samples",
-                    kbench=f"majority vote over {p.votes} samples",
-                    effect=f"{self.name}: Acc, Gain, Loss, PRS",
-                )
-            )
-        if p.seed != SEED_B:
-            out.append(
-                Deviation(
-                    f"{self.name}-seed-b",
-                    paper=f"the evaluation samples are drawn with seed B = {SEED_B}",
-                    kbench=f"seed {p.seed}",
-                    effect=f"{self.name}: every number",
-                )
-            )
-        return out
+        p = self.p
+        return departures(
+            (f"{self.name}-votes", p.votes, MAPLE_VOTES, f"the final answer is the majority vote over {MAPLE_VOTES} samples",
+             f"majority vote over {p.votes} samples", f"{self.name}: Acc, Gain, Loss, PRS"),
+            (f"{self.name}-seed-b", p.seed, SEED_B, f"the evaluation samples are drawn with seed B = {SEED_B}",
+             f"seed {p.seed}", f"{self.name}: every number"),
+        )  # fmt: skip
 
     def run(self, context, items):
         p = self.p
