@@ -12,8 +12,9 @@ OUT_DIR/datasets/ and runs the twelve commands into OUT_DIR/<name>/, all with th
 this script (it goes first on PYTHONPATH) and the interpreter that runs the script. Every command runs
 in OUT_DIR on relative paths (so no run records where OUT_DIR is), with `--no-cache` and a fresh
 KBENCH_CACHE=OUT_DIR/cache, so nothing is reused from an earlier run; only the converted model weights
-(KBENCH_MODEL_CACHE) are shared. About 10 minutes on two busy CPU cores; OUT_DIR/timings.json says how
-long each step took. The datasets (paths relative to the repository):
+(KBENCH_MODEL_CACHE) are shared. It took 27 minutes on two CPU cores shared with five other jobs (load
+about 12; one command alone ran about 3 times faster); OUT_DIR/timings.json says how long each step
+took. The datasets (paths relative to the repository):
 
     datasets/lama       kbench build pipelines/lama.toml (the original LAMA probe; AutoPrompt train split)
     datasets/lama-trex  kbench build pipelines/lama-trex.toml --set 'load.relations=["P19","P20"]'
