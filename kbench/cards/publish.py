@@ -41,7 +41,7 @@ _PER_ITEM_SUFFIXES = (".parquet", ".jsonl")
 
 @dataclass
 class UploadPlan:
-    kind: str  # "dataset", "results" or "suite"
+    artifact: str  # "dataset", "results" or "suite"
     root: Path
     files: list[str]  # paths in the repo, sorted; exactly what is uploaded
     generated: dict[str, str | bytes] = field(default_factory=dict)  # repo path -> content written only into the upload
@@ -208,7 +208,7 @@ def publish(
                 repo_id=repo_id,
                 repo_type="dataset",
                 allow_patterns=[glob.escape(f) for f in plan.files],
-                commit_message=f"Upload {plan.kind} with kbench",
+                commit_message=f"Upload {plan.artifact} with kbench",
             )
     except UserError:
         raise
@@ -237,5 +237,5 @@ def _upload_staged(api, plan: UploadPlan, repo_id: str) -> None:
             repo_id=repo_id,
             repo_type="dataset",
             allow_patterns=[glob.escape(f) for f in plan.files],
-            commit_message=f"Upload {plan.kind} with kbench",
+            commit_message=f"Upload {plan.artifact} with kbench",
         )

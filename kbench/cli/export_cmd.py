@@ -60,7 +60,7 @@ def lm_eval(
     )
     task = yaml_path.stem
     typer.echo(
-        f"{docs.kind} task {task} ({len(docs.docs)} items of {docs.split}) written to {out}\n"
+        f"{docs.task} task {task} ({len(docs.docs)} items of {docs.split}) written to {out}\n"
         f"run: lm_eval --model hf --model_args pretrained=MODEL --tasks {task} --include_path {out}"
     )
 
@@ -83,6 +83,6 @@ def inspect(
     docs, _ = _docs(dataset, split, config, "chat", fewshot, limit, seed)
     path = write_inspect_task(docs, out, case_sensitive=case_sensitive)
     typer.echo(
-        f"{docs.kind} task ({len(docs.docs)} items of {docs.split}) written to {path}\n"
+        f"{docs.task} task ({len(docs.docs)} items of {docs.split}) written to {path}\n"
         f"run: inspect eval {path} --model hf/local -M model_path=MODEL -M do_sample=false"
     )

@@ -14,14 +14,14 @@ import re
 from pathlib import Path
 
 from kbench.errors import UserError
-from kbench.export.items import ExportDocs, dataset_kind, exporter
+from kbench.export.items import ExportDocs, dataset_task, exporter
 from kbench.io import write_jsonl, write_text
 
 
 def check_exportable(dataset: Path, config: str | None) -> None:
     """Refuse a dataset whose task Inspect cannot judge, before its documents are built."""
     if dataset.is_dir():
-        refusal = exporter(dataset_kind(dataset, config)).inspect_refusal
+        refusal = exporter(dataset_task(dataset, config)).inspect_refusal
         if refusal:
             raise UserError(f"{dataset}: {refusal}")
 
@@ -35,7 +35,7 @@ def write_inspect_task(docs: ExportDocs, out: Path, *, case_sensitive: bool = Fa
         raise UserError(
             f"--out {out}: the file name is the task's name, so it must be a Python identifier (letters, digits, '_')"
         )
-    task = exporter(docs.kind)
+    task = exporter(docs.task)
     if task.inspect_refusal:
         raise UserError(task.inspect_refusal)
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -37,7 +37,7 @@ class ExportSpec:
 
 @dataclass(frozen=True)
 class ExportDocs:
-    kind: str  # the task that judges the documents (its name in EXPORTS)
+    task: str  # the task that judges the documents (its name in EXPORTS)
     split: str
     source: Path  # the parquet file the documents come from
     docs: list[dict]
@@ -86,7 +86,7 @@ def dataset_protocol(dataset: Path) -> ProtocolRecord | None:
     return read_protocol(document, str(manifest))
 
 
-def dataset_kind(dataset: Path, config: str | None) -> str:
+def dataset_task(dataset: Path, config: str | None) -> str:
     """The task whose rows the dataset holds (its name in EXPORTS)."""
     import polars as pl
 
@@ -99,9 +99,9 @@ def dataset_kind(dataset: Path, config: str | None) -> str:
     except Exception as exc:  # polars raises several error types for a damaged file
         raise InputError(files[0], f"cannot read parquet: {exc}") from exc
     exports = _exports()
-    for kind, export in exports.items():
+    for name, export in exports.items():
         if export.columns <= columns:
-            return kind
+            return name
     known = " nor ".join(export.rows for export in exports.values())
     raise InputError(files[0], f"neither {known}; only these datasets export")
 
@@ -116,19 +116,19 @@ def _exports() -> dict[str, type[TaskExport]]:
     return {name: EXPORTS.get(name) for name in names}
 
 
-def exporter(kind: str) -> TaskExport:
-    return EXPORTS.get(kind)()
+def exporter(task: str) -> TaskExport:
+    return EXPORTS.get(task)()
 
 
 def export_docs(dataset: Path, spec: ExportSpec) -> ExportDocs:
     """The documents of `spec.split` (default: the split `kbench evaluate` reads) of `dataset`."""
     if not dataset.is_dir():
         raise UserError(f"{dataset} is not a folder; give a dataset folder built by `kbench build`")
-    kind = dataset_kind(dataset, spec.config)
-    task = exporter(kind)
+    name = dataset_task(dataset, spec.config)
+    task = exporter(name)
     split = spec.split or task.default_split
     path = split_path(dataset, split, spec.config)
     docs = task.docs(path, dataset, spec)
     if not docs:
         raise UserError(f"{path}: the split is empty; nothing to export")
-    return ExportDocs(kind, split, path, docs, dataset_protocol(dataset))
+    return ExportDocs(name, split, path, docs, dataset_protocol(dataset))

@@ -32,7 +32,7 @@ DATA_FILE = "data.jsonl"
 
 
 def task_name(dataset: Path, docs: ExportDocs, prompt: str) -> str:
-    parts = ["kbench", dataset.resolve().name, docs.split, *exporter(docs.kind).lmeval_name_parts(prompt)]
+    parts = ["kbench", dataset.resolve().name, docs.split, *exporter(docs.task).lmeval_name_parts(prompt)]
     return re.sub(r"[^a-z0-9_]+", "_", "_".join(parts).lower()).strip("_")
 
 
@@ -76,7 +76,7 @@ def utils_source(docs: ExportDocs, case_sensitive: bool) -> str:
         f'{docs.source} ({len(docs.docs)} items). Self-contained: runs without kbench."""\n\n'
         "from __future__ import annotations\n\nimport json\n"
     )
-    task = exporter(docs.kind)
+    task = exporter(docs.task)
     imports = "".join(f"{line}\n" for line in sorted({*task.lmeval_imports, "from pathlib import Path"}))
     load = _LOAD_DOCS.format(data=DATA_FILE, split=docs.split)
     return f"{header}{imports}{load}\n\n{task.lmeval_scoring(case_sensitive)}"
@@ -89,7 +89,7 @@ def task_yaml(name: str, dataset: Path, docs: ExportDocs, settings: dict) -> str
         f"task: {name}\ncustom_dataset: !function utils.load_docs\ntest_split: {docs.split}\n"
         "doc_to_text: prompt\nprocess_results: !function utils.process_results\n"
     )
-    body = exporter(docs.kind).lmeval_yaml(docs)
+    body = exporter(docs.task).lmeval_yaml(docs)
     return head + body + _metadata(dataset, docs, settings)
 
 
@@ -104,7 +104,7 @@ def write_lmeval_task(
     settings: dict | None = None,
 ) -> Path:
     """Write the task folder; return the YAML path. Files are written atomically, the YAML last."""
-    exporter(docs.kind).check_lmeval(prompt)
+    exporter(docs.task).check_lmeval(prompt)
     name = name or task_name(dataset, docs, prompt)
     if not re.fullmatch(r"[A-Za-z0-9_\-]+", name):
         raise UserError(f"--name {name!r}: use letters, digits, '_' and '-' only")

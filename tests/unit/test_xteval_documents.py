@@ -27,16 +27,16 @@ def gen():
     return DocumentGenerator(FACTS, TEMPLATES)
 
 
-@pytest.mark.parametrize("kind", list(INPUT_TYPES))
-def test_each_type_fixes_exactly_its_slots(gen, kind):
-    keep = INPUT_TYPES[kind]
+@pytest.mark.parametrize("doc_type", list(INPUT_TYPES))
+def test_each_type_fixes_exactly_its_slots(gen, doc_type):
+    keep = INPUT_TYPES[doc_type]
     rng = random.Random(0)
     for fact in FACTS:
         for _ in range(20):
-            doc = gen.sample(kind, fact, rng)
-            assert doc is not None and doc.kind == kind
+            doc = gen.sample(doc_type, fact, rng)
+            assert doc is not None and doc.doc_type == doc_type
             for kept, got, gold in zip(keep, (doc.head, doc.relation, doc.tail), (fact.head, fact.relation, fact.tail)):
-                assert (got == gold) == kept, (kind, fact, doc)
+                assert (got == gold) == kept, (doc_type, fact, doc)
             assert doc.text in {render(t, doc.head, doc.tail) for t in TEMPLATES[doc.relation]}
 
 
@@ -50,10 +50,10 @@ def test_negatives_never_carry_a_true_tail_of_the_query(gen):
     obama = gen.enumerate_head_relation(FACTS[0], rng)
     assert {d.tail for d in obama} == {"McGill"}
     assert all(d.head == "Marie Curie" and d.relation == "P106" for d in enumerated)
-    for kind in INPUT_TYPES:
-        if kind != GOLD:
+    for doc_type in INPUT_TYPES:
+        if doc_type != GOLD:
             for _ in range(30):
-                d = gen.sample(kind, curie, rng)
+                d = gen.sample(doc_type, curie, rng)
                 assert (d.head, d.relation, d.tail) != (curie.head, curie.relation, curie.tail)
 
 

@@ -93,10 +93,10 @@ def test_several_seeds_put_the_seed_spread_inside_the_interval():
 
 
 def test_distractors_fewer_than_fifty_are_recorded_with_their_minimum_and_median():
-    from kbench.tasks.xteval.protocol import DISTRACTOR_KINDS
+    from kbench.tasks.xteval.protocol import COUNTED_DISTRACTOR_TYPES
 
     s = XtevalSettings(**AUTOPROMPT)
-    full = {kind: 50 for kind in DISTRACTOR_KINDS}
+    full = {doc_type: 50 for doc_type in COUNTED_DISTRACTOR_TYPES}
     assert xteval_protocol(s, "masked", 3, PROBED_ALL, [full, full]).faithful
     # a small D^theta: three queries got fewer (.,r,.) and true-unrelated documents than asked
     short = [{**full, "(.,r,.)": 3, "true-unrelated": 7}, {**full, "(.,r,.)": 5}, {k: v for k, v in full.items() if k != "(.,r,.)"}]
@@ -106,7 +106,7 @@ def test_distractors_fewer_than_fifty_are_recorded_with_their_minimum_and_median
     assert "(.,r,.) 0 / 3" in text and "true-unrelated 7 / 50" in text and "(.,.,.) 50 / 50" in text and "3 test queries" in text
     # fewer than asked but the run asked for fewer than 50: distractors-per-type says it; a shortfall below that adds this
     few = XtevalSettings(**AUTOPROMPT, distractors_per_type=4)
-    fours = {kind: 4 for kind in DISTRACTOR_KINDS}
+    fours = {doc_type: 4 for doc_type in COUNTED_DISTRACTOR_TYPES}
     assert [d.id for d in xteval_protocol(few, "masked", 3, PROBED_ALL, [fours]).deviations] == ["distractors-per-type"]
     assert "distractors-available" in [d.id for d in xteval_protocol(few, "masked", 3, PROBED_ALL, [{**fours, "(h,.,.)": 2}]).deviations]
 

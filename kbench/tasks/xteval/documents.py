@@ -7,7 +7,7 @@ repeats the gold slot it is meant to replace. A template of the document's relat
 at random and filled in ([X] = head, [Y] = tail).
 
 Contracts:
-- `sample(kind, fact, rng)` returns a `Document` whose fixed slots equal `fact`'s and whose
+- `sample(doc_type, fact, rng)` returns a `Document` whose fixed slots equal `fact`'s and whose
   free slots all differ from it, or None when D^theta has no alternative for a free slot.
 - A document whose (head, relation) equals the query's never carries one of the query's true
   tails unless it is the gold document: N-M relations cannot turn a negative into a true answer.
@@ -52,7 +52,7 @@ class Document:
     head: str
     relation: str
     tail: str
-    kind: str  # an INPUT_TYPES key, or "true-unrelated"
+    doc_type: str  # an INPUT_TYPES key, or "true-unrelated"
 
 
 def render(template: str, head: str, tail: str) -> str:
@@ -91,14 +91,14 @@ class DocumentGenerator:
         """The query q: the fact with its tail removed, in a randomly chosen template."""
         return render(rng.choice(self.templates[fact.relation]), fact.head, QUERY_BLANK)
 
-    def document(self, head: str, relation: str, tail: str, kind: str, rng: random.Random) -> Document:
-        return Document(render(rng.choice(self.templates[relation]), head, tail), head, relation, tail, kind)
+    def document(self, head: str, relation: str, tail: str, doc_type: str, rng: random.Random) -> Document:
+        return Document(render(rng.choice(self.templates[relation]), head, tail), head, relation, tail, doc_type)
 
-    def sample(self, kind: str, fact: Triple, rng: random.Random) -> Document | None:
-        """One document of input type `kind` for the query fact (None if a slot has no alternative)."""
-        if kind not in INPUT_TYPES:
-            raise UserError(f"unknown document type {kind!r}; known: {', '.join(INPUT_TYPES)}")
-        keep_h, keep_r, keep_t = INPUT_TYPES[kind]
+    def sample(self, doc_type: str, fact: Triple, rng: random.Random) -> Document | None:
+        """One document of input type `doc_type` for the query fact (None if a slot has no alternative)."""
+        if doc_type not in INPUT_TYPES:
+            raise UserError(f"unknown document type {doc_type!r}; known: {', '.join(INPUT_TYPES)}")
+        keep_h, keep_r, keep_t = INPUT_TYPES[doc_type]
         relation = fact.relation if keep_r else self._pick(self.relations, fact.relation, rng)
         if relation is None:
             return None
@@ -123,7 +123,7 @@ class DocumentGenerator:
             tail = self._pick(pool, fact.tail, rng)
             if tail is None:
                 return None
-        return self.document(head, relation, tail, kind, rng)
+        return self.document(head, relation, tail, doc_type, rng)
 
     def gold(self, fact: Triple, rng: random.Random) -> Document:
         """The query fact's gold document (GOLD keeps every slot, so there is always one)."""
@@ -131,8 +131,8 @@ class DocumentGenerator:
         assert doc is not None
         return doc
 
-    def sample_many(self, kind: str, fact: Triple, n: int, rng: random.Random) -> list[Document]:
-        docs = (self.sample(kind, fact, rng) for _ in range(n))
+    def sample_many(self, doc_type: str, fact: Triple, n: int, rng: random.Random) -> list[Document]:
+        docs = (self.sample(doc_type, fact, rng) for _ in range(n))
         return [d for d in docs if d is not None]
 
     def enumerate_head_relation(self, fact: Triple, rng: random.Random) -> list[Document]:

@@ -25,11 +25,11 @@ DISTRACTOR_TYPES = tuple(k for k in INPUT_TYPES if k not in (GOLD, "(h,r,.)"))
 def test_candidates(
     fact: Triple, generator: DocumentGenerator, test_pool: Sequence[Triple], per_type: int, rng: random.Random
 ) -> tuple[Candidates, dict[str, int]]:
-    """The query, gold first then distinct distractors; and how many distractors of each kind."""
+    """The query, gold first then distinct distractors; and how many distractors of each type."""
     gold = generator.gold(fact, rng)
     docs = generator.enumerate_head_relation(fact, rng)
-    for kind in DISTRACTOR_TYPES:
-        docs += generator.sample_many(kind, fact, per_type, rng)
+    for doc_type in DISTRACTOR_TYPES:
+        docs += generator.sample_many(doc_type, fact, per_type, rng)
     docs += generator.true_unrelated(fact, test_pool, per_type, rng)
     seen = {gold.text}
     distractors: list[str] = []
@@ -38,7 +38,7 @@ def test_candidates(
         if d.text not in seen:
             seen.add(d.text)
             distractors.append(d.text)
-            counts[d.kind] = counts.get(d.kind, 0) + 1
+            counts[d.doc_type] = counts.get(d.doc_type, 0) + 1
     return Candidates(generator.query(fact, rng), [gold.text, *distractors]), counts
 
 

@@ -24,7 +24,7 @@ from kbench.tasks.xteval.pipeline import XtevalSettings
 ACC_D = "acc_D, Gap 1 and D^theta, so every downstream figure"
 PAPER_DISTRACTORS = 50
 #: the distractor types drawn `distractors_per_type` at a time ((h,r,.) is enumerated whole)
-DISTRACTOR_KINDS = (*(k for k in INPUT_TYPES if k not in (GOLD, "(h,r,.)")), "true-unrelated")
+COUNTED_DISTRACTOR_TYPES = (*(k for k in INPUT_TYPES if k not in (GOLD, "(h,r,.)")), "true-unrelated")
 DOWNSTREAM = "downstream accuracy, usable knowledge and Gap 2"
 
 #: (settings path, paper value, what it is, which numbers it touches): compared one by one
@@ -219,10 +219,10 @@ def distractor_shortfall(asked: int, distractors: Sequence[dict[str, int]]) -> D
     D^theta holds too few distinct entities to draw 50 different documents of every type."""
     if not distractors:
         return None
-    per_kind = {kind: [q.get(kind, 0) for q in distractors] for kind in DISTRACTOR_KINDS}
-    if min(min(counts) for counts in per_kind.values()) >= min(asked, PAPER_DISTRACTORS):
+    per_type = {doc_type: [q.get(doc_type, 0) for q in distractors] for doc_type in COUNTED_DISTRACTOR_TYPES}
+    if min(min(counts) for counts in per_type.values()) >= min(asked, PAPER_DISTRACTORS):
         return None
-    used = "; ".join(f"{kind} {min(counts)} / {median(counts):g}" for kind, counts in per_kind.items())
+    used = "; ".join(f"{doc_type} {min(counts)} / {median(counts):g}" for doc_type, counts in per_type.items())
     return Deviation(
         "distractors-available",
         f"{PAPER_DISTRACTORS} test distractors of each non-gold document type",

@@ -125,7 +125,7 @@ def training_candidates(
     out = []
     for fact in facts:
         gold = generator.gold(fact, rng)
-        negatives = [d.text for kind in TRAIN_NEGATIVE_TYPES for d in generator.sample_many(kind, fact, per_type, rng)]
+        negatives = [d.text for doc_type in TRAIN_NEGATIVE_TYPES for d in generator.sample_many(doc_type, fact, per_type, rng)]
         distinct = list(dict.fromkeys(t for t in negatives if t != gold.text))  # a repeat adds no signal
         out.append(Candidates(generator.query(fact, rng), [gold.text, *distinct]))
     return out
