@@ -59,8 +59,8 @@ def page() -> str:
         "",
         "Written by `python bench/collect.py` from the rows the bench scripts record with `--record`",
         "(`bench/results/*.json`): each row is one run, with its exact command, date, commit and machine (usable cores,",
-        "a float32 matmul peak measured at the time, the 1-minute load). Do not edit this page by hand. Older figures,",
-        "typed by hand before the scripts recorded their own, are in [Benchmark notes recorded by hand](benchmarks-archive.md).",
+        "a float32 matmul peak measured at the time, the 1-minute load). Do not edit this page by hand. What each",
+        "script measures, wired or not: [The bench scripts](bench-scripts.md).",
         "",
     ]
     for script in recorded:
