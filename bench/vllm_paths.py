@@ -14,10 +14,6 @@ Printed per path and shape: facts/s, and the answers and ranks identical to the 
 transformers backend's. The in-process vLLM path runs in the vLLM venv (scripts/vllm_setup.sh) as a
 subprocess of this script (`--path vllm`), with this checkout on PYTHONPATH. No result cache.
 
-Measured 2026-12-05 on the shared 2-core machine (loaded by other jobs, so facts/s are not comparable),
-`--facts 20 --concurrency 4`: all three paths printed; both vLLM paths 20/20 answers and ranks identical
-to the in-process transformers backend's, max score difference 4.1e-05. (Before the in-process vLLM
-model was closed explicitly, its subprocess aborted at exit with 134 and the third path was missing.)
 """
 
 from __future__ import annotations
