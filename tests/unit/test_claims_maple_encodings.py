@@ -146,3 +146,6 @@ def test_maple_12_reads_iti_s_gain_against_the_papers_range(tmp_path):
     metrics["per_technique"]["iti"]["gain"] = proportion(1000, 10000)  # 10 %: far above the range
     [test] = verdicts(suite(tmp_path / "high", {"llama3-8b": metrics}))["MAPLE-12 (gain)"].cells
     assert test.verdict == "contradicted"
+    # the range describes MAPLE's six models: another model gets no verdict on it
+    found = verdicts(suite(tmp_path / "other", {"smollm2-135m": metrics}))["MAPLE-12 (gain)"]
+    assert not found.cells and [m for m, _ in found.outside] == ["smollm2-135m"]
